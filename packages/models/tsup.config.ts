@@ -1,0 +1,3 @@
+import { kilnTsup } from "../../tooling/tsup.preset.mjs";
+
+export default kilnTsup();

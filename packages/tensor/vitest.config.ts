@@ -1,0 +1,3 @@
+import { kilnVitest } from "../../tooling/vitest.preset.mjs";
+
+export default kilnVitest();

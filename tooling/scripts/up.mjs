@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// One entry point for the README's two commands. Needs only Node 20 and npm:
+// it bootstraps the pinned pnpm into .cache/pnpm, installs the workspace from the
+// lockfile, then runs either the full check (`test`) or the main demo (`demo`).
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const PNPM_VERSION = "12.4.2";
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const mode = process.argv[2];
+if (mode !== "test" && mode !== "demo") {
+  console.error("usage: node tooling/scripts/up.mjs <test|demo> [args...]");
+  process.exit(2);
+}
+
+function pnpmBinary() {
+  const prefix = join(root, ".cache", "pnpm");
+  const bin = join(prefix, "node_modules", ".bin", "pnpm");
+  if (existsSync(bin)) {
+    const have = execFileSync(bin, ["--version"], { encoding: "utf8" }).trim();
+    if (have === PNPM_VERSION) return bin;
+  }
+  console.log(`[kiln] bootstrapping pnpm ${PNPM_VERSION} into .cache/pnpm`);
+  run("npm", ["install", "--prefix", prefix, `pnpm@${PNPM_VERSION}`, "--no-audit", "--no-fund", "--loglevel=error"]);
+  return bin;
+}
+
+function run(cmd, args, extraEnv = {}) {
+  const result = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env: { ...process.env, ...extraEnv } });
+  if (result.status !== 0) {
+    console.error(`[kiln] failed: ${cmd} ${args.join(" ")} (exit ${result.status ?? result.signal})`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+const pnpm = pnpmBinary();
+const env = { ONNXRUNTIME_NODE_INSTALL: "skip", PATH: `${dirname(pnpm)}:${process.env.PATH}` };
+run(pnpm, ["install", "--frozen-lockfile"], { ...env, CI: "true" });
+if (mode === "test") {
+  run(pnpm, ["run", "check"], env);
+} else {
+  run(pnpm, ["run", "build"], env);
+  run(pnpm, ["run", "kiln", "demo", ...process.argv.slice(3)], env);
+}
