@@ -1,0 +1,1 @@
+export const GAME_PLACEHOLDER_questworld = true;

@@ -1,0 +1,1 @@
+export const GAME_PLACEHOLDER_tau2 = true;
