@@ -1,1 +1,10 @@
-export const VERSION_PLACEHOLDER = "hub-io";
+// @kiln/hub-io public API. Everything works on bytes and typed arrays; functions that touch the
+// file system are Node-only and import node:* lazily, so the package also loads in browsers.
+
+export * from "./errors.js";
+export * from "./dtypes.js";
+export * from "./byte-source.js";
+export * from "./safetensors-header.js";
+export * from "./safetensors-read.js";
+export * from "./safetensors-write.js";
+export { openAtomic, writeFileAtomic, type AtomicWriter } from "./atomic-file.js";

@@ -1,0 +1,67 @@
+// Atomic file writes (temp file in the same directory + rename), Node only.
+// A reader never sees a half-written checkpoint: either the old file or the complete new one.
+
+export interface AtomicWriter {
+  /** Append bytes (awaits the OS write). */
+  write(bytes: Uint8Array): Promise<void>;
+  /** fsync-free close + rename over the destination. */
+  commit(): Promise<void>;
+  /** Close and delete the temp file. */
+  abort(): Promise<void>;
+}
+
+let counter = 0;
+
+export async function openAtomic(path: string): Promise<AtomicWriter> {
+  const fs = await import("node:fs/promises");
+  const { dirname } = await import("node:path");
+  await fs.mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}-${Date.now().toString(36)}-${counter++}`;
+  const handle = await fs.open(tmp, "w");
+  let done = false;
+  return {
+    async write(bytes) {
+      let off = 0;
+      while (off < bytes.byteLength) {
+        const { bytesWritten } = await handle.write(bytes, off, bytes.byteLength - off);
+        off += bytesWritten;
+      }
+    },
+    async commit() {
+      if (done) return;
+      done = true;
+      await handle.close();
+      await fs.rename(tmp, path);
+    },
+    async abort() {
+      if (done) return;
+      done = true;
+      await handle.close().catch(() => {});
+      await fs.rm(tmp, { force: true });
+    },
+  };
+}
+
+/** Write a whole file atomically. Strings are written as UTF-8. */
+export async function writeFileAtomic(path: string, data: Uint8Array | string): Promise<void> {
+  const w = await openAtomic(path);
+  try {
+    await w.write(typeof data === "string" ? new TextEncoder().encode(data) : data);
+    await w.commit();
+  } catch (e) {
+    await w.abort();
+    throw e;
+  }
+}
+
+/** Read a whole file (Node). */
+export async function readFileBytes(path: string): Promise<Uint8Array> {
+  const fs = await import("node:fs/promises");
+  const buf = await fs.readFile(path);
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+export async function readFileText(path: string): Promise<string> {
+  const fs = await import("node:fs/promises");
+  return fs.readFile(path, "utf8");
+}

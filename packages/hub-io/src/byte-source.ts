@@ -1,0 +1,99 @@
+// Random-access byte sources: an in-memory buffer, a Blob (browsers, Node ≥ 20) or a file (Node).
+// The safetensors reader only ever asks for the ranges it needs, so a 5 GB file is never read whole.
+// node:fs is imported dynamically inside `fileSource` so this module stays browser-safe.
+
+import { HubIoError } from "./errors.js";
+
+export interface ByteSource {
+  /** Total size in bytes. */
+  readonly size: number;
+  /** Read exactly `length` bytes at `offset` into a fresh (or, for buffers, shared) Uint8Array. */
+  read(offset: number, length: number): Promise<Uint8Array>;
+  /** Release the underlying handle (a no-op for buffers and Blobs). */
+  close(): Promise<void>;
+}
+
+function checkRange(size: number, offset: number, length: number): void {
+  if (offset < 0 || length < 0 || offset + length > size) {
+    throw new HubIoError(`read of ${length} bytes at ${offset} is outside the source (${size} bytes)`);
+  }
+}
+
+/** A source over bytes already in memory; reads are zero-copy subarrays. */
+export function bytesSource(
+  bytes: Uint8Array | ArrayBuffer,
+): ByteSource & { readSync(o: number, l: number): Uint8Array } {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  const readSync = (offset: number, length: number) => {
+    checkRange(u8.byteLength, offset, length);
+    return u8.subarray(offset, offset + length);
+  };
+  return {
+    size: u8.byteLength,
+    readSync,
+    read: async (offset, length) => readSync(offset, length),
+    close: async () => {},
+  };
+}
+
+/** A source over a Blob or File: each read slices the Blob, so only that range is loaded. */
+export function blobSource(blob: Blob): ByteSource {
+  return {
+    size: blob.size,
+    async read(offset, length) {
+      checkRange(blob.size, offset, length);
+      return new Uint8Array(await blob.slice(offset, offset + length).arrayBuffer());
+    },
+    close: async () => {},
+  };
+}
+
+/** Largest single read; Node caps one `read` call near 2 GiB. */
+const MAX_READ = 1 << 30;
+
+/** A source over a file on disk (Node only). Each read allocates exactly the bytes asked for. */
+export async function fileSource(path: string): Promise<ByteSource> {
+  const fs = await import("node:fs/promises");
+  const { Buffer } = await import("node:buffer");
+  const handle = await fs.open(path, "r");
+  let size: number;
+  try {
+    size = (await handle.stat()).size;
+  } catch (e) {
+    await handle.close();
+    throw e;
+  }
+  let closed = false;
+  return {
+    size,
+    async read(offset, length) {
+      checkRange(size, offset, length);
+      if (closed) throw new HubIoError(`file ${path} is closed`);
+      // allocUnsafeSlow: an unpooled, unzeroed ArrayBuffer of its own, so views on it are aligned.
+      const buf = Buffer.allocUnsafeSlow(length);
+      let done = 0;
+      while (done < length) {
+        const { bytesRead } = await handle.read(buf, done, Math.min(MAX_READ, length - done), offset + done);
+        if (bytesRead === 0) throw new HubIoError(`file ${path} ended early at byte ${offset + done}`);
+        done += bytesRead;
+      }
+      return new Uint8Array(buf.buffer, buf.byteOffset, length);
+    },
+    async close() {
+      if (!closed) {
+        closed = true;
+        await handle.close();
+      }
+    },
+  };
+}
+
+export type ByteSourceInput = string | Blob | Uint8Array | ArrayBuffer | ByteSource;
+
+/** Wrap any supported input as a ByteSource (strings are file paths). */
+export async function toByteSource(input: ByteSourceInput): Promise<ByteSource> {
+  if (typeof input === "string") return fileSource(input);
+  if (input instanceof Uint8Array || input instanceof ArrayBuffer) return bytesSource(input);
+  if (typeof Blob !== "undefined" && input instanceof Blob) return blobSource(input);
+  return input as ByteSource;
+}

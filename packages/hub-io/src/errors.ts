@@ -1,0 +1,61 @@
+// Typed errors: every message names the thing (tensor, file, key) and the rule it broke,
+// e.g. `SafetensorsError [InvalidOffset]: tensor "b": data_offsets [0, 16] must start at 16 ...`.
+
+/** Base class for every error thrown by @kiln/hub-io. */
+export class HubIoError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * Rules of the safetensors format. The names are the Rust reference's `SafeTensorError` variants
+ * (huggingface/safetensors `safetensors/src/tensor.rs`) plus a few finer ones that the reference
+ * folds into `InvalidHeaderDeserialization` (UnknownDtype, InvalidTensorInfo, InvalidMetadata) and the
+ * lookups a reader needs (TensorNotFound).
+ */
+export type SafetensorsRule =
+  | "HeaderTooSmall"
+  | "HeaderTooLarge"
+  | "InvalidHeaderLength"
+  | "InvalidHeader"
+  | "InvalidHeaderDeserialization"
+  | "InvalidTensorInfo"
+  | "InvalidMetadata"
+  | "UnknownDtype"
+  | "InvalidOffset"
+  | "ValidationOverflow"
+  | "MisalignedSlice"
+  | "TensorInvalidInfo"
+  | "MetadataIncompleteBuffer"
+  | "TensorNotFound"
+  | "DuplicateTensor"
+  | "UnsupportedConversion";
+
+export class SafetensorsError extends HubIoError {
+  constructor(
+    readonly rule: SafetensorsRule,
+    message: string,
+    readonly tensor?: string,
+  ) {
+    super(`[${rule}] ${tensor !== undefined ? `tensor ${JSON.stringify(tensor)}: ` : ""}${message}`);
+  }
+}
+
+/** `model.safetensors.index.json` and shard planning. */
+export class ShardedCheckpointError extends HubIoError {}
+/** PEFT adapter_config.json / adapter_model.safetensors. */
+export class PeftError extends HubIoError {}
+/** config.json, tokenizer files and other repo files. */
+export class RepoFileError extends HubIoError {}
+/** README.md model card front matter. */
+export class ModelCardError extends HubIoError {}
+/** SHA256SUMS manifests. */
+export class ManifestError extends HubIoError {}
+/** gzip/zip archives (including zip-slip refusals). */
+export class ArchiveError extends HubIoError {}
+/** llama2.c checkpoints and tokenizers. */
+export class Llama2cError extends HubIoError {}
+/** Hub downloads and the local cache (offline mode). */
+export class HubDownloadError extends HubIoError {}
