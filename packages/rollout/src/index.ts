@@ -1,2 +1,14 @@
+// @kiln/rollout public API.
 export * from "./types.js";
-export const TRAJECTORY_SCHEMA_VERSION = 1;
+export * from "./errors.js";
+export * from "./seeds.js";
+export * from "./messages.js";
+export * from "./python-json.js";
+export * from "./tool-schema-validate.js";
+export * from "./parse-tool-calls.js";
+export * from "./trajectory.js";
+export * from "./episode.js";
+export * from "./char-tokenizer.js";
+export * from "./chatml.js";
+export * from "./scripted-policy.js";
+export * from "./guess-number.js";

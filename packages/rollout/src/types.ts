@@ -86,6 +86,11 @@ export interface Policy {
   generate(messages: Message[], tools?: ToolSchema[], params?: GenerateParams): Promise<Generation>;
   /** Log-probs of `completion` tokens given the conversation (teacher scoring). Optional. */
   score?(messages: Message[], completion: string | number[], tools?: ToolSchema[]): Promise<TokenScores>;
+  /**
+   * Continue a raw prompt (no chat template), as `/v1/completions` does. Optional;
+   * `kiln serve` uses it for `max_tokens > 0` on the completions endpoint.
+   */
+  complete?(prompt: string | number[], params?: GenerateParams): Promise<Generation>;
 }
 
 /** What the agent did on a turn, as an environment sees it. */
@@ -126,4 +131,71 @@ export interface Environment<State = unknown> {
   reset(options: { seed: number; state?: State }): Promise<ResetResult> | ResetResult;
   step(action: Action): Promise<StepResult> | StepResult;
   getState(): State;
+  /**
+   * Named scores of the finished (or aborted) episode, e.g. `{ success: 1, quality: 0.7 }`.
+   * Optional; when absent the episode's score is its total reward.
+   */
+  score?(): Record<string, number>;
+}
+
+/** Why a tool call in an assistant reply could not be executed (see parse-tool-calls.ts). */
+export type ToolCallErrorKind =
+  /** `<tool_call>` body (or an OpenAI `arguments` string) is not valid JSON. */
+  | "bad_json"
+  /** An opening tag without its closing tag (`<tool_call>`, `<function=…>`, `<parameter=…>`). */
+  | "unclosed_tag"
+  /** A call without a function name. */
+  | "missing_name"
+  /** Arguments present but not a JSON object. */
+  | "bad_arguments"
+  /** A well-formed call to a tool the environment does not declare. */
+  | "unknown_tool"
+  /** A call whose arguments violate the tool's JSON schema. */
+  | "schema_violation";
+
+export interface ToolCallIssue {
+  kind: ToolCallErrorKind;
+  /** Position of the call within the reply (0-based). */
+  index: number;
+  /** Human-readable explanation, also sent back to the agent as the error observation. */
+  message: string;
+  name?: string;
+  /** The offending text, when the call came from raw text. */
+  raw?: string;
+  /** The call id, when the call was already structured (OpenAI tool_calls). */
+  callId?: string;
+}
+
+/**
+ * A game with several agents driven by a game master (clembench-style two-player games).
+ * Each player sees its own conversation; the game master decides whose turn it is.
+ */
+export interface GameMaster<State = unknown> {
+  readonly id: string;
+  readonly version: string;
+  /** Player names in a fixed order, e.g. `["describer", "guesser"]`. */
+  players(): string[];
+  /** Tools offered to a player (empty when the player answers in plain text). */
+  tools(player: string): ToolSchema[];
+  reset(options: { seed: number; state?: State }): Promise<GameResetResult> | GameResetResult;
+  /** Whose turn it is now; null when the game is over. */
+  nextPlayer(): string | null;
+  step(player: string, action: Action): Promise<GameStepResult> | GameStepResult;
+  getState(): State;
+  score?(): Record<string, number>;
+}
+
+export interface GameResetResult {
+  /** Opening messages per player. */
+  messages: Record<string, Message[]>;
+  info?: Record<string, unknown>;
+}
+
+export interface GameStepResult {
+  /** Messages to append to each player's conversation (any subset of players). */
+  observations: Record<string, Message[]>;
+  /** Reward of this step (credited to the acting player). */
+  reward: number;
+  done: boolean;
+  info?: Record<string, unknown>;
 }
