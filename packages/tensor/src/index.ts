@@ -1,1 +1,20 @@
-export const VERSION_PLACEHOLDER = "tensor";
+// @kiln/tensor: tensors with reverse-mode autograd for transformer training.
+export * from "./autograd.js";
+export * from "./backend.js";
+export { initBackend, type InitBackendOptions } from "./init-backend.js";
+export * from "./checkpoint.js";
+export * from "./dtype.js";
+export * from "./errors.js";
+export * from "./ops/attention.js";
+export * from "./ops/create.js";
+export * from "./ops/elementwise.js";
+export * from "./ops/matmul.js";
+export * from "./ops/movement.js";
+export * from "./ops/nn.js";
+export * from "./ops/reduce.js";
+export { erf } from "./ops/special.js";
+export * from "./optim.js";
+export * from "./random.js";
+export * from "./schedules.js";
+export { broadcastShapes, sizeOf, stridesOf, type Shape } from "./shape.js";
+export * from "./tensor.js";

@@ -1,0 +1,173 @@
+// Reverse-mode autograd, micrograd style: every op output remembers a GradNode
+// (its inputs and a backward closure); `backward` walks the tape in reverse
+// topological order and sums gradients. Gradients are defined once per op in
+// terms of other ops, so every backend inherits them.
+import { AutogradError, ShapeError, fmtShape } from "./errors.js";
+import { sameShape } from "./shape.js";
+import { type GradNode, Tensor } from "./tensor.js";
+
+let gradEnabled = true;
+
+export function isGradEnabled(): boolean {
+  return gradEnabled;
+}
+
+/** Run `fn` without recording a tape (inference, optimizer steps, reference models). */
+export function noGrad<T>(fn: () => T): T {
+  const previous = gradEnabled;
+  gradEnabled = false;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = previous;
+  }
+}
+
+export function withGrad<T>(fn: () => T): T {
+  const previous = gradEnabled;
+  gradEnabled = true;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = previous;
+  }
+}
+
+/** Attach a tape node to `out` when recording and any input requires grad. */
+export function record(
+  out: Tensor,
+  op: string,
+  inputs: readonly Tensor[],
+  backward: (gradOutput: Tensor) => (Tensor | null)[],
+): Tensor {
+  if (!gradEnabled) return out;
+  let needs = false;
+  for (const t of inputs) if (t.requiresGrad) needs = true;
+  if (!needs) return out;
+  out.requiresGrad = true;
+  out.node = { op, inputs, backward } satisfies GradNode;
+  return out;
+}
+
+function topoOrder(root: Tensor): Tensor[] {
+  const order: Tensor[] = [];
+  const visited = new Set<Tensor>();
+  // Iterative DFS: deep models would overflow a recursive walk.
+  const stack: [Tensor, number][] = [[root, 0]];
+  visited.add(root);
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    const [t, i] = top;
+    const inputs = t.node?.inputs ?? [];
+    if (i < inputs.length) {
+      top[1] = i + 1;
+      const child = inputs[i];
+      if (child.requiresGrad && !visited.has(child)) {
+        visited.add(child);
+        stack.push([child, 0]);
+      }
+    } else {
+      stack.pop();
+      order.push(t);
+    }
+  }
+  return order;
+}
+
+function accumulateInto(target: Tensor, grad: Tensor): void {
+  if (!sameShape(target.shape, grad.shape)) {
+    throw new ShapeError(`backward: gradient ${fmtShape(grad.shape)} does not match tensor ${fmtShape(target.shape)}`);
+  }
+  if (target.grad === null) {
+    target.grad = new Tensor(Float32Array.from(grad.f32), target.shape);
+    return;
+  }
+  const dst = target.grad.f32;
+  const src = grad.f32;
+  for (let i = 0; i < dst.length; i++) dst[i] += src[i];
+}
+
+export interface BackwardOptions {
+  /** Keep the tape so backward can run again through the same graph. */
+  retainGraph?: boolean;
+}
+
+/**
+ * Backpropagate from `root` (a scalar unless `gradient` is given). Leaf tensors that
+ * require grad accumulate into `.grad` (call `zeroGrad` between steps); intermediate
+ * gradients are dropped as soon as they are used.
+ */
+export function backward(root: Tensor, gradient?: Tensor, options: BackwardOptions = {}): void {
+  if (!root.requiresGrad) throw new AutogradError("backward: tensor does not require grad (no trainable input reaches it)");
+  if (gradient === undefined && root.size !== 1) {
+    throw new AutogradError(`backward: implicit gradient only for scalars, got shape ${fmtShape(root.shape)}`);
+  }
+  const seed = gradient ?? new Tensor(new Float32Array(root.size).fill(1), root.shape);
+  backwardMany([root], [seed], options);
+}
+
+/** Backpropagate several outputs with their gradients at once (used by checkpointing). */
+export function backwardMany(roots: Tensor[], gradients: Tensor[], options: BackwardOptions = {}): void {
+  const pending = new Map<Tensor, Tensor>();
+  const order: Tensor[] = [];
+  const seen = new Set<Tensor>();
+  for (let r = 0; r < roots.length; r++) {
+    const root = roots[r];
+    if (!root.requiresGrad) continue;
+    const prev = pending.get(root);
+    pending.set(root, prev ? addGrads(prev, gradients[r]) : gradients[r]);
+    for (const t of topoOrder(root)) {
+      if (!seen.has(t)) {
+        seen.add(t);
+        order.push(t);
+      }
+    }
+  }
+  // Concatenated post-orders stay topological: a node first reached from a later root
+  // cannot be an input of a node already placed from an earlier root.
+  const fullOrder = order;
+  const previous = gradEnabled;
+  gradEnabled = false;
+  try {
+    for (let i = fullOrder.length - 1; i >= 0; i--) {
+      const t = fullOrder[i];
+      const g = pending.get(t);
+      if (g === undefined) continue;
+      pending.delete(t);
+      if (t.node === null) {
+        accumulateInto(t, g);
+        continue;
+      }
+      const grads = t.node.backward(g);
+      const inputs = t.node.inputs;
+      for (let k = 0; k < inputs.length; k++) {
+        const input = inputs[k];
+        const gi = grads[k];
+        if (!input.requiresGrad || gi === null || gi === undefined) continue;
+        if (!sameShape(gi.shape, input.shape)) {
+          throw new ShapeError(
+            `backward of ${t.node.op}: gradient ${fmtShape(gi.shape)} for input ${k} of shape ${fmtShape(input.shape)}`,
+          );
+        }
+        const prev = pending.get(input);
+        pending.set(input, prev ? addGrads(prev, gi) : gi);
+      }
+      if (!options.retainGraph) t.node = null;
+    }
+  } finally {
+    gradEnabled = previous;
+  }
+}
+
+function addGrads(a: Tensor, b: Tensor): Tensor {
+  const out = new Float32Array(a.size);
+  const x = a.f32;
+  const y = b.f32;
+  for (let i = 0; i < out.length; i++) out[i] = x[i] + y[i];
+  return new Tensor(out, a.shape);
+}
+
+/** Clear `.grad` on each tensor (call between optimizer steps). */
+export function zeroGrad(params: Iterable<Tensor>): void {
+  for (const p of params) p.grad = null;
+}

@@ -1,0 +1,157 @@
+// Kernels are registered per backend under a name (tfjs-core style); ops look the
+// kernel up on the active backend and fall back to the js reference. Gradients are
+// defined once in the ops, so a new backend only adds kernels.
+import { jsKernels } from "./backends/js/index.js";
+import { BackendError } from "./errors.js";
+
+export interface MatmulShape {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  /** A stored [batch][k][m] instead of [batch][m][k]. */
+  transA?: boolean;
+  /** B stored [batch][n][k] instead of [batch][k][n]. */
+  transB?: boolean;
+  /** Elements between batches of A; 0 broadcasts one A to every batch. Default m*k. */
+  batchStrideA?: number;
+  batchStrideB?: number;
+  /** out += A·B instead of out = A·B. */
+  accumulate?: boolean;
+}
+
+export interface AttentionShape {
+  batch: number;
+  heads: number;
+  kvHeads: number;
+  /** Query length. */
+  tq: number;
+  /** Key/value length (≥ tq with a KV cache; queries are the last tq positions when causal). */
+  tk: number;
+  headDim: number;
+  scale: number;
+  causal: boolean;
+}
+
+export interface Kernels {
+  matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void;
+  matmulBf16B(a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape): void;
+  rmsNorm(
+    x: Float32Array,
+    w: Float32Array,
+    out: Float32Array,
+    rstd: Float32Array,
+    dim: number,
+    eps: number,
+    zeroCentered: boolean,
+  ): void;
+  crossEntropyForward(
+    logits: Float32Array,
+    targets: Int32Array,
+    loss: Float32Array,
+    lse: Float32Array,
+    rows: number,
+    vocab: number,
+    ignoreIndex: number,
+  ): void;
+  crossEntropyBackward(
+    logits: Float32Array,
+    targets: Int32Array,
+    lse: Float32Array,
+    gradLoss: Float32Array,
+    dlogits: Float32Array,
+    rows: number,
+    vocab: number,
+    ignoreIndex: number,
+  ): void;
+  /** q [B,H,tq,D], k/v [B,Hkv,tk,D], keyMask [B,tk] (1 keep, 0 pad) or null → out [B,H,tq,D], lse [B,H,tq]. */
+  attentionForward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    keyMask: Uint8Array | null,
+    out: Float32Array,
+    lse: Float32Array,
+    shape: AttentionShape,
+  ): void;
+  attentionBackward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    keyMask: Uint8Array | null,
+    out: Float32Array,
+    lse: Float32Array,
+    dOut: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
+    shape: AttentionShape,
+  ): void;
+}
+
+export type KernelName = keyof Kernels;
+export type BackendName = "js" | "wasm" | "gpujs" | (string & {});
+
+const backends = new Map<string, Partial<Kernels>>([["js", jsKernels]]);
+let reference: Kernels | null = jsKernels;
+let active: BackendName = "js";
+let activeKernels: Partial<Kernels> = jsKernels;
+
+/** Register (or extend) a backend's kernels. The js backend must define all of them. */
+export function registerKernels(backend: BackendName, kernels: Partial<Kernels>): void {
+  const existing = backends.get(backend) ?? {};
+  const merged = { ...existing, ...kernels };
+  backends.set(backend, merged);
+  if (backend === "js") reference = merged as Kernels;
+  if (backend === active) activeKernels = merged;
+}
+
+export function hasBackend(name: BackendName): boolean {
+  return backends.has(name);
+}
+
+export function listBackends(): string[] {
+  return [...backends.keys()];
+}
+
+/** Select the backend ops use from now on. It must be registered (see `initBackend`). */
+export function setBackend(name: BackendName): void {
+  const kernels = backends.get(name);
+  if (!kernels) {
+    throw new BackendError(
+      `setBackend: backend "${name}" is not registered (registered: ${listBackends().join(", ")}); ` +
+        `initialise it first, e.g. await initBackend("${name}")`,
+    );
+  }
+  active = name;
+  activeKernels = kernels;
+}
+
+export function getBackend(): BackendName {
+  return active;
+}
+
+/** The active backend's kernel, or the js reference kernel when the backend lacks it. */
+export function kernel<K extends KernelName>(name: K): Kernels[K] {
+  const impl = activeKernels[name];
+  if (impl) return impl as Kernels[K];
+  if (!reference) throw new BackendError("kernel: the js reference backend is not registered");
+  return reference[name];
+}
+
+/** The js reference kernel regardless of the active backend (parity tests). */
+export function referenceKernel<K extends KernelName>(name: K): Kernels[K] {
+  if (!reference) throw new BackendError("referenceKernel: the js reference backend is not registered");
+  return reference[name];
+}
+
+/** Run `fn` with `name` as the active backend, restoring the previous one after. */
+export function withBackend<T>(name: BackendName, fn: () => T): T {
+  const previous = active;
+  setBackend(name);
+  try {
+    return fn();
+  } finally {
+    setBackend(previous);
+  }
+}

@@ -1,0 +1,16 @@
+import type { Kernels } from "../../backend.js";
+import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
+import { crossEntropyBackwardJs, crossEntropyForwardJs } from "./cross-entropy.js";
+import { matmulBf16BJs, matmulJs } from "./matmul.js";
+import { rmsNormJs } from "./norms.js";
+
+/** The js backend: plain TypeScript kernels, the reference every other backend is checked against. */
+export const jsKernels: Kernels = {
+  matmul: matmulJs,
+  matmulBf16B: matmulBf16BJs,
+  rmsNorm: rmsNormJs,
+  crossEntropyForward: crossEntropyForwardJs,
+  crossEntropyBackward: crossEntropyBackwardJs,
+  attentionForward: attentionForwardJs,
+  attentionBackward: attentionBackwardJs,
+};

@@ -1,0 +1,27 @@
+import { type BackendName, hasBackend, setBackend } from "./backend.js";
+import { BackendError } from "./errors.js";
+
+export interface InitBackendOptions {
+  /** Worker threads for the wasm backend (default: min(2, cores)). */
+  threads?: number;
+  /** Make it the active backend (default true). */
+  activate?: boolean;
+}
+
+type Initialiser = (options: InitBackendOptions) => Promise<void>;
+const initialisers = new Map<string, Initialiser>();
+
+/** Backends that need async setup (wasm compile, workers, GPU contexts) register an initialiser here. */
+export function registerBackendInitialiser(name: BackendName, init: Initialiser): void {
+  initialisers.set(name, init);
+}
+
+/** Prepare a backend (compile kernels, start workers) and, by default, make it active. */
+export async function initBackend(name: BackendName, options: InitBackendOptions = {}): Promise<void> {
+  if (!hasBackend(name)) {
+    const init = initialisers.get(name);
+    if (!init) throw new BackendError(`initBackend: unknown backend "${name}" (known: js, ${[...initialisers.keys()].join(", ")})`);
+    await init(options);
+  }
+  if (options.activate ?? true) setBackend(name);
+}

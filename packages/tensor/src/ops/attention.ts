@@ -1,0 +1,54 @@
+import { record } from "../autograd.js";
+import { type AttentionShape, kernel } from "../backend.js";
+import { ShapeError, fmtShape } from "../errors.js";
+import { Tensor } from "../tensor.js";
+import { floatData } from "./elementwise.js";
+
+export interface AttentionOptions {
+  /** Causal mask; with tk > tq the queries are the last tq positions (KV-cache decode). Default true. */
+  causal?: boolean;
+  /** Key padding mask [B, tk]: nonzero keeps a key, 0 masks it (left or right padding). */
+  keyMask?: Uint8Array | Tensor | null;
+  /** Softmax scale, default 1/√headDim. */
+  scale?: number;
+}
+
+/**
+ * Scaled dot-product attention with GQA: q [B, H, tq, D], k and v [B, Hkv, tk, D] with
+ * H a multiple of Hkv. Tiled forward/backward with O(T) extra memory (no T×T matrix).
+ */
+export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
+  if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {
+    throw new ShapeError(`attention: q, k, v must be [B, H, T, D], got ${fmtShape(q.shape)}, ${fmtShape(k.shape)}, ${fmtShape(v.shape)}`);
+  }
+  const [B, H, tq, D] = q.shape;
+  const [Bk, Hkv, tk, Dk] = k.shape;
+  if (Bk !== B || Dk !== D || v.shape.some((d, i) => d !== k.shape[i])) {
+    throw new ShapeError(`attention: k ${fmtShape(k.shape)} / v ${fmtShape(v.shape)} do not match q ${fmtShape(q.shape)}`);
+  }
+  if (H % Hkv !== 0) throw new ShapeError(`attention: ${H} query heads is not a multiple of ${Hkv} kv heads`);
+  const causal = options.causal ?? true;
+  if (causal && tk < tq) throw new ShapeError(`attention: causal with ${tq} queries needs at least as many keys, got ${tk}`);
+  let mask: Uint8Array | null = null;
+  if (options.keyMask) {
+    const m = options.keyMask;
+    const src = m instanceof Tensor ? m.toFloat32Array() : m;
+    if (src.length !== B * tk) throw new ShapeError(`attention: keyMask has ${src.length} entries, expected B·tk = ${B * tk}`);
+    mask = new Uint8Array(src.length);
+    for (let i = 0; i < src.length; i++) mask[i] = src[i] !== 0 ? 1 : 0;
+  }
+  const shape: AttentionShape = { batch: B, heads: H, kvHeads: Hkv, tq, tk, headDim: D, scale: options.scale ?? 1 / Math.sqrt(D), causal };
+  const qd = floatData("attention", q);
+  const kd = floatData("attention", k);
+  const vd = floatData("attention", v);
+  const out = new Float32Array(q.size);
+  const lse = new Float32Array(B * H * tq);
+  kernel("attentionForward")(qd, kd, vd, mask, out, lse, shape);
+  return record(new Tensor(out, q.shape), "attention", [q, k, v], (g) => {
+    const dq = new Float32Array(q.size);
+    const dk = new Float32Array(k.size);
+    const dv = new Float32Array(v.size);
+    kernel("attentionBackward")(qd, kd, vd, mask, out, lse, g.data as Float32Array, dq, dk, dv, shape);
+    return [new Tensor(dq, q.shape), new Tensor(dk, k.shape), new Tensor(dv, v.shape)];
+  });
+}

@@ -1,0 +1,115 @@
+import { type DType, allocate, fromFloat32Array } from "../dtype.js";
+import { ShapeError, fmtShape } from "../errors.js";
+import { Rng } from "../random.js";
+import { type Shape, checkShape, sizeOf } from "../shape.js";
+import { Tensor } from "../tensor.js";
+
+type Nested = number | Nested[];
+
+function inferShape(value: Nested): number[] {
+  const shape: number[] = [];
+  let cur: Nested = value;
+  while (Array.isArray(cur)) {
+    shape.push(cur.length);
+    cur = cur[0] as Nested;
+  }
+  return shape;
+}
+
+/** Build a tensor from nested arrays, a typed array + shape, or a scalar. */
+export function tensor(
+  values: Nested | Float32Array | Int32Array | Uint16Array | ArrayLike<number>,
+  shape?: Shape,
+  dtype: DType = "f32",
+): Tensor {
+  if (values instanceof Float32Array || values instanceof Int32Array || values instanceof Uint16Array) {
+    const s = shape ?? [values.length];
+    const want = dtype === "f32" ? Float32Array : dtype === "i32" ? Int32Array : Uint16Array;
+    if (values instanceof want) return new Tensor(values, s, dtype);
+    return new Tensor(fromFloat32Array(Float32Array.from(values), dtype), s, dtype);
+  }
+  if (typeof values === "number") return new Tensor(fromFloat32Array(Float32Array.of(values), dtype), shape ?? [], dtype);
+  const inferred = Array.isArray(values) ? inferShape(values as Nested) : [values.length];
+  const flat = Array.isArray(values) ? (values as unknown[]).flat(Number.POSITIVE_INFINITY) : Array.from(values);
+  const s = shape ?? inferred;
+  if (flat.length !== sizeOf(s)) {
+    throw new ShapeError(`tensor: ${flat.length} values do not fill shape ${fmtShape(s)} (ragged nested arrays?)`);
+  }
+  return new Tensor(fromFloat32Array(Float32Array.from(flat as number[]), dtype), s, dtype);
+}
+
+export function scalar(value: number): Tensor {
+  return new Tensor(Float32Array.of(value), []);
+}
+
+export function zeros(shape: Shape, dtype: DType = "f32"): Tensor {
+  checkShape("zeros", shape);
+  return new Tensor(allocate(dtype, sizeOf(shape)), shape, dtype);
+}
+
+export function full(shape: Shape, value: number, dtype: DType = "f32"): Tensor {
+  checkShape("full", shape);
+  const f = new Float32Array(sizeOf(shape)).fill(value);
+  return new Tensor(dtype === "f32" ? f : fromFloat32Array(f, dtype), shape, dtype);
+}
+
+export function ones(shape: Shape, dtype: DType = "f32"): Tensor {
+  return full(shape, 1, dtype);
+}
+
+export function zerosLike(t: Tensor): Tensor {
+  return zeros(t.shape, t.dtype);
+}
+
+export function onesLike(t: Tensor): Tensor {
+  return ones(t.shape, t.dtype);
+}
+
+/** [start, end) with `step`, f32 unless dtype "i32". */
+export function arange(start: number, end?: number, step = 1, dtype: DType = "f32"): Tensor {
+  if (end === undefined) {
+    end = start;
+    start = 0;
+  }
+  const n = Math.max(0, Math.ceil((end - start) / step));
+  const f = new Float32Array(n);
+  for (let i = 0; i < n; i++) f[i] = start + i * step;
+  return new Tensor(dtype === "f32" ? f : fromFloat32Array(f, dtype), [n], dtype);
+}
+
+export interface RandomOptions {
+  seed?: number;
+  rng?: Rng;
+}
+
+function rngFrom(options: RandomOptions): Rng {
+  if (options.rng) return options.rng;
+  return new Rng(options.seed ?? 0);
+}
+
+/** Standard normal samples (scaled by std, shifted by mean) from the counter-based RNG. */
+export function randn(shape: Shape, options: RandomOptions & { mean?: number; std?: number } = {}): Tensor {
+  checkShape("randn", shape);
+  const values = rngFrom(options).normal(sizeOf(shape));
+  const mean = options.mean ?? 0;
+  const std = options.std ?? 1;
+  if (mean !== 0 || std !== 1) for (let i = 0; i < values.length; i++) values[i] = values[i] * std + mean;
+  return new Tensor(values, shape);
+}
+
+/** Uniform samples in [low, high). */
+export function rand(shape: Shape, options: RandomOptions & { low?: number; high?: number } = {}): Tensor {
+  checkShape("rand", shape);
+  const values = rngFrom(options).uniform(sizeOf(shape));
+  const low = options.low ?? 0;
+  const high = options.high ?? 1;
+  if (low !== 0 || high !== 1) for (let i = 0; i < values.length; i++) values[i] = low + values[i] * (high - low);
+  return new Tensor(values, shape);
+}
+
+/** A trainable f32 leaf (requiresGrad = true). */
+export function parameter(values: Tensor | Float32Array, shape?: Shape): Tensor {
+  const t = values instanceof Tensor ? new Tensor(Float32Array.from(values.toFloat32Array()), values.shape) : new Tensor(values, shape ?? [values.length]);
+  t.requiresGrad = true;
+  return t;
+}

@@ -1,0 +1,336 @@
+// createWasmKernels: instantiates the embedded SIMD module on one WebAssembly.Memory (shared when
+// threads > 1), copies inputs in, splits output rows among the caller and the workers, copies results out.
+import { BackendError, IndexError, ShapeError } from "../errors.js";
+import { decodeBase64 } from "./base64.js";
+import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
+import { INITIAL_DATA_BYTES, WasmHeap, pagesFor } from "./heap.js";
+import {
+  GEMM_FLAG_ACCUMULATE,
+  GEMM_FLAG_BF16_B,
+  GEMM_FLAG_TRANS_A,
+  GEMM_FLAG_TRANS_B,
+  GEMM_MR,
+  GEMM_SCRATCH_BYTES,
+  WASM_MAX_PAGES,
+  WASM_RELAXED_LOCAL,
+  WASM_RELAXED_SHARED,
+  WASM_SIMD_LOCAL,
+  WASM_SIMD_SHARED,
+} from "./kernels.generated.js";
+import { ThreadPool } from "./thread-pool.js";
+import type { MatmulShape, WasmKernelOptions, WasmKernels } from "./types.js";
+import type { WorkerOp } from "./worker-source.js";
+
+/** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
+const GEMM_PARALLEL_FLOPS = 1 << 22;
+/** Below this many elements a row kernel runs on the calling thread only. */
+const ROWS_PARALLEL_ELEMENTS = 1 << 16;
+
+interface Exports {
+  gemm(...args: number[]): void;
+  rmsnorm(...args: number[]): void;
+  ce_fwd(...args: number[]): void;
+  ce_bwd(...args: number[]): void;
+}
+
+async function defaultThreads(): Promise<number> {
+  let cores = 1;
+  const nav = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator;
+  const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
+  if (typeof proc?.versions?.node === "string") {
+    const os = await import("node:os");
+    cores = typeof os.availableParallelism === "function" ? os.availableParallelism() : os.cpus().length;
+  } else if (nav?.hardwareConcurrency) {
+    cores = nav.hardwareConcurrency;
+  }
+  return Math.max(1, Math.min(2, cores));
+}
+
+function checkCount(op: string, name: string, v: number): void {
+  if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff)
+    throw new ShapeError(`${op}: ${name} must be a non-negative integer, got ${v}`);
+}
+
+function checkLength(op: string, name: string, arr: ArrayLike<number>, need: number): void {
+  if (arr.length < need) throw new ShapeError(`${op}: ${name} has ${arr.length} elements, needs at least ${need}`);
+}
+
+class Kernels implements WasmKernels {
+  private disposed = false;
+
+  constructor(
+    readonly threads: number,
+    readonly relaxedSimd: boolean,
+    private readonly exports: Exports,
+    private readonly heap: WasmHeap,
+    private readonly pool: ThreadPool | null,
+  ) {}
+
+  /** Runs `op` over rows [0, rows): part t gets [start, end) (ends rounded to `align`), the caller part 0. */
+  private parallel(
+    op: WorkerOp,
+    rows: number,
+    parts: number,
+    align: number,
+    args: (row0: number, row1: number, t: number) => number[],
+  ): void {
+    const per = Math.ceil(rows / parts / align) * align;
+    const ranges: [number, number][] = [];
+    for (let start = 0; start < rows; start += per) ranges.push([start, Math.min(rows, start + per)]);
+    const fn = this.exports[op as keyof Exports];
+    for (let t = 1; t < ranges.length; t++) this.pool!.start(t - 1, op, args(ranges[t][0], ranges[t][1], t));
+    let error: unknown = null;
+    try {
+      fn(...args(ranges[0][0], ranges[0][1], 0));
+    } catch (err) {
+      error = err;
+    }
+    // Always join every worker before returning: they write into the shared memory.
+    for (let t = 1; t < ranges.length; t++) {
+      try {
+        this.pool!.join(t - 1);
+      } catch (err) {
+        error ??= err;
+      }
+    }
+    if (error) throw error;
+  }
+
+  private partsFor(work: number, threshold: number, rows: number, align: number): number {
+    if (!this.pool || work < threshold) return 1;
+    return Math.max(1, Math.min(this.threads, Math.ceil(rows / align)));
+  }
+
+  private live(op: string): void {
+    if (this.disposed) throw new BackendError(`wasm kernels: ${op} called after dispose()`);
+  }
+
+  matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+    this.gemm("matmul", a, b, false, out, shape);
+  }
+
+  matmulBf16B(a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape): void {
+    this.gemm("matmulBf16B", a, bBits, true, out, shape);
+  }
+
+  private gemm(
+    op: string,
+    a: Float32Array,
+    b: Float32Array | Uint16Array,
+    bf16: boolean,
+    out: Float32Array,
+    shape: MatmulShape,
+  ): void {
+    this.live(op);
+    const { batch, m, n, k } = shape;
+    for (const [name, v] of [
+      ["batch", batch],
+      ["m", m],
+      ["n", n],
+      ["k", k],
+    ] as const)
+      checkCount(op, name, v);
+    const strideA = shape.batchStrideA ?? m * k;
+    const strideB = shape.batchStrideB ?? k * n;
+    checkCount(op, "batchStrideA", strideA);
+    checkCount(op, "batchStrideB", strideB);
+    const outLen = batch * m * n;
+    const aLen = batch > 0 && m * k > 0 ? strideA * (batch - 1) + m * k : 0;
+    const bLen = batch > 0 && k * n > 0 ? strideB * (batch - 1) + k * n : 0;
+    checkLength(op, "A", a, aLen);
+    checkLength(op, "B", b, bLen);
+    checkLength(op, "out", out, outLen);
+    if (outLen === 0) return;
+    if (k === 0) {
+      if (!shape.accumulate) out.fill(0, 0, outLen);
+      return;
+    }
+    const esB = bf16 ? 2 : 4;
+    const [pa, pb, pc] = this.heap.layout([aLen * 4, bLen * esB, outLen * 4]);
+    const f32 = this.heap.f32();
+    f32.set(aLen === a.length ? a : a.subarray(0, aLen), pa >>> 2);
+    if (bf16) this.heap.u16().set(bLen === b.length ? b : b.subarray(0, bLen), pb >>> 1);
+    else f32.set(bLen === b.length ? b : (b as Float32Array).subarray(0, bLen), pb >>> 2);
+    const outView = outLen === out.length ? out : out.subarray(0, outLen);
+    if (shape.accumulate) f32.set(outView, pc >>> 2);
+    const flags =
+      (shape.transA ? GEMM_FLAG_TRANS_A : 0) |
+      (shape.transB ? GEMM_FLAG_TRANS_B : 0) |
+      (bf16 ? GEMM_FLAG_BF16_B : 0) |
+      (shape.accumulate ? GEMM_FLAG_ACCUMULATE : 0);
+    const rows = batch * m;
+    const parts = this.partsFor(2 * outLen * k, GEMM_PARALLEL_FLOPS, rows, GEMM_MR);
+    this.parallel("gemm", rows, parts, GEMM_MR, (r0, r1, t) => [
+      pa,
+      pb,
+      pc,
+      m,
+      n,
+      k,
+      flags,
+      strideA,
+      strideB,
+      r0,
+      r1,
+      this.heap.scratch(t),
+    ]);
+    outView.set(this.heap.f32().subarray(pc >>> 2, (pc >>> 2) + outLen));
+  }
+
+  rmsNorm(
+    x: Float32Array,
+    w: Float32Array,
+    out: Float32Array,
+    rstd: Float32Array,
+    dim: number,
+    eps: number,
+    zeroCentered: boolean,
+  ): void {
+    const op = "rmsNorm";
+    this.live(op);
+    checkCount(op, "dim", dim);
+    if (dim === 0) throw new ShapeError(`${op}: dim must be positive, got 0`);
+    if (x.length % dim !== 0) throw new ShapeError(`${op}: x has ${x.length} elements, not a multiple of dim=${dim}`);
+    if (!(eps >= 0)) throw new ShapeError(`${op}: eps must be >= 0, got ${eps}`);
+    const rows = x.length / dim;
+    checkLength(op, "w", w, dim);
+    checkLength(op, "out", out, x.length);
+    checkLength(op, "rstd", rstd, rows);
+    if (rows === 0) return;
+    const [px, pw, po, pr] = this.heap.layout([x.length * 4, dim * 4, x.length * 4, rows * 4]);
+    const f32 = this.heap.f32();
+    f32.set(x, px >>> 2);
+    f32.set(w.length === dim ? w : w.subarray(0, dim), pw >>> 2);
+    const parts = this.partsFor(x.length, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    this.parallel("rmsnorm", rows, parts, 1, (r0, r1) => [px, pw, po, pr, dim, eps, zeroCentered ? 1 : 0, r0, r1]);
+    const view = this.heap.f32();
+    out.set(view.subarray(po >>> 2, (po >>> 2) + x.length));
+    rstd.set(view.subarray(pr >>> 2, (pr >>> 2) + rows));
+  }
+
+  private checkTargets(op: string, targets: Int32Array, rows: number, vocab: number, ignoreIndex: number): void {
+    checkLength(op, "targets", targets, rows);
+    for (let i = 0; i < rows; i++) {
+      const t = targets[i];
+      if (t !== ignoreIndex && (t < 0 || t >= vocab))
+        throw new IndexError(`${op}: targets[${i}] = ${t} is outside [0, ${vocab}) and is not ignoreIndex ${ignoreIndex}`);
+    }
+  }
+
+  crossEntropyForward(
+    logits: Float32Array,
+    targets: Int32Array,
+    loss: Float32Array,
+    lse: Float32Array,
+    rows: number,
+    vocab: number,
+    ignoreIndex: number,
+  ): void {
+    const op = "crossEntropyForward";
+    this.live(op);
+    checkCount(op, "rows", rows);
+    checkCount(op, "vocab", vocab);
+    if (vocab === 0) throw new ShapeError(`${op}: vocab must be positive, got 0`);
+    checkLength(op, "logits", logits, rows * vocab);
+    checkLength(op, "loss", loss, rows);
+    checkLength(op, "lse", lse, rows);
+    this.checkTargets(op, targets, rows, vocab, ignoreIndex);
+    if (rows === 0) return;
+    const [pl, pt, ploss, plse] = this.heap.layout([rows * vocab * 4, rows * 4, rows * 4, rows * 4]);
+    this.heap.f32().set(logits.subarray(0, rows * vocab), pl >>> 2);
+    this.heap.i32().set(targets.subarray(0, rows), pt >>> 2);
+    const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    this.parallel("ce_fwd", rows, parts, 1, (r0, r1) => [pl, pt, ploss, plse, vocab, ignoreIndex, r0, r1]);
+    const view = this.heap.f32();
+    loss.set(view.subarray(ploss >>> 2, (ploss >>> 2) + rows));
+    lse.set(view.subarray(plse >>> 2, (plse >>> 2) + rows));
+  }
+
+  crossEntropyBackward(
+    logits: Float32Array,
+    targets: Int32Array,
+    lse: Float32Array,
+    gradLoss: Float32Array,
+    dlogits: Float32Array,
+    rows: number,
+    vocab: number,
+    ignoreIndex: number,
+  ): void {
+    const op = "crossEntropyBackward";
+    this.live(op);
+    checkCount(op, "rows", rows);
+    checkCount(op, "vocab", vocab);
+    if (vocab === 0) throw new ShapeError(`${op}: vocab must be positive, got 0`);
+    checkLength(op, "logits", logits, rows * vocab);
+    checkLength(op, "lse", lse, rows);
+    checkLength(op, "gradLoss", gradLoss, rows);
+    checkLength(op, "dlogits", dlogits, rows * vocab);
+    this.checkTargets(op, targets, rows, vocab, ignoreIndex);
+    if (rows === 0) return;
+    const [pl, pt, plse, pg, pd] = this.heap.layout([rows * vocab * 4, rows * 4, rows * 4, rows * 4, rows * vocab * 4]);
+    const f32 = this.heap.f32();
+    f32.set(logits.subarray(0, rows * vocab), pl >>> 2);
+    this.heap.i32().set(targets.subarray(0, rows), pt >>> 2);
+    f32.set(lse.subarray(0, rows), plse >>> 2);
+    f32.set(gradLoss.subarray(0, rows), pg >>> 2);
+    const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    this.parallel("ce_bwd", rows, parts, 1, (r0, r1) => [pl, pt, plse, pg, pd, vocab, ignoreIndex, r0, r1]);
+    dlogits.set(this.heap.f32().subarray(pd >>> 2, (pd >>> 2) + rows * vocab));
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.pool?.dispose();
+  }
+}
+
+/** Creates the WASM SIMD kernels (compiles the embedded module, starts `threads - 1` workers). */
+export async function createWasmKernels(options: WasmKernelOptions = {}): Promise<WasmKernels> {
+  if (!wasmSimdSupported())
+    throw new BackendError("wasm kernels: this engine does not support WebAssembly SIMD (v128)");
+  const requested = options.threads;
+  if (requested !== undefined && (!Number.isInteger(requested) || requested < 1 || requested > 64))
+    throw new BackendError(`wasm kernels: threads must be an integer in [1, 64], got ${requested}`);
+  const shared = sharedMemorySupported();
+  let threads = requested ?? (await defaultThreads());
+  if (threads > 1 && !shared) {
+    if (requested !== undefined)
+      throw new BackendError(
+        `wasm kernels: threads=${requested} needs shared WebAssembly memory (SharedArrayBuffer; in browsers a cross-origin isolated page)`,
+      );
+    threads = 1;
+  }
+  const relaxedOpt = options.relaxedSimd ?? "auto";
+  const relaxedAvailable = relaxedSimdSupported();
+  if (relaxedOpt === true && !relaxedAvailable)
+    throw new BackendError(
+      "wasm kernels: relaxedSimd=true but this engine does not validate relaxed SIMD (in Node 20 call enableRelaxedSimd() first)",
+    );
+  const relaxed = relaxedOpt === true || (relaxedOpt === "auto" && relaxedAvailable);
+  const useShared = threads > 1;
+  const source = relaxed
+    ? useShared
+      ? WASM_RELAXED_SHARED
+      : WASM_RELAXED_LOCAL
+    : useShared
+      ? WASM_SIMD_SHARED
+      : WASM_SIMD_LOCAL;
+  const module = await WebAssembly.compile(decodeBase64(source));
+  const maxMiB = options.maxMemoryMiB ?? 4096;
+  if (!(maxMiB >= 64 && maxMiB <= 4096))
+    throw new BackendError(`wasm kernels: maxMemoryMiB must be in [64, 4096], got ${maxMiB}`);
+  const maximum = Math.min(WASM_MAX_PAGES, pagesFor(maxMiB * 2 ** 20));
+  const probeHeap = new WasmHeap(new WebAssembly.Memory({ initial: 1, maximum: 1 }), GEMM_SCRATCH_BYTES, threads);
+  const initial = Math.min(maximum, pagesFor(probeHeap.dataStart + INITIAL_DATA_BYTES));
+  const memory = new WebAssembly.Memory({ initial, maximum, shared: useShared });
+  const instance = await WebAssembly.instantiate(module, { env: { memory, log: Math.log } });
+  const pool = threads > 1 ? await ThreadPool.create(threads - 1, module, memory) : null;
+  return new Kernels(
+    threads,
+    relaxed,
+    instance.exports as unknown as Exports,
+    new WasmHeap(memory, GEMM_SCRATCH_BYTES, threads),
+    pool,
+  );
+}

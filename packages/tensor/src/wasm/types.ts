@@ -1,0 +1,70 @@
+// Public types of the raw-array WASM kernel API (wired into the `wasm` backend by src/backends).
+
+export interface MatmulShape {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  /** A stored [batch][k][m] instead of [batch][m][k]. */
+  transA?: boolean;
+  /** B stored [batch][n][k] instead of [batch][k][n]. */
+  transB?: boolean;
+  /** Elements between batches of A; 0 = broadcast one A to all batches. Default m*k. */
+  batchStrideA?: number;
+  /** Elements between batches of B; default k*n; 0 = broadcast. */
+  batchStrideB?: number;
+  /** out += A·B instead of out = A·B. */
+  accumulate?: boolean;
+}
+
+export interface WasmKernels {
+  /** Threads that share a call (the calling thread included). */
+  readonly threads: number;
+  /** Whether the GEMM micro-kernel uses f32x4.relaxed_madd. */
+  readonly relaxedSimd: boolean;
+  matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void;
+  /** B given as bfloat16 bit patterns (Uint16Array), widened to f32 inside the kernel (frozen bf16 weights). */
+  matmulBf16B(a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape): void;
+  /** y = x / sqrt(mean(x^2) + eps) * (w or 1+w), rows of length `dim`; also returns per-row rstd for the backward. */
+  rmsNorm(
+    x: Float32Array,
+    w: Float32Array,
+    out: Float32Array,
+    rstd: Float32Array,
+    dim: number,
+    eps: number,
+    zeroCentered: boolean,
+  ): void;
+  /** Row-wise log-softmax cross-entropy: loss[i] = logsumexp(logits[i]) - logits[i][target[i]]; lse[i] stored; rows with target == ignoreIndex get loss 0. */
+  crossEntropyForward(
+    logits: Float32Array,
+    targets: Int32Array,
+    loss: Float32Array,
+    lse: Float32Array,
+    rows: number,
+    vocab: number,
+    ignoreIndex: number,
+  ): void;
+  /** dlogits[i] = (softmax(logits[i]) - onehot(target[i])) * gradLoss[i] (0 for ignored rows), using the saved lse. */
+  crossEntropyBackward(
+    logits: Float32Array,
+    targets: Int32Array,
+    lse: Float32Array,
+    gradLoss: Float32Array,
+    dlogits: Float32Array,
+    rows: number,
+    vocab: number,
+    ignoreIndex: number,
+  ): void;
+  /** Stops the workers; the object must not be used afterwards. */
+  dispose(): void;
+}
+
+export interface WasmKernelOptions {
+  /** Threads per call including the caller. Default min(2, available cores); 1 = no workers. */
+  threads?: number;
+  /** "auto" (default): relaxed SIMD when the engine validates it now; true: require it; false: plain SIMD. */
+  relaxedSimd?: boolean | "auto";
+  /** Upper limit of the WebAssembly memory in MiB (default 4096, the wasm32 maximum). */
+  maxMemoryMiB?: number;
+}
