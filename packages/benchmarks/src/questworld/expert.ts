@@ -132,7 +132,9 @@ function earn(s: QuestworldState, target: number): ExpertCall {
   const sellable = junkCounts(s, true).filter(([it]) => buys[ITEM_INFO[it].category] !== undefined);
   const value = sellable.reduce((v, [it, n]) => v + n * buys[ITEM_INFO[it].category]!, 0);
   if (s.coins + value >= target) {
-    const [item, n] = sellable.sort((a, b) => b[1] * buys[ITEM_INFO[b[0]].category]! - a[1] * buys[ITEM_INFO[a[0]].category]!)[0];
+    const [item, n] = sellable.sort(
+      (a, b) => b[1] * buys[ITEM_INFO[b[0]].category]! - a[1] * buys[ITEM_INFO[a[0]].category]!,
+    )[0];
     return goTo(s, NPC_INFO[store].place) ?? call("sell", { npc: store, item, count: Math.min(20, n) });
   }
   let bestR: ResourceId | null = null;

@@ -27,7 +27,8 @@ export function route(state: QuestworldState, to: PlaceId): PlaceId[] | null {
       if (isLinkLocked(state, cur, e.place)) continue;
       const cand = { moves: c.moves + 1, ticks: c.ticks + e.ticks, prev: cur };
       const old = best.get(e.place);
-      if (!old || cand.moves < old.moves || (cand.moves === old.moves && cand.ticks < old.ticks)) best.set(e.place, cand);
+      if (!old || cand.moves < old.moves || (cand.moves === old.moves && cand.ticks < old.ticks))
+        best.set(e.place, cand);
     }
   }
   if (!best.has(to)) return null;
