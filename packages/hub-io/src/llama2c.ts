@@ -280,7 +280,9 @@ export function hfWeightsToLlama2c(
     c.nKvHeads,
     c.sharedClassifier ? c.vocabSize : -c.vocabSize,
     c.seqLen,
-  ].forEach((v, i) => dv.setInt32(i * 4, v, true));
+  ].forEach((v, i) => {
+    dv.setInt32(i * 4, v, true);
+  });
   const floats = new Float32Array(out.buffer, HEADER_INTS * 4, n);
   let off = 0;
   for (const p of parts) {

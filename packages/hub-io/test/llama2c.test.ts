@@ -189,10 +189,12 @@ describe("convertLlama2c → Hugging Face Llama directory", () => {
     const tokens: number[] = ref.tokens.slice(0, 6);
     const got = hfForward((n) => weights.get(n)!, repo.config as Record<string, number>, tokens);
     let maxErr = 0;
-    got.forEach((row, t) => row.forEach((v, i) => (maxErr = Math.max(maxErr, Math.abs(v - want[t * ref.vocab + i])))));
+    for (const [t, row] of got.entries()) {
+      for (const [i, v] of row.entries()) maxErr = Math.max(maxErr, Math.abs(v - want[t * ref.vocab + i]));
+    }
     expect(maxErr).toBeLessThan(1e-4);
     // Greedy next tokens agree with the reference run.
-    got.forEach((row, t) => expect(row.indexOf(Math.max(...row))).toBe(ref.tokens[t + 1]));
+    for (const [t, row] of got.entries()) expect(row.indexOf(Math.max(...row))).toBe(ref.tokens[t + 1]);
   });
 
   it("tokenizer.json loads in @huggingface/tokenizers and matches run.c's encoder", () => {

@@ -161,7 +161,7 @@ describe("SafetensorsFile (lazy reader)", () => {
   it("reads the same tensors from a buffer, a Blob and a file path", async () => {
     const path = join(tmp.dir, "lazy.safetensors");
     writeFileSync(path, bytes);
-    for (const src of [bytes, new Blob([bytes]), path]) {
+    for (const src of [bytes, new Blob([bytes as Uint8Array<ArrayBuffer>]), path]) {
       const f = await SafetensorsFile.open(src);
       expect(f.keys()).toEqual(["ids", "big", "half"]);
       expect(f.metadata).toEqual({ format: "pt" });
