@@ -213,7 +213,9 @@ class Kernels implements WasmKernels {
     for (let i = 0; i < rows; i++) {
       const t = targets[i];
       if (t !== ignoreIndex && (t < 0 || t >= vocab))
-        throw new IndexError(`${op}: targets[${i}] = ${t} is outside [0, ${vocab}) and is not ignoreIndex ${ignoreIndex}`);
+        throw new IndexError(
+          `${op}: targets[${i}] = ${t} is outside [0, ${vocab}) and is not ignoreIndex ${ignoreIndex}`,
+        );
     }
   }
 

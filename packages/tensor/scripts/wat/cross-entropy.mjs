@@ -1,0 +1,65 @@
+// Row-wise softmax cross-entropy, the numerically stable way: lse = max + log Σ exp(x − max),
+// loss = lse − x[target]; backward d = (exp(x − lse) − onehot) · g. Rows whose target equals the
+// ignore index give loss 0 and gradient 0 (PyTorch's CrossEntropyLoss ignore_index semantics).
+// log comes from the host (imported Math.log): one call per row.
+import { add, forLoop, get, i32, mul, set } from "./dsl.mjs";
+
+const rowMax = `
+  ${set("vm", "(f32x4.splat (f32.const -inf))")}
+  ${forLoop("j", i32(0), get("v4"), i32(4), `(local.set $vm (f32x4.max (local.get $vm) (v128.load ${add(get("lr"), mul(get("j"), i32(4)))})))`)}
+  ${set("mx", "(f32.max (f32.max (f32x4.extract_lane 0 (local.get $vm)) (f32x4.extract_lane 1 (local.get $vm))) (f32.max (f32x4.extract_lane 2 (local.get $vm)) (f32x4.extract_lane 3 (local.get $vm))))")}
+  ${forLoop("j", get("v4"), get("vocab"), i32(1), `(local.set $mx (f32.max (local.get $mx) (f32.load ${add(get("lr"), mul(get("j"), i32(4)))})))`)}`;
+
+export function crossEntropyWat() {
+  return `
+(func (export "ce_fwd") (param $logits i32) (param $targets i32) (param $loss i32) (param $lse i32) (param $vocab i32)
+  (param $ignore i32) (param $row0 i32) (param $row1 i32)
+  (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)
+  (local $s f32) (local $l f32) (local $t i32)
+  ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
+  ${forLoop(
+    "row",
+    get("row0"),
+    get("row1"),
+    i32(1),
+    `${set("lr", add(get("logits"), mul(mul(get("row"), get("vocab")), i32(4))))}
+    ${rowMax}
+    ${set("vm", "(f32x4.splat (local.get $mx))")}
+    ${set("acc", "(v128.const i32x4 0 0 0 0)")}
+    ${forLoop("j", i32(0), get("v4"), i32(4), `(local.set $acc (f32x4.add (local.get $acc) (call $vexp (f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $vm)))))`)}
+    ${set("s", "(f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc))) (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc))))")}
+    ${forLoop("j", get("v4"), get("vocab"), i32(1), `(local.set $s (f32.add (local.get $s) (call $exp1 (f32.sub (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $mx)))))`)}
+    ${set("l", "(f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $s)))))")}
+    (f32.store ${add(get("lse"), mul(get("row"), i32(4)))} (local.get $l))
+    ${set("t", `(i32.load ${add(get("targets"), mul(get("row"), i32(4)))})`)}
+    (f32.store ${add(get("loss"), mul(get("row"), i32(4)))}
+      (if (result f32) (i32.eq (local.get $t) (local.get $ignore))
+        (then (f32.const 0))
+        (else (f32.sub (local.get $l) (f32.load ${add(get("lr"), mul(get("t"), i32(4)))})))))`,
+  )})
+(func (export "ce_bwd") (param $logits i32) (param $targets i32) (param $lse i32) (param $gradLoss i32)
+  (param $dlogits i32) (param $vocab i32) (param $ignore i32) (param $row0 i32) (param $row1 i32)
+  (local $row i32) (local $lr i32) (local $dr i32) (local $j i32) (local $v4 i32) (local $t i32) (local $g f32)
+  (local $l f32) (local $gv v128) (local $lv v128) (local $p i32)
+  ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
+  ${forLoop(
+    "row",
+    get("row0"),
+    get("row1"),
+    i32(1),
+    `${set("lr", add(get("logits"), mul(mul(get("row"), get("vocab")), i32(4))))}
+    ${set("dr", add(get("dlogits"), mul(mul(get("row"), get("vocab")), i32(4))))}
+    ${set("t", `(i32.load ${add(get("targets"), mul(get("row"), i32(4)))})`)}
+    (if (i32.eq (local.get $t) (local.get $ignore))
+      (then (memory.fill (local.get $dr) (i32.const 0) ${mul(get("vocab"), i32(4))}))
+      (else
+        ${set("g", `(f32.load ${add(get("gradLoss"), mul(get("row"), i32(4)))})`)}
+        ${set("l", `(f32.load ${add(get("lse"), mul(get("row"), i32(4)))})`)}
+        ${set("gv", "(f32x4.splat (local.get $g))")}
+        ${set("lv", "(f32x4.splat (local.get $l))")}
+        ${forLoop("j", i32(0), get("v4"), i32(4), `(v128.store ${add(get("dr"), mul(get("j"), i32(4)))} (f32x4.mul (call $vexp (f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $lv))) (local.get $gv)))`)}
+        ${forLoop("j", get("v4"), get("vocab"), i32(1), `(f32.store ${add(get("dr"), mul(get("j"), i32(4)))} (f32.mul (call $exp1 (f32.sub (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $l))) (local.get $g)))`)}
+        ${set("p", add(get("dr"), mul(get("t"), i32(4))))}
+        (f32.store (local.get $p) (f32.sub (f32.load (local.get $p)) (local.get $g)))))`,
+  )})`;
+}

@@ -1,0 +1,28 @@
+// Assembles the kernel module text. Variants: plain SIMD vs relaxed SIMD (f32x4.relaxed_madd in the
+// GEMM micro-kernel), and a shared memory import (threads) vs a plain one (for pages that are not
+// cross-origin isolated, where SharedArrayBuffer is unavailable). Every variant exports the same functions.
+import { crossEntropyWat } from "./cross-entropy.mjs";
+import { resetLabels } from "./dsl.mjs";
+import { gemmWat } from "./gemm.mjs";
+import { rmsNormWat } from "./rmsnorm.mjs";
+import { vexpWat } from "./vexp.mjs";
+
+/** Largest memory the module accepts (pages of 64 KiB): the whole wasm32 address space. */
+export const MAX_PAGES = 65536;
+
+export function kernelsWat({ relaxed, shared }) {
+  resetLabels();
+  return `(module
+(import "env" "memory" (memory 1 ${MAX_PAGES}${shared ? " shared" : ""}))
+(import "env" "log" (func $log (param f64) (result f64)))
+${vexpWat()}
+${gemmWat({ relaxed })}
+${rmsNormWat()}
+${crossEntropyWat()}
+)
+`;
+}
+
+/** Feature probes: the smallest modules that validate only with SIMD / relaxed SIMD. */
+export const SIMD_PROBE_WAT = `(module (func (param v128 v128) (result v128) (f32x4.add (local.get 0) (local.get 1))))`;
+export const RELAXED_PROBE_WAT = `(module (func (param v128 v128 v128) (result v128) (f32x4.relaxed_madd (local.get 0) (local.get 1) (local.get 2))))`;

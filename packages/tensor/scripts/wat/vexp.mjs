@@ -1,0 +1,26 @@
+// SIMD exp for f32x4. WebAssembly has no exp instruction, so this is the classic Cephes expf
+// scheme (S. Moshier, Cephes Math Library, expf.c): n = round(x·log2 e), r = x − n·ln2 with ln2 split
+// in two (C1 exact in few bits, C2 the remainder) for an exact reduction, a degree-5 polynomial for
+// e^r on |r| ≤ ln2/2, and scaling by 2^n built from the exponent bits. Relative error ≈ 1e-7.
+// Inputs are clamped to [-87.33654, 88] so 2^n stays a normal float (results below ~1.2e-38 read as that
+// floor instead of 0, which is harmless for softmax sums).
+
+const f = (v) => `(f32x4.splat (f32.const ${v}))`;
+
+export function vexpWat() {
+  const poly = [1.98756915e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
+  let y = f(poly[0]);
+  for (let i = 1; i < poly.length; i++) y = `(f32x4.add (f32x4.mul ${y} (local.get $r)) ${f(poly[i])})`;
+  return `
+(func $vexp (param $x v128) (result v128) (local $fx v128) (local $r v128) (local $y v128)
+  (local.set $x (f32x4.max (f32x4.min (local.get $x) ${f(88.0)}) ${f(-87.33654)}))
+  (local.set $fx (f32x4.nearest (f32x4.mul (local.get $x) ${f(Math.LOG2E)})))
+  (local.set $r (f32x4.sub (f32x4.sub (local.get $x) (f32x4.mul (local.get $fx) ${f(0.693359375)}))
+    (f32x4.mul (local.get $fx) ${f(-2.1219444e-4)})))
+  (local.set $y ${y})
+  (local.set $y (f32x4.add (f32x4.add (f32x4.mul (local.get $y) (f32x4.mul (local.get $r) (local.get $r))) (local.get $r)) ${f(1.0)}))
+  (f32x4.mul (local.get $y)
+    (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $fx)) (i32x4.splat (i32.const 127))) (i32.const 23))))
+(func $exp1 (param $x f32) (result f32)
+  (f32x4.extract_lane 0 (call $vexp (f32x4.splat (local.get $x)))))`;
+}
