@@ -98,7 +98,8 @@ export interface BackwardOptions {
  * gradients are dropped as soon as they are used.
  */
 export function backward(root: Tensor, gradient?: Tensor, options: BackwardOptions = {}): void {
-  if (!root.requiresGrad) throw new AutogradError("backward: tensor does not require grad (no trainable input reaches it)");
+  if (!root.requiresGrad)
+    throw new AutogradError("backward: tensor does not require grad (no trainable input reaches it)");
   if (gradient === undefined && root.size !== 1) {
     throw new AutogradError(`backward: implicit gradient only for scalars, got shape ${fmtShape(root.shape)}`);
   }

@@ -1,6 +1,7 @@
 // @kiln/tensor: tensors with reverse-mode autograd for transformer training.
 export * from "./autograd.js";
 export * from "./backend.js";
+export { disposeWasmBackend, wasmKernels } from "./backends/wasm.js";
 export { initBackend, type InitBackendOptions } from "./init-backend.js";
 export * from "./checkpoint.js";
 export * from "./dtype.js";
@@ -18,3 +19,10 @@ export * from "./random.js";
 export * from "./schedules.js";
 export { broadcastShapes, sizeOf, stridesOf, type Shape } from "./shape.js";
 export * from "./tensor.js";
+export {
+  createWasmKernels,
+  enableRelaxedSimd,
+  relaxedSimdSupported,
+  wasmSimdSupported,
+  type WasmKernels,
+} from "./wasm/index.js";

@@ -20,7 +20,10 @@ export function registerBackendInitialiser(name: BackendName, init: Initialiser)
 export async function initBackend(name: BackendName, options: InitBackendOptions = {}): Promise<void> {
   if (!hasBackend(name)) {
     const init = initialisers.get(name);
-    if (!init) throw new BackendError(`initBackend: unknown backend "${name}" (known: js, ${[...initialisers.keys()].join(", ")})`);
+    if (!init)
+      throw new BackendError(
+        `initBackend: unknown backend "${name}" (known: js, ${[...initialisers.keys()].join(", ")})`,
+      );
     await init(options);
   }
   if (options.activate ?? true) setBackend(name);

@@ -1,6 +1,6 @@
 // Optimizers, in order of increasing complexity (tinygrad nn/optim.py style).
 // Updates run in place on parameter storage, outside the tape.
-import { Tensor } from "./tensor.js";
+import type { Tensor } from "./tensor.js";
 import { ShapeError } from "./errors.js";
 
 export interface ParamGroup {
@@ -17,7 +17,8 @@ export abstract class Optimizer {
   constructor(params: Iterable<Tensor>, lr: number) {
     this.params = [...params];
     for (const p of this.params) {
-      if (p.dtype !== "f32") throw new ShapeError(`optimizer: parameter ${p.name ?? p.id} is ${p.dtype}; trainable parameters must be f32`);
+      if (p.dtype !== "f32")
+        throw new ShapeError(`optimizer: parameter ${p.name ?? p.id} is ${p.dtype}; trainable parameters must be f32`);
     }
     if (!(lr >= 0)) throw new RangeError(`optimizer: learning rate must be ≥ 0, got ${lr}`);
     this.lr = lr;
@@ -157,7 +158,9 @@ export class AdamW extends Optimizer {
   loadStateDict(state: OptimizerState): void {
     if (state.kind !== "adamw") throw new TypeError(`AdamW.loadStateDict: state is for "${state.kind}"`);
     if (state.buffers.exp_avg.length !== this.params.length) {
-      throw new ShapeError(`AdamW.loadStateDict: state has ${state.buffers.exp_avg.length} parameters, optimizer has ${this.params.length}`);
+      throw new ShapeError(
+        `AdamW.loadStateDict: state has ${state.buffers.exp_avg.length} parameters, optimizer has ${this.params.length}`,
+      );
     }
     this.stepCount = state.step;
     this.lr = state.lr;

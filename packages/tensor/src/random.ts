@@ -21,7 +21,15 @@ function mulhi32(a: number, b: number): number {
 }
 
 /** One Philox4x32-10 block: 4 uint32 outputs for counter (c0..c3) under key (k0, k1). */
-export function philox4x32(c0: number, c1: number, c2: number, c3: number, k0: number, k1: number, out: Uint32Array): void {
+export function philox4x32(
+  c0: number,
+  c1: number,
+  c2: number,
+  c3: number,
+  k0: number,
+  k1: number,
+  out: Uint32Array,
+): void {
   for (let r = 0; r < 10; r++) {
     const hi0 = mulhi32(M0, c0);
     const lo0 = Math.imul(M0, c0) >>> 0;
@@ -89,7 +97,8 @@ export class Rng {
     readonly seed: number,
     readonly stream = 0,
   ) {
-    if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`Rng: seed must be a non-negative safe integer, got ${seed}`);
+    if (!Number.isSafeInteger(seed) || seed < 0)
+      throw new RangeError(`Rng: seed must be a non-negative safe integer, got ${seed}`);
   }
 
   /** Current counter position (save it to resume the stream). */

@@ -32,7 +32,9 @@ export function broadcastShapes(op: string, a: Shape, b: Shape): number[] {
     const da = a[a.length - n + i] ?? 1;
     const db = b[b.length - n + i] ?? 1;
     if (da !== db && da !== 1 && db !== 1) {
-      throw new ShapeError(`${op}: shapes ${fmtShape(a)} and ${fmtShape(b)} cannot be broadcast (dim ${i}: ${da} vs ${db})`);
+      throw new ShapeError(
+        `${op}: shapes ${fmtShape(a)} and ${fmtShape(b)} cannot be broadcast (dim ${i}: ${da} vs ${db})`,
+      );
     }
     out[i] = da === 1 ? db : da;
   }

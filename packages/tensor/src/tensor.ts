@@ -73,7 +73,8 @@ export class Tensor {
 
   /** The single value of a one-element tensor. */
   item(): number {
-    if (this.size !== 1) throw new ShapeError(`item: tensor of shape ${fmtShape(this.shape)} has ${this.size} elements, not 1`);
+    if (this.size !== 1)
+      throw new ShapeError(`item: tensor of shape ${fmtShape(this.shape)} has ${this.size} elements, not 1`);
     return this.dtype === "f32" || this.dtype === "i32" ? this.data[0] : this.toFloat32Array()[0];
   }
 
@@ -84,7 +85,8 @@ export class Tensor {
 
   /** Marks a leaf as trainable (returns this for chaining). */
   requireGrad(flag = true): this {
-    if (flag && this.dtype !== "f32") throw new DTypeError(`requireGrad: only f32 tensors can require grad, got ${this.dtype}`);
+    if (flag && this.dtype !== "f32")
+      throw new DTypeError(`requireGrad: only f32 tensors can require grad, got ${this.dtype}`);
     this.requiresGrad = flag;
     return this;
   }

@@ -58,7 +58,11 @@ describe("unary ops", () => {
   });
 
   it("clamp passes gradient only inside [min, max]", () => {
-    checkOp({ inputs: [randomTensor([4, 5], -2, 2)], op: (x) => T.clamp(x, -0.5, 0.7), ref: (x) => x.map((v) => Math.min(0.7, Math.max(-0.5, v))) });
+    checkOp({
+      inputs: [randomTensor([4, 5], -2, 2)],
+      op: (x) => T.clamp(x, -0.5, 0.7),
+      ref: (x) => x.map((v) => Math.min(0.7, Math.max(-0.5, v))),
+    });
   });
 });
 
@@ -72,9 +76,15 @@ describe("binary ops with broadcasting", () => {
     ["maximum", T.maximum, (a, b) => Math.max(a, b)],
   ];
   const shapes: [number[], number[]][] = [
-    [[3, 4], [3, 4]],
+    [
+      [3, 4],
+      [3, 4],
+    ],
     [[2, 3, 4], [4]],
-    [[2, 1, 4], [3, 1]],
+    [
+      [2, 1, 4],
+      [3, 1],
+    ],
     [[5], []],
   ];
   for (const [name, op, f] of cases) {
@@ -90,8 +100,20 @@ describe("binary ops with broadcasting", () => {
           ref: (x, y) => {
             const n = out.reduce((p, q) => p * q, 1);
             const r = new Float64Array(n);
-            const sx = T.broadcastTo(new T.Tensor(Float32Array.from(x, (_, i) => i), sa), out).toFloat32Array();
-            const sy = T.broadcastTo(new T.Tensor(Float32Array.from(y, (_, i) => i), sb), out).toFloat32Array();
+            const sx = T.broadcastTo(
+              new T.Tensor(
+                Float32Array.from(x, (_, i) => i),
+                sa,
+              ),
+              out,
+            ).toFloat32Array();
+            const sy = T.broadcastTo(
+              new T.Tensor(
+                Float32Array.from(y, (_, i) => i),
+                sb,
+              ),
+              out,
+            ).toFloat32Array();
             for (let i = 0; i < n; i++) r[i] = f(x[sx[i]], y[sy[i]]);
             return r;
           },
@@ -101,7 +123,11 @@ describe("binary ops with broadcasting", () => {
   }
 
   it("scalar right operands", () => {
-    checkOp({ inputs: [randomTensor([6])], op: (a) => T.mul(T.add(a, 1.5), 3), ref: (x) => x.map((v) => (v + 1.5) * 3) });
+    checkOp({
+      inputs: [randomTensor([6])],
+      op: (a) => T.mul(T.add(a, 1.5), 3),
+      ref: (x) => x.map((v) => (v + 1.5) * 3),
+    });
   });
 
   it("where selects and routes gradients", () => {

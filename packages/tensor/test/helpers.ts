@@ -13,7 +13,14 @@ export function randomArray(n: number, lo = -1, hi = 1, seed = seedCounter++): F
 }
 
 export function randomTensor(shape: number[], lo = -1, hi = 1, grad = true): Tensor {
-  const t = new Tensor(randomArray(shape.reduce((a, b) => a * b, 1), lo, hi), shape);
+  const t = new Tensor(
+    randomArray(
+      shape.reduce((a, b) => a * b, 1),
+      lo,
+      hi,
+    ),
+    shape,
+  );
   t.requiresGrad = grad;
   return t;
 }
@@ -30,7 +37,9 @@ export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
     }
   }
   if (worstAt >= 0) {
-    throw new Error(`mismatch at ${worstAt}: actual ${actual[worstAt]} expected ${expected[worstAt]} (rtol ${rtol}, atol ${atol})`);
+    throw new Error(
+      `mismatch at ${worstAt}: actual ${actual[worstAt]} expected ${expected[worstAt]} (rtol ${rtol}, atol ${atol})`,
+    );
   }
 }
 
@@ -79,7 +88,12 @@ export function checkOp(options: {
     expect(t.grad, `input ${k} has no gradient`).not.toBeNull();
     let scale = 0;
     for (const v of numeric) scale = Math.max(scale, Math.abs(v));
-    expectClose(t.grad!.toFloat32Array(), numeric, options.gradRtol ?? 1e-3, (options.gradAtol ?? 1e-4) * Math.max(1, scale));
+    expectClose(
+      t.grad!.toFloat32Array(),
+      numeric,
+      options.gradRtol ?? 1e-3,
+      (options.gradAtol ?? 1e-4) * Math.max(1, scale),
+    );
   });
 }
 

@@ -17,7 +17,11 @@ const softmax64 = (r: Float64Array) => {
 describe("softmax family", () => {
   it("softmax and logSoftmax over the last axis", () => {
     checkOp({ inputs: [randomTensor([3, 6], -3, 3)], op: (x) => T.softmax(x), ref: (x) => rowsRef(x, 6, softmax64) });
-    checkOp({ inputs: [randomTensor([3, 6], -3, 3)], op: (x) => T.logSoftmax(x), ref: (x) => rowsRef(x, 6, (r) => softmax64(r).map(Math.log)) });
+    checkOp({
+      inputs: [randomTensor([3, 6], -3, 3)],
+      op: (x) => T.logSoftmax(x),
+      ref: (x) => rowsRef(x, 6, (r) => softmax64(r).map(Math.log)),
+    });
   });
   it("softmax over a middle axis", () => {
     checkOp({
@@ -28,7 +32,7 @@ describe("softmax family", () => {
         for (let a = 0; a < 2; a++)
           for (let c = 0; c < 2; c++) {
             const col = Float64Array.from([0, 1, 2], (b) => x[a * 6 + b * 2 + c]);
-            softmax64(col).forEach((v, b) => (out[a * 6 + b * 2 + c] = v));
+            for (const [b, v] of softmax64(col).entries()) out[a * 6 + b * 2 + c] = v;
           }
         return out;
       },
@@ -82,7 +86,19 @@ describe("RoPE (rotate-half)", () => {
   }
 });
 
-function attentionRef(q: Float64Array, k: Float64Array, v: Float64Array, B: number, H: number, Hkv: number, tq: number, tk: number, D: number, causal: boolean, mask: Uint8Array | null) {
+function attentionRef(
+  q: Float64Array,
+  k: Float64Array,
+  v: Float64Array,
+  B: number,
+  H: number,
+  Hkv: number,
+  tq: number,
+  tk: number,
+  D: number,
+  causal: boolean,
+  mask: Uint8Array | null,
+) {
   const out = new Float64Array(B * H * tq * D);
   const scale = 1 / Math.sqrt(D);
   for (let b = 0; b < B; b++)
@@ -103,7 +119,7 @@ function attentionRef(q: Float64Array, k: Float64Array, v: Float64Array, B: numb
         const p = softmax64(Float64Array.from(scores));
         for (let c = 0; c < D; c++) {
           let s = 0;
-          keys.forEach((j, n) => (s += p[n] * v[((b * Hkv + kh) * tk + j) * D + c]));
+          for (const [n, j] of keys.entries()) s += p[n] * v[((b * Hkv + kh) * tk + j) * D + c];
           out[((b * H + h) * tq + i) * D + c] = s;
         }
       }
@@ -120,16 +136,24 @@ describe("attention", () => {
   ];
   for (const c of cases) {
     it(`${c.name}: forward and backward`, () => {
-      const mask = c.pad ? Uint8Array.from({ length: c.B * c.tk }, (_, i) => (Math.floor(i / c.tk) === 1 && i % c.tk < 2 ? 0 : 1)) : null;
+      const mask = c.pad
+        ? Uint8Array.from({ length: c.B * c.tk }, (_, i) => (Math.floor(i / c.tk) === 1 && i % c.tk < 2 ? 0 : 1))
+        : null;
       checkOp({
-        inputs: [randomTensor([c.B, c.H, c.tq, c.D]), randomTensor([c.B, c.Hkv, c.tk, c.D]), randomTensor([c.B, c.Hkv, c.tk, c.D])],
+        inputs: [
+          randomTensor([c.B, c.H, c.tq, c.D]),
+          randomTensor([c.B, c.Hkv, c.tk, c.D]),
+          randomTensor([c.B, c.Hkv, c.tk, c.D]),
+        ],
         op: (q, k, v) => T.attention(q, k, v, { causal: c.causal, keyMask: mask }),
         ref: (q, k, v) => attentionRef(q, k, v, c.B, c.H, c.Hkv, c.tq, c.tk, c.D, c.causal, mask),
       });
     });
   }
   it("rejects head counts that do not group", () => {
-    expect(() => T.attention(randomTensor([1, 3, 2, 4]), randomTensor([1, 2, 2, 4]), randomTensor([1, 2, 2, 4]))).toThrow(/not a multiple/);
+    expect(() =>
+      T.attention(randomTensor([1, 3, 2, 4]), randomTensor([1, 2, 2, 4]), randomTensor([1, 2, 2, 4])),
+    ).toThrow(/not a multiple/);
   });
 });
 
@@ -157,7 +181,9 @@ describe("SwiGLU, cross-entropy, gathers", () => {
           }
           const valid = Array.from(targets.data).filter((t) => t !== -100).length;
           const total = losses.reduce((a, b) => a + b, 0);
-          return reduction === "none" ? Float64Array.from(losses) : Float64Array.of(reduction === "sum" ? total : total / valid);
+          return reduction === "none"
+            ? Float64Array.from(losses)
+            : Float64Array.of(reduction === "sum" ? total : total / valid);
         },
       });
     });
@@ -183,7 +209,9 @@ describe("SwiGLU, cross-entropy, gathers", () => {
       op: (w) => T.embedding(w, ids),
       ref: (w) => Float64Array.from({ length: 12 }, (_, i) => w[ids.data[Math.floor(i / 4)] * 4 + (i % 4)]),
     });
-    expect(() => T.embedding(randomTensor([5, 4]), T.tensor([5], [1], "i32"))).toThrow(/index 5 at position 0 is outside \[0, 5\)/);
+    expect(() => T.embedding(randomTensor([5, 4]), T.tensor([5], [1], "i32"))).toThrow(
+      /index 5 at position 0 is outside \[0, 5\)/,
+    );
   });
 
   it("scatterAdd (index_add_) and gather", () => {
@@ -197,7 +225,14 @@ describe("SwiGLU, cross-entropy, gathers", () => {
         return out;
       },
     });
-    const index = T.tensor([[2, 0], [1, 1]], [2, 2], "i32");
+    const index = T.tensor(
+      [
+        [2, 0],
+        [1, 1],
+      ],
+      [2, 2],
+      "i32",
+    );
     checkOp({
       inputs: [randomTensor([2, 3])],
       op: (x) => T.gather(x, 1, index),

@@ -6,7 +6,15 @@ describe("the gradient checker itself", () => {
   it("catches a wrong backward", () => {
     const x = randomTensor([5]);
     const wrong = (t: T.Tensor) =>
-      T.record(new T.Tensor(Float32Array.from(t.toFloat32Array(), (v) => v * v), t.shape), "bad", [t], (g) => [g]);
+      T.record(
+        new T.Tensor(
+          Float32Array.from(t.toFloat32Array(), (v) => v * v),
+          t.shape,
+        ),
+        "bad",
+        [t],
+        (g) => [g],
+      );
     expect(() => checkOp({ inputs: [x], op: wrong, ref: (a) => a.map((v) => v * v) })).toThrow(/mismatch/);
   });
 });
@@ -32,10 +40,26 @@ describe("reductions", () => {
   };
   for (const axes of [[0], [1], [2], [0, 2], [0, 1, 2]]) {
     it(`sum / mean / max / logsumexp over ${JSON.stringify(axes)}`, () => {
-      checkOp({ inputs: [randomTensor(shape)], op: (x) => T.sum(x, axes), ref: (x) => reduceRef(x, axes, (v) => v.reduce((a, b) => a + b, 0)) });
-      checkOp({ inputs: [randomTensor(shape)], op: (x) => T.mean(x, axes, true), ref: (x) => reduceRef(x, axes, (v) => v.reduce((a, b) => a + b, 0) / v.length) });
-      checkOp({ inputs: [randomTensor(shape)], op: (x) => T.max(x, axes), ref: (x) => reduceRef(x, axes, (v) => Math.max(...v)) });
-      checkOp({ inputs: [randomTensor(shape, -3, 3)], op: (x) => T.logsumexp(x, axes), ref: (x) => reduceRef(x, axes, lse) });
+      checkOp({
+        inputs: [randomTensor(shape)],
+        op: (x) => T.sum(x, axes),
+        ref: (x) => reduceRef(x, axes, (v) => v.reduce((a, b) => a + b, 0)),
+      });
+      checkOp({
+        inputs: [randomTensor(shape)],
+        op: (x) => T.mean(x, axes, true),
+        ref: (x) => reduceRef(x, axes, (v) => v.reduce((a, b) => a + b, 0) / v.length),
+      });
+      checkOp({
+        inputs: [randomTensor(shape)],
+        op: (x) => T.max(x, axes),
+        ref: (x) => reduceRef(x, axes, (v) => Math.max(...v)),
+      });
+      checkOp({
+        inputs: [randomTensor(shape, -3, 3)],
+        op: (x) => T.logsumexp(x, axes),
+        ref: (x) => reduceRef(x, axes, lse),
+      });
     });
   }
 
@@ -58,7 +82,9 @@ describe("movement", () => {
       op: (x) => T.permute(x, [2, 0, 1]),
       ref: (x) => {
         const out = new Float64Array(24);
-        for (let a = 0; a < 2; a++) for (let b = 0; b < 3; b++) for (let c = 0; c < 4; c++) out[idx([4, 2, 3], c, a, b)] = x[idx([2, 3, 4], a, b, c)];
+        for (let a = 0; a < 2; a++)
+          for (let b = 0; b < 3; b++)
+            for (let c = 0; c < 4; c++) out[idx([4, 2, 3], c, a, b)] = x[idx([2, 3, 4], a, b, c)];
         return out;
       },
     });
@@ -92,7 +118,18 @@ describe("movement", () => {
   });
 });
 
-function matmulRef(a: Float64Array, b: Float64Array, batch: number, m: number, n: number, k: number, tA: boolean, tB: boolean, bA: boolean, bB: boolean) {
+function matmulRef(
+  a: Float64Array,
+  b: Float64Array,
+  batch: number,
+  m: number,
+  n: number,
+  k: number,
+  tA: boolean,
+  tB: boolean,
+  bA: boolean,
+  bB: boolean,
+) {
   const out = new Float64Array(batch * m * n);
   for (let z = 0; z < batch; z++)
     for (let i = 0; i < m; i++)
@@ -138,11 +175,12 @@ describe("matmul", () => {
       ref: (xx, bb) => {
         const wd = w.toFloat32Array();
         const out = new Float64Array(30);
-        for (let r = 0; r < 6; r++) for (let o = 0; o < 5; o++) {
-          let s = bb[o];
-          for (let i = 0; i < 4; i++) s += xx[r * 4 + i] * wd[o * 4 + i];
-          out[r * 5 + o] = s;
-        }
+        for (let r = 0; r < 6; r++)
+          for (let o = 0; o < 5; o++) {
+            let s = bb[o];
+            for (let i = 0; i < 4; i++) s += xx[r * 4 + i] * wd[o * 4 + i];
+            out[r * 5 + o] = s;
+          }
         return out;
       },
     });
@@ -153,6 +191,8 @@ describe("matmul", () => {
   });
 
   it("names the op and shapes on a mismatch", () => {
-    expect(() => T.matmul(randomTensor([2, 3]), randomTensor([4, 5]))).toThrow(/matmul: inner dims differ: a \[1, 2, 3\]/);
+    expect(() => T.matmul(randomTensor([2, 3]), randomTensor([4, 5]))).toThrow(
+      /matmul: inner dims differ: a \[1, 2, 3\]/,
+    );
   });
 });

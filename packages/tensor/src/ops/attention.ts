@@ -19,25 +19,40 @@ export interface AttentionOptions {
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {
-    throw new ShapeError(`attention: q, k, v must be [B, H, T, D], got ${fmtShape(q.shape)}, ${fmtShape(k.shape)}, ${fmtShape(v.shape)}`);
+    throw new ShapeError(
+      `attention: q, k, v must be [B, H, T, D], got ${fmtShape(q.shape)}, ${fmtShape(k.shape)}, ${fmtShape(v.shape)}`,
+    );
   }
   const [B, H, tq, D] = q.shape;
   const [Bk, Hkv, tk, Dk] = k.shape;
   if (Bk !== B || Dk !== D || v.shape.some((d, i) => d !== k.shape[i])) {
-    throw new ShapeError(`attention: k ${fmtShape(k.shape)} / v ${fmtShape(v.shape)} do not match q ${fmtShape(q.shape)}`);
+    throw new ShapeError(
+      `attention: k ${fmtShape(k.shape)} / v ${fmtShape(v.shape)} do not match q ${fmtShape(q.shape)}`,
+    );
   }
   if (H % Hkv !== 0) throw new ShapeError(`attention: ${H} query heads is not a multiple of ${Hkv} kv heads`);
   const causal = options.causal ?? true;
-  if (causal && tk < tq) throw new ShapeError(`attention: causal with ${tq} queries needs at least as many keys, got ${tk}`);
+  if (causal && tk < tq)
+    throw new ShapeError(`attention: causal with ${tq} queries needs at least as many keys, got ${tk}`);
   let mask: Uint8Array | null = null;
   if (options.keyMask) {
     const m = options.keyMask;
     const src = m instanceof Tensor ? m.toFloat32Array() : m;
-    if (src.length !== B * tk) throw new ShapeError(`attention: keyMask has ${src.length} entries, expected B·tk = ${B * tk}`);
+    if (src.length !== B * tk)
+      throw new ShapeError(`attention: keyMask has ${src.length} entries, expected B·tk = ${B * tk}`);
     mask = new Uint8Array(src.length);
     for (let i = 0; i < src.length; i++) mask[i] = src[i] !== 0 ? 1 : 0;
   }
-  const shape: AttentionShape = { batch: B, heads: H, kvHeads: Hkv, tq, tk, headDim: D, scale: options.scale ?? 1 / Math.sqrt(D), causal };
+  const shape: AttentionShape = {
+    batch: B,
+    heads: H,
+    kvHeads: Hkv,
+    tq,
+    tk,
+    headDim: D,
+    scale: options.scale ?? 1 / Math.sqrt(D),
+    causal,
+  };
   const qd = floatData("attention", q);
   const kd = floatData("attention", k);
   const vd = floatData("attention", v);

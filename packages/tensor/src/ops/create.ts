@@ -28,7 +28,8 @@ export function tensor(
     if (values instanceof want) return new Tensor(values, s, dtype);
     return new Tensor(fromFloat32Array(Float32Array.from(values), dtype), s, dtype);
   }
-  if (typeof values === "number") return new Tensor(fromFloat32Array(Float32Array.of(values), dtype), shape ?? [], dtype);
+  if (typeof values === "number")
+    return new Tensor(fromFloat32Array(Float32Array.of(values), dtype), shape ?? [], dtype);
   const inferred = Array.isArray(values) ? inferShape(values as Nested) : [values.length];
   const flat = Array.isArray(values) ? (values as unknown[]).flat(Number.POSITIVE_INFINITY) : Array.from(values);
   const s = shape ?? inferred;
@@ -109,7 +110,10 @@ export function rand(shape: Shape, options: RandomOptions & { low?: number; high
 
 /** A trainable f32 leaf (requiresGrad = true). */
 export function parameter(values: Tensor | Float32Array, shape?: Shape): Tensor {
-  const t = values instanceof Tensor ? new Tensor(Float32Array.from(values.toFloat32Array()), values.shape) : new Tensor(values, shape ?? [values.length]);
+  const t =
+    values instanceof Tensor
+      ? new Tensor(Float32Array.from(values.toFloat32Array()), values.shape)
+      : new Tensor(values, shape ?? [values.length]);
   t.requiresGrad = true;
   return t;
 }

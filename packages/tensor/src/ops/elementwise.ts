@@ -170,7 +170,14 @@ function binary(op: BinaryOp, a: TensorLike, b: TensorLike): { out: Tensor; ta: 
 
 export function add(a: TensorLike, b: TensorLike): Tensor {
   const { out, ta, tb } = binary("add", a, b);
-  return record(out, "add", inputsOf(ta, tb), (g) => gradsOf(ta, tb, () => sumTo(g, ta!.shape), () => sumTo(g, tb!.shape)));
+  return record(out, "add", inputsOf(ta, tb), (g) =>
+    gradsOf(
+      ta,
+      tb,
+      () => sumTo(g, ta!.shape),
+      () => sumTo(g, tb!.shape),
+    ),
+  );
 }
 
 export function sub(a: TensorLike, b: TensorLike): Tensor {
@@ -504,7 +511,19 @@ export function compare(op: CompareOp, a: TensorLike, b: TensorLike): Tensor {
   for (let i = 0; i < out.length; i++) {
     const u = x[i];
     const v = y[i];
-    out[i] = (op === "eq" ? u === v : op === "ne" ? u !== v : op === "lt" ? u < v : op === "le" ? u <= v : op === "gt" ? u > v : u >= v)
+    out[i] = (
+      op === "eq"
+        ? u === v
+        : op === "ne"
+          ? u !== v
+          : op === "lt"
+            ? u < v
+            : op === "le"
+              ? u <= v
+              : op === "gt"
+                ? u > v
+                : u >= v
+    )
       ? 1
       : 0;
   }

@@ -72,7 +72,8 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   if (a.rank < 2 || b.rank < 2) {
     throw new ShapeError(`matmul: operands need rank ≥ 2, got ${fmtShape(a.shape)} and ${fmtShape(b.shape)}`);
   }
-  if (a.dtype === "i32" || b.dtype === "i32") throw new DTypeError(`matmul: float tensors only, got ${a.dtype} and ${b.dtype}`);
+  if (a.dtype === "i32" || b.dtype === "i32")
+    throw new DTypeError(`matmul: float tensors only, got ${a.dtype} and ${b.dtype}`);
   if (b.rank === 2 && !transA) {
     const k = a.shape[a.rank - 1];
     const rows = a.size / Math.max(k, 1);
@@ -96,7 +97,9 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
   if (weight.rank !== 2) throw new ShapeError(`linear: weight must be [out, in], got ${fmtShape(weight.shape)}`);
   if (x.shape[x.rank - 1] !== weight.shape[1]) {
-    throw new ShapeError(`linear: input ${fmtShape(x.shape)} has ${x.shape[x.rank - 1]} features, weight ${fmtShape(weight.shape)} expects ${weight.shape[1]}`);
+    throw new ShapeError(
+      `linear: input ${fmtShape(x.shape)} has ${x.shape[x.rank - 1]} features, weight ${fmtShape(weight.shape)} expects ${weight.shape[1]}`,
+    );
   }
   const y = matmul(x, weight, { transB: true });
   return bias ? add(y, bias) : y;

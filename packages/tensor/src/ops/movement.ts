@@ -40,7 +40,11 @@ export function unsqueeze(t: Tensor, axis: number): Tensor {
 }
 
 export function squeeze(t: Tensor, axis?: number): Tensor {
-  if (axis === undefined) return reshape(t, t.shape.filter((d) => d !== 1));
+  if (axis === undefined)
+    return reshape(
+      t,
+      t.shape.filter((d) => d !== 1),
+    );
   const a = normAxis("squeeze", axis, t.rank);
   if (t.shape[a] !== 1) throw new ShapeError(`squeeze: dim ${axis} of ${fmtShape(t.shape)} is ${t.shape[a]}, not 1`);
   const shape = [...t.shape];
@@ -76,7 +80,9 @@ function permuteData(src: StorageArray, shape: readonly number[], perm: readonly
 
 export function permute(t: Tensor, perm: readonly number[]): Tensor {
   if (perm.length !== t.rank || new Set(perm.map((p) => normAxis("permute", p, t.rank))).size !== t.rank) {
-    throw new ShapeError(`permute: ${fmtShape(perm)} is not a permutation of the ${t.rank} dims of ${fmtShape(t.shape)}`);
+    throw new ShapeError(
+      `permute: ${fmtShape(perm)} is not a permutation of the ${t.rank} dims of ${fmtShape(t.shape)}`,
+    );
   }
   const p = perm.map((x) => normAxis("permute", x, t.rank));
   if (p.every((x, i) => x === i)) return t;
@@ -138,7 +144,8 @@ function padSlice(g: Tensor, shape: readonly number[], axis: number, start: numb
   const len = g.shape[axis];
   const out = new Float32Array(sizeOf(shape));
   const src = g.data as Float32Array;
-  for (let o = 0; o < outer; o++) out.set(src.subarray(o * len * inner, (o + 1) * len * inner), (o * dim + start) * inner);
+  for (let o = 0; o < outer; o++)
+    out.set(src.subarray(o * len * inner, (o + 1) * len * inner), (o * dim + start) * inner);
   return new Tensor(out, shape);
 }
 
@@ -162,7 +169,7 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   let offset = 0;
   for (const t of tensors) {
     const len = t.shape[a] * inner;
-    for (let o = 0; o < outer; o++) out.set(t.data.subarray(o * len, (o + 1) * len), (o * total) * inner + offset);
+    for (let o = 0; o < outer; o++) out.set(t.data.subarray(o * len, (o + 1) * len), o * total * inner + offset);
     offset += len;
   }
   return record(new Tensor(out, shape, first.dtype), "concat", tensors, (g) => {
@@ -188,7 +195,8 @@ export function stack(tensors: readonly Tensor[], axis = 0): Tensor {
 export function split(t: Tensor, sizes: readonly number[], axis = 0): Tensor[] {
   const a = normAxis("split", axis, t.rank);
   const total = sizes.reduce((x, y) => x + y, 0);
-  if (total !== t.shape[a]) throw new ShapeError(`split: sizes sum to ${total}, dim ${axis} of ${fmtShape(t.shape)} is ${t.shape[a]}`);
+  if (total !== t.shape[a])
+    throw new ShapeError(`split: sizes sum to ${total}, dim ${axis} of ${fmtShape(t.shape)} is ${t.shape[a]}`);
   let start = 0;
   return sizes.map((s) => {
     const piece = narrow(t, a, start, start + s);

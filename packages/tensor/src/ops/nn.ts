@@ -106,7 +106,12 @@ export interface RopeOptions {
  * out = x·cos + rotate_half(x)·sin on the first rotaryDim dims, angle = position · invFreq[i].
  * x: [B, H, T, D]; positions: length T (shared) or B·T; invFreq: rotaryDim/2 frequencies.
  */
-export function rope(x: Tensor, positions: Int32Array | readonly number[], invFreq: Float32Array, options: RopeOptions = {}): Tensor {
+export function rope(
+  x: Tensor,
+  positions: Int32Array | readonly number[],
+  invFreq: Float32Array,
+  options: RopeOptions = {},
+): Tensor {
   if (x.rank !== 4) throw new ShapeError(`rope: expected x [B, H, T, D], got ${fmtShape(x.shape)}`);
   const [B, H, T, D] = x.shape;
   const rot = options.rotaryDim ?? D;
@@ -189,12 +194,19 @@ export interface CrossEntropyOptions {
   reduction?: "mean" | "sum" | "none";
 }
 
-function checkTargets(op: string, logits: Tensor, targets: Tensor, ignoreIndex: number): { rows: number; vocab: number } {
+function checkTargets(
+  op: string,
+  logits: Tensor,
+  targets: Tensor,
+  ignoreIndex: number,
+): { rows: number; vocab: number } {
   if (targets.dtype !== "i32") throw new DTypeError(`${op}: targets must be i32, got ${targets.dtype}`);
   const vocab = logits.shape[logits.rank - 1];
   const rows = logits.size / vocab;
   if (targets.size !== rows) {
-    throw new ShapeError(`${op}: logits ${fmtShape(logits.shape)} give ${rows} rows, targets ${fmtShape(targets.shape)} have ${targets.size}`);
+    throw new ShapeError(
+      `${op}: logits ${fmtShape(logits.shape)} give ${rows} rows, targets ${fmtShape(targets.shape)} have ${targets.size}`,
+    );
   }
   const t = targets.data as Int32Array;
   for (let i = 0; i < t.length; i++) {
@@ -242,8 +254,16 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
 /** log p(target) per row from logits, without materialising the log-softmax (0 where ignored). */
 export function tokenLogProbs(logits: Tensor, targets: Tensor, ignoreIndex = -100): Tensor {
   const ce = crossEntropy(logits, targets, { ignoreIndex, reduction: "none" });
-  const out = new Tensor(Float32Array.from(ce.data as Float32Array, (v) => -v), ce.shape);
-  return record(out, "tokenLogProbs", [ce], (g) => [new Tensor(Float32Array.from(g.data as Float32Array, (v) => -v), g.shape)]);
+  const out = new Tensor(
+    Float32Array.from(ce.data as Float32Array, (v) => -v),
+    ce.shape,
+  );
+  return record(out, "tokenLogProbs", [ce], (g) => [
+    new Tensor(
+      Float32Array.from(g.data as Float32Array, (v) => -v),
+      g.shape,
+    ),
+  ]);
 }
 
 function checkIds(op: string, ids: Tensor, rows: number): Int32Array {
@@ -296,7 +316,8 @@ export function scatterAdd(base: Tensor, ids: Tensor, src: Tensor): Tensor {
   }
   const out = Float32Array.from(floatData("scatterAdd", base));
   const s = floatData("scatterAdd", src);
-  for (let i = 0; i < idx.length; i++) for (let j = 0; j < rowSize; j++) out[idx[i] * rowSize + j] += s[i * rowSize + j];
+  for (let i = 0; i < idx.length; i++)
+    for (let j = 0; j < rowSize; j++) out[idx[i] * rowSize + j] += s[i * rowSize + j];
   return record(new Tensor(out, base.shape), "scatterAdd", [base, src], (g) => {
     const gd = g.data as Float32Array;
     const gs = new Float32Array(idx.length * rowSize);
@@ -310,7 +331,9 @@ export function gather(x: Tensor, axis: number, index: Tensor): Tensor {
   const a = normAxis("gather", axis, x.rank);
   if (index.dtype !== "i32") throw new DTypeError(`gather: index must be i32, got ${index.dtype}`);
   if (index.rank !== x.rank || index.shape.some((d, i) => i !== a && d !== x.shape[i])) {
-    throw new ShapeError(`gather: index ${fmtShape(index.shape)} must match x ${fmtShape(x.shape)} except on axis ${axis}`);
+    throw new ShapeError(
+      `gather: index ${fmtShape(index.shape)} must match x ${fmtShape(x.shape)} except on axis ${axis}`,
+    );
   }
   const outer = sizeOf(x.shape.slice(0, a));
   const inner = sizeOf(x.shape.slice(a + 1));

@@ -33,8 +33,12 @@ function reduceAxis(
     for (let j = 0; j < n; j++) {
       const src = (o * n + j) * inner;
       if (kind === "sum") for (let i = 0; i < inner; i++) out[dst + i] += x[src + i];
-      else if (kind === "max") for (let i = 0; i < inner; i++) out[dst + i] = x[src + i] > out[dst + i] || Number.isNaN(x[src + i]) ? x[src + i] : out[dst + i];
-      else for (let i = 0; i < inner; i++) out[dst + i] = x[src + i] < out[dst + i] || Number.isNaN(x[src + i]) ? x[src + i] : out[dst + i];
+      else if (kind === "max")
+        for (let i = 0; i < inner; i++)
+          out[dst + i] = x[src + i] > out[dst + i] || Number.isNaN(x[src + i]) ? x[src + i] : out[dst + i];
+      else
+        for (let i = 0; i < inner; i++)
+          out[dst + i] = x[src + i] < out[dst + i] || Number.isNaN(x[src + i]) ? x[src + i] : out[dst + i];
     }
   }
   const s = [...shape];
@@ -77,7 +81,8 @@ function extremum(kind: "max" | "min", t: Tensor, axes: Axes, keepDims: boolean)
     const x = floatData(kind, t);
     const hit = new Float32Array(x.length);
     for (let i = 0; i < x.length; i++) hit[i] = x[i] === m[i] ? 1 : 0;
-    const counts = broadcastTo(new Tensor(reduceAll(new Tensor(hit, t.shape), ax, "sum"), kept), t.shape).data as Float32Array;
+    const counts = broadcastTo(new Tensor(reduceAll(new Tensor(hit, t.shape), ax, "sum"), kept), t.shape)
+      .data as Float32Array;
     const gb = broadcastTo(reshape(g, kept), t.shape).data as Float32Array;
     const dx = new Float32Array(x.length);
     for (let i = 0; i < x.length; i++) dx[i] = hit[i] ? gb[i] / counts[i] : 0;

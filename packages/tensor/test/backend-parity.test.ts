@@ -1,0 +1,94 @@
+// Every backend runs the same ops and must agree with the js reference.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as T from "../src/index.js";
+import { expectClose, randomArray } from "./helpers.js";
+
+// Inputs from fixed seeds so every backend sees identical data.
+function randomTensor(shape: number[], seed: number, lo = -1, hi = 1, grad = true): T.Tensor {
+  const t = new T.Tensor(
+    randomArray(
+      shape.reduce((a, b) => a * b, 1),
+      lo,
+      hi,
+      seed,
+    ),
+    shape,
+  );
+  t.requiresGrad = grad;
+  return t;
+}
+
+type Case = { name: string; run: () => T.Tensor[] };
+
+// Each case returns outputs and gradients so forward and backward are compared.
+const cases: Case[] = [
+  {
+    name: "matmul (batched, transposes) fwd+bwd",
+    run: () => {
+      const a = randomTensor([3, 17, 9], 1);
+      const b = randomTensor([3, 13, 9], 2);
+      const y = T.matmul(a, b, { transB: true });
+      T.backward(T.sum(T.square(y)));
+      return [y, a.grad!, b.grad!];
+    },
+  },
+  {
+    name: "linear with a frozen bf16 weight",
+    run: () => {
+      const x = randomTensor([5, 33], 3);
+      const w = randomTensor([21, 33], 4, -1, 1, false).to("bf16");
+      const y = T.linear(x, w);
+      T.backward(T.sum(T.square(y)));
+      return [y, x.grad!];
+    },
+  },
+  {
+    name: "rmsNorm fwd+bwd",
+    run: () => {
+      const x = randomTensor([7, 24], 5, -2, 2);
+      const w = randomTensor([24], 6, 0.5, 1.5);
+      const y = T.rmsNorm(x, w, { eps: 1e-5 });
+      T.backward(T.sum(T.square(y)));
+      return [y, x.grad!, w.grad!];
+    },
+  },
+  {
+    name: "cross-entropy fwd+bwd",
+    run: () => {
+      const logits = randomTensor([9, 50], 7, -4, 4);
+      const y = T.crossEntropy(logits, T.tensor([1, 2, -100, 4, 49, 0, 7, 8, 9], [9], "i32"));
+      T.backward(y);
+      return [y, logits.grad!];
+    },
+  },
+];
+
+function runOn(backend: string, index: number): Float32Array[] {
+  return T.withBackend(backend, () => cases[index].run().map((t) => t.toFloat32Array()));
+}
+
+describe("backend parity: wasm vs js", () => {
+  beforeAll(async () => {
+    await T.initBackend("wasm", { threads: 2, activate: false });
+  });
+  afterAll(() => T.disposeWasmBackend());
+
+  it("registers the wasm backend after init", () => {
+    expect(T.listBackends()).toContain("wasm");
+  });
+
+  for (const [i, c] of cases.entries()) {
+    it(c.name, () => {
+      const jsOut = runOn("js", i);
+      const wasmOut = runOn("wasm", i);
+      for (const [k, ref] of jsOut.entries()) expectClose(wasmOut[k], ref, 1e-4, 1e-5);
+    });
+  }
+});
+
+describe("backend selection errors", () => {
+  it("setBackend on an unregistered backend names it and the fix", () => {
+    expect(() => T.setBackend("nope")).toThrow(/backend "nope" is not registered.*initBackend\("nope"\)/);
+    return expect(T.initBackend("nope")).rejects.toThrow(T.BackendError);
+  });
+});
