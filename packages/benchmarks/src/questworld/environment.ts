@@ -188,6 +188,12 @@ export class QuestworldEnvironment implements Environment<QuestworldState> {
     };
   }
 
+  /** Named scores for @kiln/rollout: stages per quest, their total (/10) and whether the chain was finished. */
+  score(): Record<string, number> {
+    const state = this.requireState();
+    return { ...questStages(state), stages: totalStages(state), finished: state.status === "finished" ? 1 : 0 };
+  }
+
   private requireState(): QuestworldState {
     if (!this.state) throw new QuestworldEpisodeError("questworld: call reset before step or getState");
     return this.state;
