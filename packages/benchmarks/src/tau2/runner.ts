@@ -1,0 +1,125 @@
+import type { GenerateParams, Policy } from "@kiln/rollout";
+import { type RetailDb, loadRetailDb } from "./db.js";
+import { type Tau2EpisodeResult, runTau2Episode } from "./episode.js";
+import { summarizePassHatK } from "./pass-k.js";
+import { upstreamTrialSeeds } from "./python-random.js";
+import type { Tau2RunResult } from "./report.js";
+import { type Tau2SplitName, type Tau2Task, loadSplitTasks } from "./tasks.js";
+import type { Tau2TaskVersion } from "./tool-specs.js";
+
+// tasks × trials with upstream's trial seeds, bounded concurrency and progress callbacks.
+// Defaults follow the OEL evaluation: the 40-task test split, 3 trials, greedy decoding,
+// v1.0 tasks; the CLI defaults of tau2 for limits (200 steps, 10 errors).
+
+export interface Tau2Progress {
+  done: number;
+  total: number;
+  successes: number;
+  last: Tau2EpisodeResult;
+}
+
+export interface Tau2RunOptions {
+  /** The agent under test; a function gets each task (e.g. the oracle). */
+  agent: Policy | ((task: Tau2Task) => Policy);
+  /** The user simulator's policy (or per task). */
+  user: Policy | ((task: Tau2Task) => Policy);
+  judge?: Policy;
+  version?: Tau2TaskVersion;
+  split?: Tau2SplitName;
+  /** Restrict to these task ids (within the split). */
+  taskIds?: string[];
+  /** Explicit tasks (overrides split/taskIds). */
+  tasks?: Tau2Task[];
+  numTrials?: number;
+  /** Per-trial seeds; default upstream's (random.seed(300); randint(0, 10**6) per trial). */
+  seeds?: number[];
+  concurrency?: number;
+  maxSteps?: number;
+  maxErrors?: number;
+  agentParams?: GenerateParams;
+  userParams?: GenerateParams;
+  dataDir?: string;
+  db?: RetailDb;
+  onProgress?: (p: Tau2Progress) => void;
+}
+
+const policyId = (p: Policy | ((t: Tau2Task) => Policy)) => (typeof p === "function" ? "per-task" : p.id);
+
+export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
+  const startedAt = new Date().toISOString();
+  const t0 = Date.now();
+  const version = options.version ?? "v1.0";
+  const split = options.split ?? "test";
+  let tasks = options.tasks ?? loadSplitTasks(split, version, options.dataDir);
+  if (options.taskIds && !options.tasks) {
+    const want = new Set(options.taskIds);
+    tasks = tasks.filter((t) => want.has(t.id));
+  }
+  const numTrials = options.numTrials ?? 3;
+  const seeds = options.seeds ?? upstreamTrialSeeds(numTrials);
+  const db = options.db ?? loadRetailDb(options.dataDir);
+  const jobs = tasks.flatMap((task) => Array.from({ length: numTrials }, (_, trial) => ({ task, trial })));
+  const results: Tau2EpisodeResult[] = new Array(jobs.length);
+  let next = 0;
+  let done = 0;
+  let successes = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      const { task, trial } = jobs[i];
+      const r = await runTau2Episode({
+        task,
+        version,
+        agent: typeof options.agent === "function" ? options.agent(task) : options.agent,
+        user: typeof options.user === "function" ? options.user(task) : options.user,
+        judge: options.judge,
+        maxSteps: options.maxSteps,
+        maxErrors: options.maxErrors,
+        agentParams: options.agentParams,
+        userParams: options.userParams,
+        seed: seeds[trial % seeds.length],
+        trial,
+        dataDir: options.dataDir,
+        db,
+      });
+      results[i] = r;
+      done++;
+      if (r.success) successes++;
+      options.onProgress?.({ done, total: jobs.length, successes, last: r });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 4, jobs.length)) }, worker));
+  const metrics = summarizePassHatK(results.map((r) => ({ taskId: r.taskId, reward: r.reward, success: r.success })));
+  return {
+    config: {
+      benchmark: "tau2-retail",
+      version,
+      split: options.tasks ? "custom" : split,
+      taskIds: tasks.map((t) => t.id),
+      numTrials,
+      seeds: seeds.slice(0, numTrials),
+      agent: policyId(options.agent),
+      user: policyId(options.user),
+      judge: options.judge?.id ?? null,
+      maxSteps: options.maxSteps ?? 200,
+      maxErrors: options.maxErrors ?? 10,
+      agentParams: { temperature: 0, ...options.agentParams },
+      userParams: { temperature: 0, ...options.userParams },
+    },
+    metrics,
+    episodes: results,
+    startedAt,
+    durationMs: Date.now() - t0,
+  };
+}
+
+/** A one-line progress bar on stderr (redrawn in place on a TTY). */
+export function consoleProgress(stream: NodeJS.WriteStream = process.stderr): (p: Tau2Progress) => void {
+  return (p) => {
+    const width = 30;
+    const filled = Math.round((width * p.done) / p.total);
+    const line = `tau2 [${"#".repeat(filled)}${".".repeat(width - filled)}] ${p.done}/${p.total} success ${p.successes} (last: task ${p.last.taskId} trial ${p.last.trial} ${p.last.terminationReason} r=${p.last.reward})`;
+    if (stream.isTTY) stream.write(`\r${line}${p.done === p.total ? "\n" : ""}`);
+    else stream.write(`${line}\n`);
+  };
+}
