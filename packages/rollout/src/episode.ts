@@ -169,7 +169,8 @@ export async function continueEpisode(
       index: turn,
       seed,
       ...tokenFields(gen),
-      finishReason: gen.finishReason,
+      // OpenAI servers say "tool_calls" when a reply carries calls; in-process models say "stop".
+      finishReason: gen.finishReason === "stop" && message.tool_calls?.length ? "tool_calls" : gen.finishReason,
       message,
       action: [],
       toolCallIssues: issues,

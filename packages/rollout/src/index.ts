@@ -18,3 +18,6 @@ export * from "./trajectory-file.js";
 export * from "./progress.js";
 export * from "./run-summary.js";
 export * from "./runner.js";
+export * from "./openai-wire.js";
+export * from "./openai-server.js";
+export * from "./http-policy.js";
