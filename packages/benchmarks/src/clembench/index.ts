@@ -1,1 +1,20 @@
-export const GAME_PLACEHOLDER_clembench = true;
+// @kiln/benchmarks/clembench — the clembench / Playpen dialogue games, clemscore and statscore.
+export * from "./clemeval.js";
+export { resolveDataDir } from "./data-dir.js";
+export { DialogueGameMaster } from "./dialogue-game-master.js";
+export * from "./errors.js";
+export type { GameContext, GameDefinition } from "./game.js";
+export * from "./instances.js";
+export * from "./interactions.js";
+export * as metrics from "./metrics.js";
+export * from "./player.js";
+export {
+  npRound,
+  PyFloat,
+  parsePyJson,
+  pyFloat,
+  pyJsonDumps,
+  pyRound,
+  toNumber,
+} from "./py.js";
+export { GameScorer, type ScoresFile } from "./scorer.js";

@@ -1,0 +1,303 @@
+// clemscore: clemcore `clemcore/clemeval.py` (`load_scores`, `build_df_episode_scores`, `save_clem_table`).
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { PlayedScoreError, ResultsLayoutError } from "./errors.js";
+import * as M from "./metrics.js";
+import { npRound, parsePyJson, pyFloatRepr, toNumber } from "./py.js";
+
+/** One long-format row, as clemeval's episode-scores dataframe. */
+export interface ScoreRow {
+  game: string;
+  model: string;
+  experiment: string;
+  episode: string;
+  metric: string;
+  value: unknown;
+}
+
+/** Every file whose name ends in "scores.json" below `dir` (clemeval's `rglob("*scores.json")`). */
+function findScoreFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else if (name.endsWith("scores.json")) out.push(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/**
+ * Load the "episode scores" of every scores.json under `resultsDir`. Game, model, experiment and episode
+ * come from the last four directories (`<model>/<game>/<experiment>/<episode>/scores.json`).
+ */
+export function loadScores(resultsDir: string, opts: { model?: string; game?: string } = {}): ScoreRow[] {
+  if (!existsSync(resultsDir)) throw new ResultsLayoutError(`results directory ${resultsDir} does not exist`);
+  const rows: ScoreRow[] = [];
+  const seen = new Set<string>();
+  for (const file of findScoreFiles(resultsDir)) {
+    const parts = relative(resultsDir, file).split(sep);
+    if (parts.length < 5)
+      throw new ResultsLayoutError(
+        `${file}: expected <model>/<game>/<experiment>/<episode>/scores.json below ${resultsDir}`,
+      );
+    const [model, game, experiment, episode] = parts.slice(-5, -1);
+    if (opts.model !== undefined && !file.includes(opts.model)) continue;
+    if (opts.game !== undefined && !parts.includes(opts.game)) continue;
+    const key = [game, model, experiment, episode].join("\u0000");
+    if (seen.has(key)) continue; // clemeval keeps the first and reports "Repeated file"
+    seen.add(key);
+    const data = parsePyJson(readFileSync(file, "utf8")) as Record<string, unknown>;
+    const episodeScores = data["episode scores"];
+    if (!episodeScores || typeof episodeScores !== "object")
+      throw new ResultsLayoutError(`${file}: no "episode scores" object`);
+    for (const [metric, value] of Object.entries(episodeScores as Record<string, unknown>))
+      rows.push({ game, model, experiment, episode, metric, value });
+  }
+  return rows;
+}
+
+/** Add `Played = 1 − Aborted` rows; a game that writes "Played" itself is an error (clemcore PlayedScoreError). */
+export function addPlayedRows(rows: ScoreRow[]): ScoreRow[] {
+  const bad = rows.find((r) => r.metric === M.METRIC_PLAYED);
+  if (bad)
+    throw new PlayedScoreError(
+      `${bad.game}/${bad.experiment}/${bad.episode}: scores must not contain "${M.METRIC_PLAYED}" (it is derived as 1 - "${M.METRIC_ABORTED}")`,
+    );
+  const played = rows
+    .filter((r) => r.metric === M.METRIC_ABORTED)
+    .map((r) => ({ ...r, metric: M.METRIC_PLAYED, value: 1 - toNumber(r.value) }));
+  return [...rows, ...played];
+}
+
+/** pandas' groupby mean: NaN skipped, Kahan-compensated sum (pandas `_libs/groupby.pyx group_mean`). */
+export function pandasMean(values: number[]): number {
+  let sum = 0;
+  let comp = 0;
+  let n = 0;
+  for (const v of values) {
+    if (Number.isNaN(v)) continue;
+    n++;
+    const y = v - comp;
+    const t = sum + y;
+    comp = t - sum - y;
+    sum = t;
+  }
+  return n === 0 ? Number.NaN : sum / n;
+}
+
+/** pandas' groupby std (ddof 1): NaN skipped, Welford's algorithm (`group_var`); NaN for fewer than 2 values. */
+export function pandasStd(values: number[]): number {
+  let n = 0;
+  let mean = 0;
+  let ssq = 0;
+  for (const v of values) {
+    if (Number.isNaN(v)) continue;
+    n++;
+    const old = mean;
+    mean += (v - old) / n;
+    ssq += (v - mean) * (v - old);
+  }
+  return n > 1 ? Math.sqrt(ssq / (n - 1)) : Number.NaN;
+}
+
+export interface GameCell {
+  /** round(100 · mean(Played), 2) */
+  played: number;
+  /** round(mean of non-NaN Main Score, 2); NaN when every episode is NaN */
+  quality: number;
+  /** round(sample std of Main Score, 2); NaN with fewer than 2 values */
+  qualityStd: number;
+  /** episodes (with an Aborted score) */
+  n: number;
+  /** episodes with a non-NaN Main Score */
+  nQuality: number;
+  /** standard error of % played: 100 · sqrt(p(1 − p)/n) (not rounded) */
+  playedSe: number;
+  /** standard error of quality: std / sqrt(nQuality) (not rounded) */
+  qualitySe: number;
+}
+
+export interface ModelRow {
+  model: string;
+  clemscore: number;
+  averagePlayed: number;
+  averageQuality: number;
+  /** delta-method standard error of clemscore from the per-game SEs (games independent) */
+  clemscoreSe: number;
+  games: Record<string, GameCell>;
+}
+
+export interface ClemTable {
+  games: string[];
+  rows: ModelRow[];
+}
+
+function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const x of xs) {
+    const k = key(x);
+    let arr = m.get(k);
+    if (!arr) m.set(k, (arr = []));
+    arr.push(x);
+  }
+  return m;
+}
+
+const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * `save_clem_table`: per (game, model) the means of Played (×100) and Main Score rounded to 2 (numpy
+ * rounding); per model the mean over games of those rounded values (NaN games skipped), rounded to 2;
+ * clemscore = round(Average % Played / 100 × Average Quality, 2).
+ */
+export function clemTable(rowsWithPlayed: ScoreRow[]): ClemTable {
+  const main = rowsWithPlayed.filter((r) => r.metric === M.METRIC_PLAYED || r.metric === M.BENCH_SCORE);
+  const games = [...new Set(main.map((r) => r.game))].sort(byCodePoint);
+  const models = [...new Set(main.map((r) => r.model))].sort(byCodePoint);
+  const groups = groupBy(main, (r) => `${r.model}\u0000${r.game}\u0000${r.metric}`);
+  const out: ModelRow[] = [];
+  for (const model of models) {
+    const cells: Record<string, GameCell> = {};
+    for (const game of games) {
+      const playedVals = (groups.get(`${model}\u0000${game}\u0000${M.METRIC_PLAYED}`) ?? []).map((r) =>
+        toNumber(r.value),
+      );
+      const scoreVals = (groups.get(`${model}\u0000${game}\u0000${M.BENCH_SCORE}`) ?? []).map((r) => toNumber(r.value));
+      if (playedVals.length === 0 && scoreVals.length === 0) continue;
+      const pMean = pandasMean(playedVals);
+      const qMean = pandasMean(scoreVals);
+      const nq = scoreVals.filter((v) => !Number.isNaN(v)).length;
+      const std = pandasStd(scoreVals);
+      const np = playedVals.filter((v) => !Number.isNaN(v)).length;
+      cells[game] = {
+        played: npRound(pMean * 100, 2),
+        quality: npRound(qMean, 2),
+        qualityStd: npRound(std, 2),
+        n: np,
+        nQuality: nq,
+        playedSe: np > 0 ? 100 * Math.sqrt((pMean * (1 - pMean)) / np) : Number.NaN,
+        qualitySe: nq > 1 ? std / Math.sqrt(nq) : Number.NaN,
+      };
+    }
+    const present = Object.values(cells);
+    const averagePlayed = npRound(pandasMean(present.map((c) => c.played)), 2);
+    const averageQuality = npRound(pandasMean(present.map((c) => c.quality)), 2);
+    const clemscore = npRound((averagePlayed / 100) * averageQuality, 2);
+    // SE of the game averages (independent games), then the delta method for the product
+    const gp = present.filter((c) => !Number.isNaN(c.played));
+    const gq = present.filter((c) => !Number.isNaN(c.quality));
+    const seP = Math.sqrt(gp.reduce((a, c) => a + (Number.isNaN(c.playedSe) ? 0 : c.playedSe ** 2), 0)) / gp.length;
+    const seQ = Math.sqrt(gq.reduce((a, c) => a + (Number.isNaN(c.qualitySe) ? 0 : c.qualitySe ** 2), 0)) / gq.length;
+    const clemscoreSe = Math.sqrt((averageQuality * seP) ** 2 + (averagePlayed * seQ) ** 2) / 100;
+    out.push({ model, clemscore, averagePlayed, averageQuality, clemscoreSe, games: cells });
+  }
+  return { games, rows: out };
+}
+
+/** Column headers of clemcore's results.csv, in its order (sorted by game then metric; "all" sorts among games). */
+export function resultColumns(table: ClemTable, showStd = true): string[] {
+  const cols: [string, string][] = [
+    ["all", "Average % Played"],
+    ["all", "Average Quality Score"],
+  ];
+  for (const g of table.games) {
+    cols.push([g, "% Played"], [g, "Quality Score"]);
+    if (showStd) cols.push([g, "Quality Score (std)"]);
+  }
+  cols.sort((a, b) => byCodePoint(a[0], b[0]) || byCodePoint(a[1], b[1]));
+  return ["-, clemscore", ...cols.map(([g, m]) => `${g}, ${m}`)];
+}
+
+function cellValue(row: ModelRow, column: string): number {
+  if (column === "-, clemscore") return row.clemscore;
+  if (column === "all, Average % Played") return row.averagePlayed;
+  if (column === "all, Average Quality Score") return row.averageQuality;
+  const i = column.lastIndexOf(", ");
+  const cell = row.games[column.slice(0, i)];
+  if (!cell) return Number.NaN;
+  const metric = column.slice(i + 2);
+  if (metric === "% Played") return cell.played;
+  if (metric === "Quality Score") return cell.quality;
+  return cell.qualityStd;
+}
+
+/** The table as rows of numbers keyed by column header (NaN = empty cell). */
+export function tableCells(table: ClemTable, showStd = true): { model: string; values: Record<string, number> }[] {
+  const cols = resultColumns(table, showStd);
+  return table.rows.map((r) => ({ model: r.model, values: Object.fromEntries(cols.map((c) => [c, cellValue(r, c)])) }));
+}
+
+function csvField(s: string): string {
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** pandas `DataFrame.to_csv` of the results table: float repr, NaN as an empty field. */
+export function formatResultsCsv(table: ClemTable, showStd = true): string {
+  const cols = resultColumns(table, showStd);
+  const lines = [["", ...cols].map(csvField).join(",")];
+  for (const row of table.rows)
+    lines.push(
+      [
+        csvField(row.model),
+        ...cols.map((c) => {
+          const v = cellValue(row, c);
+          return Number.isNaN(v) ? "" : pyFloatRepr(v);
+        }),
+      ].join(","),
+    );
+  return `${lines.join("\n")}\n`;
+}
+
+const fmt2 = (v: number) => (Number.isNaN(v) ? "" : v.toFixed(2));
+
+/** A Markdown version of the results table (one model per row, as clemcore's results.html). */
+export function formatResultsMarkdown(table: ClemTable, showStd = false): string {
+  const cols = resultColumns(table, showStd);
+  const head = `| model | ${cols.join(" | ")} |`;
+  const rule = `|${" --- |".repeat(cols.length + 1)}`;
+  const body = table.rows.map((r) => `| ${r.model} | ${cols.map((c) => fmt2(cellValue(r, c))).join(" | ")} |`);
+  return [head, rule, ...body].join("\n") + "\n";
+}
+
+/** Per game and model: n, % played ± SE, quality ± SE (Markdown). */
+export function formatStatsMarkdown(table: ClemTable): string {
+  const lines = [
+    "| model | game | n | % played | SE | n quality | quality | SE |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const r of table.rows) {
+    for (const g of table.games) {
+      const c = r.games[g];
+      if (!c) continue;
+      lines.push(
+        `| ${r.model} | ${g} | ${c.n} | ${fmt2(c.played)} | ${fmt2(c.playedSe)} | ${c.nQuality} | ${fmt2(c.quality)} | ${fmt2(c.qualitySe)} |`,
+      );
+    }
+    lines.push(
+      `| ${r.model} | **clemscore** | | ${fmt2(r.averagePlayed)} | | | ${fmt2(r.averageQuality)} | ${fmt2(r.clemscore)} ± ${fmt2(r.clemscoreSe)} |`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+function rawValue(v: unknown): string {
+  if (typeof v === "number") return Number.isNaN(v) ? "" : Number.isInteger(v) ? String(v) : pyFloatRepr(v);
+  if (typeof v === "boolean") return v ? "True" : "False";
+  if (v === null || v === undefined) return "";
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+/** raw.csv (long format, one row per episode metric). */
+export function formatRawCsv(rows: ScoreRow[]): string {
+  const lines = [",game,model,experiment,episode,metric,value"];
+  rows.forEach((r, i) => {
+    lines.push(
+      [String(i), r.game, r.model, r.experiment, r.episode, r.metric, rawValue(r.value)].map(csvField).join(","),
+    );
+  });
+  return `${lines.join("\n")}\n`;
+}
