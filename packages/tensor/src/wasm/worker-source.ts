@@ -27,7 +27,8 @@ function kilnWasmWorker(init, ready) {
   const ctl = new Int32Array(init.control, 0, 16);
   const args = new Float64Array(init.control, ${ARGS_OFFSET}, 16);
   ready();
-  let seen = Atomics.load(ctl, ${CTL_SEQ});
+  // seq starts at 0; reading it here instead would lose a job posted right after "ready".
+  let seen = 0;
   for (;;) {
     Atomics.wait(ctl, ${CTL_SEQ}, seen);
     const seq = Atomics.load(ctl, ${CTL_SEQ});

@@ -1,0 +1,149 @@
+// RMSNorm and softmax cross-entropy row kernels against float64 references.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IndexError, ShapeError } from "../../src/errors.js";
+import { type WasmKernels, createWasmKernels } from "../../src/wasm/index.js";
+import { randomF32, rng } from "./reference.js";
+
+const SEED = Date.now() % 1_000_000;
+const next = rng(SEED);
+
+function maxRelDiff(got: ArrayLike<number>, want: ArrayLike<number>, floor = 1e-6): number {
+  let worst = 0;
+  for (let i = 0; i < want.length; i++)
+    worst = Math.max(worst, Math.abs(got[i] - want[i]) / Math.max(Math.abs(want[i]), floor));
+  return worst;
+}
+
+function rmsRef(x: Float32Array, w: Float32Array, dim: number, eps: number, zc: boolean) {
+  const rows = x.length / dim;
+  const out = new Float64Array(x.length);
+  const rstd = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    let s = 0;
+    for (let j = 0; j < dim; j++) s += x[r * dim + j] ** 2;
+    rstd[r] = 1 / Math.sqrt(s / dim + eps);
+    for (let j = 0; j < dim; j++) out[r * dim + j] = x[r * dim + j] * rstd[r] * (zc ? 1 + w[j] : w[j]);
+  }
+  return { out, rstd };
+}
+
+function ceRef(
+  logits: Float32Array,
+  targets: Int32Array,
+  rows: number,
+  vocab: number,
+  ignore: number,
+  g: Float32Array,
+) {
+  const loss = new Float64Array(rows);
+  const lse = new Float64Array(rows);
+  const d = new Float64Array(rows * vocab);
+  for (let r = 0; r < rows; r++) {
+    let mx = Number.NEGATIVE_INFINITY;
+    for (let j = 0; j < vocab; j++) mx = Math.max(mx, logits[r * vocab + j]);
+    let s = 0;
+    for (let j = 0; j < vocab; j++) s += Math.exp(logits[r * vocab + j] - mx);
+    lse[r] = mx + Math.log(s);
+    const t = targets[r];
+    if (t === ignore) continue;
+    loss[r] = lse[r] - logits[r * vocab + t];
+    for (let j = 0; j < vocab; j++)
+      d[r * vocab + j] = (Math.exp(logits[r * vocab + j] - lse[r]) - (j === t ? 1 : 0)) * g[r];
+  }
+  return { loss, lse, d };
+}
+
+describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
+  let kernels: WasmKernels;
+  beforeAll(async () => {
+    kernels = await createWasmKernels({ threads });
+  });
+  afterAll(() => kernels.dispose());
+
+  // 600 x 130 = 78k elements: above the threshold where rows are split across threads.
+  for (const [rows, dim] of [
+    [1, 1],
+    [3, 7],
+    [600, 130],
+  ])
+    for (const zc of [false, true])
+      it(`rmsNorm ${rows}x${dim} zeroCentered=${zc} (seed ${SEED})`, () => {
+        const x = randomF32(rows * dim, next, 3);
+        const w = randomF32(dim, next);
+        const out = new Float32Array(rows * dim);
+        const rstd = new Float32Array(rows);
+        kernels.rmsNorm(x, w, out, rstd, dim, 1e-6, zc);
+        const want = rmsRef(x, w, dim, 1e-6, zc);
+        expect(maxRelDiff(rstd, want.rstd)).toBeLessThan(1e-5);
+        // absolute error relative to the row scale (outputs near zero have no relative accuracy)
+        let err = 0;
+        for (let i = 0; i < out.length; i++) err = Math.max(err, Math.abs(out[i] - want.out[i]));
+        expect(err).toBeLessThan(1e-5 * 3 * 2 * Math.max(...want.rstd));
+      });
+
+  it("rmsNorm validates sizes", () => {
+    expect(() =>
+      kernels.rmsNorm(
+        new Float32Array(10),
+        new Float32Array(4),
+        new Float32Array(10),
+        new Float32Array(3),
+        4,
+        1e-6,
+        false,
+      ),
+    ).toThrow(ShapeError);
+    expect(() =>
+      kernels.rmsNorm(
+        new Float32Array(8),
+        new Float32Array(3),
+        new Float32Array(8),
+        new Float32Array(2),
+        4,
+        1e-6,
+        false,
+      ),
+    ).toThrow(/w has 3 elements/);
+  });
+
+  for (const [rows, vocab] of [
+    [1, 1],
+    [5, 7],
+    [3, 33],
+    [40, 2051],
+  ])
+    it(`cross-entropy forward + backward ${rows}x${vocab} with ignored rows (seed ${SEED})`, () => {
+      const logits = randomF32(rows * vocab, next, 8);
+      const targets = Int32Array.from({ length: rows }, (_, i) => (i % 4 === 3 ? -100 : Math.floor(next() * vocab)));
+      const loss = new Float32Array(rows).fill(Number.NaN);
+      const lse = new Float32Array(rows);
+      kernels.crossEntropyForward(logits, targets, loss, lse, rows, vocab, -100);
+      const g = randomF32(rows, next);
+      const d = new Float32Array(rows * vocab).fill(Number.NaN);
+      kernels.crossEntropyBackward(logits, targets, lse, g, d, rows, vocab, -100);
+      const want = ceRef(logits, targets, rows, vocab, -100, g);
+      expect(maxRelDiff(lse, want.lse)).toBeLessThan(2e-6);
+      for (let r = 0; r < rows; r++) {
+        if (targets[r] === -100) expect(loss[r]).toBe(0);
+        expect(Math.abs(loss[r] - want.loss[r])).toBeLessThan(1e-5 * Math.max(1, Math.abs(want.lse[r])));
+      }
+      let err = 0;
+      for (let i = 0; i < d.length; i++) err = Math.max(err, Math.abs(d[i] - want.d[i]));
+      expect(err).toBeLessThan(1e-6);
+    });
+
+  it("cross-entropy is stable for huge logits", () => {
+    const logits = new Float32Array([1000, 0, -1000, 999]);
+    const loss = new Float32Array(1);
+    const lse = new Float32Array(1);
+    kernels.crossEntropyForward(logits, new Int32Array([3]), loss, lse, 1, 4, -1);
+    expect(lse[0]).toBeCloseTo(1000 + Math.log(1 + Math.exp(-1)), 3);
+    expect(loss[0]).toBeCloseTo(1 + Math.log(1 + Math.exp(-1)), 3);
+  });
+
+  it("cross-entropy rejects targets outside the vocabulary with IndexError", () => {
+    const args = [new Float32Array(6), new Int32Array([0, 3]), new Float32Array(2), new Float32Array(2)] as const;
+    expect(() => kernels.crossEntropyForward(...args, 2, 3, -100)).toThrow(IndexError);
+    expect(() => kernels.crossEntropyForward(...args, 2, 3, -100)).toThrow(/targets\[1\] = 3 is outside \[0, 3\)/);
+  });
+});
