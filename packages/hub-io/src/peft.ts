@@ -1,0 +1,270 @@
+// PEFT LoRA adapter directories: adapter_config.json + adapter_model.safetensors, with PEFT's key
+// names and shapes (huggingface/peft `tuners/lora/config.py`, `utils/save_and_load.py`,
+// `config.py` save_pretrained; numerics.md §2 "Files").
+
+import { readFileBytes, readFileText } from "./atomic-file.js";
+import { type TensorData, isDtype } from "./dtypes.js";
+import { PeftError } from "./errors.js";
+import { pyFloat, pythonJsonDumps } from "./python-json.js";
+import type { RepoFileMap } from "./repo-files.js";
+import { writeRepoFiles } from "./repo-files.js";
+import { parseSafetensors } from "./safetensors-read.js";
+import { serializeSafetensors } from "./safetensors-write.js";
+
+export const ADAPTER_CONFIG_FILE = "adapter_config.json";
+export const ADAPTER_WEIGHTS_FILE = "adapter_model.safetensors";
+/** PeftModel → LoraModel → HF model: every saved key starts with this (adapter name stripped). */
+export const PEFT_PREFIX = "base_model.model.";
+
+export type LoraBias = "none" | "all" | "lora_only";
+
+export interface LoraAdapterConfig {
+  peft_type: "LORA";
+  task_type: string | null;
+  base_model_name_or_path: string | null;
+  r: number;
+  lora_alpha: number;
+  lora_dropout: number;
+  /** List: exact name or "." suffix match; string: full regex match (or "all-linear"). */
+  target_modules: string[] | string | null;
+  use_rslora: boolean;
+  bias: LoraBias;
+  fan_in_fan_out: boolean;
+  inference_mode: boolean;
+  modules_to_save: string[] | null;
+  init_lora_weights: boolean | string;
+  rank_pattern: Record<string, number>;
+  alpha_pattern: Record<string, number>;
+  /** Any other key PEFT wrote (revision, use_dora, layers_to_transform, peft_version, …) is kept. */
+  [key: string]: unknown;
+}
+
+/** LoraConfig defaults (peft `tuners/lora/config.py`). */
+export const LORA_DEFAULTS = {
+  peft_type: "LORA",
+  task_type: null,
+  base_model_name_or_path: null,
+  r: 8,
+  lora_alpha: 8,
+  lora_dropout: 0,
+  target_modules: null,
+  use_rslora: false,
+  bias: "none",
+  fan_in_fan_out: false,
+  inference_mode: true,
+  modules_to_save: null,
+  init_lora_weights: true,
+  rank_pattern: {},
+  alpha_pattern: {},
+} as const satisfies Omit<LoraAdapterConfig, never>;
+
+/** A LoRA config with PEFT's defaults for every field not given. */
+export function loraConfig(partial: Partial<LoraAdapterConfig>): LoraAdapterConfig {
+  const cfg = { ...LORA_DEFAULTS, ...partial } as LoraAdapterConfig;
+  validateLoraConfig(cfg);
+  return cfg;
+}
+
+function validateLoraConfig(c: LoraAdapterConfig): void {
+  const bad = (field: string, rule: string): never => {
+    throw new PeftError(`adapter_config.json: "${field}" ${rule}`);
+  };
+  if (c.peft_type !== "LORA") bad("peft_type", `must be "LORA", got ${JSON.stringify(c.peft_type)}`);
+  if (!Number.isInteger(c.r) || c.r <= 0) bad("r", `must be a positive integer, got ${JSON.stringify(c.r)}`);
+  if (typeof c.lora_alpha !== "number" || !Number.isFinite(c.lora_alpha)) bad("lora_alpha", "must be a number");
+  if (typeof c.lora_dropout !== "number" || c.lora_dropout < 0 || c.lora_dropout >= 1)
+    bad("lora_dropout", "must be in [0, 1)");
+  if (!["none", "all", "lora_only"].includes(c.bias))
+    bad("bias", `must be "none", "all" or "lora_only", got ${JSON.stringify(c.bias)}`);
+  if (typeof c.use_rslora !== "boolean") bad("use_rslora", "must be a boolean");
+  const tm = c.target_modules;
+  if (tm !== null && typeof tm !== "string" && !(Array.isArray(tm) && tm.every((t) => typeof t === "string"))) {
+    bad("target_modules", "must be a list of names, a regex string or null");
+  }
+  for (const [field, pattern] of [
+    ["rank_pattern", c.rank_pattern],
+    ["alpha_pattern", c.alpha_pattern],
+  ] as const) {
+    if (!pattern || typeof pattern !== "object" || Object.values(pattern).some((v) => typeof v !== "number")) {
+      bad(field, "must map module patterns to numbers");
+    }
+  }
+}
+
+/** Parse adapter_config.json; missing fields take PEFT's defaults. Only LoRA adapters are supported. */
+export function parseAdapterConfig(text: string): LoraAdapterConfig {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new PeftError(`adapter_config.json: not valid JSON (${(e as Error).message})`);
+  }
+  if (!v || typeof v !== "object" || Array.isArray(v))
+    throw new PeftError("adapter_config.json: must be a JSON object");
+  return loraConfig(v as Partial<LoraAdapterConfig>);
+}
+
+/**
+ * PEFT's save_pretrained format: json.dumps(indent=2, sort_keys=True), no trailing newline,
+ * inference_mode forced to true. Float fields (lora_dropout) keep their Python float form.
+ */
+export function serializeAdapterConfig(config: LoraAdapterConfig): string {
+  validateLoraConfig(config);
+  return pythonJsonDumps(
+    { ...config, inference_mode: true, lora_dropout: pyFloat(config.lora_dropout) },
+    { indent: 2, sortKeys: true },
+  );
+}
+
+/** PEFT's pattern lookup (`get_pattern_key`): the first key k with `(.*\.)?(k)$` matching the module. */
+function patternValue(patterns: Record<string, number>, module: string): number | undefined {
+  for (const [k, v] of Object.entries(patterns)) {
+    if (new RegExp(`^(.*\\.)?(${k})$`).test(module)) return v;
+  }
+  return undefined;
+}
+
+/** Rank and alpha of one module, with rank_pattern / alpha_pattern applied. */
+export function loraRankAlpha(config: LoraAdapterConfig, module: string): { r: number; alpha: number } {
+  return {
+    r: patternValue(config.rank_pattern, module) ?? config.r,
+    alpha: patternValue(config.alpha_pattern, module) ?? config.lora_alpha,
+  };
+}
+
+/** s = alpha / r, or alpha / √r with use_rslora (peft `tuners/lora/layer.py` update_layer). */
+export function loraScaling(config: LoraAdapterConfig, module: string): number {
+  const { r, alpha } = loraRankAlpha(config, module);
+  return config.use_rslora ? alpha / Math.sqrt(r) : alpha / r;
+}
+
+/** Does `module` (an HF module path) match target_modules? "all-linear" must be resolved by the caller. */
+export function matchesTargetModules(module: string, target: LoraAdapterConfig["target_modules"]): boolean {
+  if (target === null) return false;
+  if (typeof target === "string") return new RegExp(`^(?:${target})$`).test(module);
+  return target.some((t) => module === t || module.endsWith(`.${t}`));
+}
+
+export type LoraPart = "lora_A" | "lora_B";
+
+/** `model.layers.0.self_attn.q_proj` + lora_A → `base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight`. */
+export function peftKey(module: string, part: LoraPart): string {
+  return `${PEFT_PREFIX}${module}.${part}.weight`;
+}
+
+/** Inverse of peftKey; undefined for keys that are not LoRA A/B weights (bias, modules_to_save, …). */
+export function parsePeftKey(key: string): { module: string; part: LoraPart } | undefined {
+  const m = /^base_model\.model\.(.+)\.(lora_A|lora_B)\.weight$/.exec(key);
+  return m ? { module: m[1], part: m[2] as LoraPart } : undefined;
+}
+
+export interface LoraLayer {
+  /** [r, in_features] */
+  A: TensorData;
+  /** [out_features, r] */
+  B: TensorData;
+}
+
+export interface PeftAdapter {
+  config: LoraAdapterConfig;
+  /** HF module path → its A and B. */
+  layers: Map<string, LoraLayer>;
+  /** Saved tensors that are not LoRA A/B (e.g. modules_to_save copies, lora biases), by full key. */
+  other: Map<string, TensorData>;
+}
+
+/** Check the A/B pairs: both present, 2-D, ranks agree with each other and with the config. */
+function checkLayers(config: LoraAdapterConfig, layers: Map<string, Partial<LoraLayer>>): Map<string, LoraLayer> {
+  for (const [module, l] of layers) {
+    const name = (p: LoraPart) => peftKey(module, p);
+    if (!l.A) throw new PeftError(`tensor "${name("lora_A")}" is missing (its lora_B is present)`);
+    if (!l.B) throw new PeftError(`tensor "${name("lora_B")}" is missing (its lora_A is present)`);
+    if (l.A.shape.length !== 2)
+      throw new PeftError(`tensor "${name("lora_A")}" must be 2-D [r, in], got [${l.A.shape}]`);
+    if (l.B.shape.length !== 2)
+      throw new PeftError(`tensor "${name("lora_B")}" must be 2-D [out, r], got [${l.B.shape}]`);
+    const { r } = loraRankAlpha(config, module);
+    if (l.A.shape[0] !== r)
+      throw new PeftError(`tensor "${name("lora_A")}" has rank ${l.A.shape[0]} but the config says r = ${r}`);
+    if (l.B.shape[1] !== r)
+      throw new PeftError(`tensor "${name("lora_B")}" has rank ${l.B.shape[1]} but the config says r = ${r}`);
+  }
+  return layers as Map<string, LoraLayer>;
+}
+
+/** Read an adapter from its two files' contents. */
+export function parsePeftAdapter(configText: string, weights: Uint8Array): PeftAdapter {
+  const config = parseAdapterConfig(configText);
+  const { tensors } = parseSafetensors(weights);
+  const layers = new Map<string, Partial<LoraLayer>>();
+  const other = new Map<string, TensorData>();
+  for (const [key, t] of tensors) {
+    const k = parsePeftKey(key);
+    if (!k) {
+      other.set(key, t);
+      continue;
+    }
+    const l = layers.get(k.module) ?? {};
+    l[k.part === "lora_A" ? "A" : "B"] = t;
+    layers.set(k.module, l);
+  }
+  return { config, layers: checkLayers(config, layers), other };
+}
+
+/** Read `dir/adapter_config.json` and `dir/adapter_model.safetensors`. Node only. */
+export async function readPeftAdapter(dir: string): Promise<PeftAdapter> {
+  const { join } = await import("node:path");
+  return parsePeftAdapter(
+    await readFileText(join(dir, ADAPTER_CONFIG_FILE)),
+    await readFileBytes(join(dir, ADAPTER_WEIGHTS_FILE)),
+  );
+}
+
+/** The two files of an adapter in memory; weights carry `{format: "pt"}` metadata as PEFT writes. */
+export function buildPeftAdapterFiles(adapter: {
+  config: LoraAdapterConfig;
+  layers: Map<string, LoraLayer>;
+  other?: Map<string, TensorData>;
+}): RepoFileMap {
+  checkLayers(adapter.config, adapter.layers);
+  const tensors = new Map<string, TensorData>();
+  for (const [module, l] of adapter.layers) {
+    for (const [part, t] of [
+      ["lora_A", l.A],
+      ["lora_B", l.B],
+    ] as const) {
+      if (!isDtype(t.dtype)) throw new PeftError(`tensor "${peftKey(module, part)}" has unknown dtype ${t.dtype}`);
+      tensors.set(peftKey(module, part), t);
+    }
+  }
+  for (const [k, t] of adapter.other ?? []) tensors.set(k, t);
+  return new Map<string, Uint8Array | string>([
+    [ADAPTER_CONFIG_FILE, serializeAdapterConfig(adapter.config)],
+    [ADAPTER_WEIGHTS_FILE, serializeSafetensors(tensors, { format: "pt" })],
+  ]);
+}
+
+/** Write an adapter directory PEFT's `PeftModel.from_pretrained` loads. Node only. */
+export async function writePeftAdapter(
+  dir: string,
+  adapter: { config: LoraAdapterConfig; layers: Map<string, LoraLayer>; other?: Map<string, TensorData> },
+): Promise<void> {
+  await writeRepoFiles(dir, buildPeftAdapterFiles(adapter));
+}
+
+/**
+ * Check an adapter against its base model: every LoRA module must be a 2-D `<module>.weight` of the
+ * base with shape [out, in] equal to [B.shape[0], A.shape[1]]. `baseShape` looks a base tensor up by
+ * its HF name (e.g. from SafetensorsFile.info) and returns undefined when it is absent.
+ */
+export function checkAdapterAgainstBase(adapter: PeftAdapter, baseShape: (name: string) => number[] | undefined): void {
+  for (const [module, l] of adapter.layers) {
+    const w = baseShape(`${module}.weight`);
+    if (!w) throw new PeftError(`module "${module}": the base model has no tensor "${module}.weight"`);
+    if (w.length !== 2 || w[0] !== l.B.shape[0] || w[1] !== l.A.shape[1]) {
+      throw new PeftError(
+        `module "${module}": base weight is [${w}] but lora_B·lora_A is [${l.B.shape[0]}, ${l.A.shape[1]}]`,
+      );
+    }
+  }
+}
