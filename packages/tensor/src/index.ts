@@ -1,6 +1,7 @@
 // @kiln/tensor: tensors with reverse-mode autograd for transformer training.
 export * from "./autograd.js";
 export * from "./backend.js";
+export { disposeGpujsBackend, gpujsMode } from "./backends/gpujs.js";
 export { disposeWasmBackend, wasmKernels } from "./backends/wasm.js";
 export { initBackend, type InitBackendOptions } from "./init-backend.js";
 export * from "./checkpoint.js";

@@ -4,6 +4,8 @@ import { BackendError } from "./errors.js";
 export interface InitBackendOptions {
   /** Worker threads for the wasm backend (default: min(2, cores)). */
   threads?: number;
+  /** gpu.js mode for the gpujs backend (default: gpu.js picks; "cpu" forces its CPU fallback). */
+  gpujsMode?: "gpu" | "cpu" | "headlessgl" | "webgl" | "webgl2" | "webasm";
   /** Make it the active backend (default true). */
   activate?: boolean;
 }

@@ -23,6 +23,30 @@ type Case = { name: string; run: () => T.Tensor[] };
 // Each case returns outputs and gradients so forward and backward are compared.
 const cases: Case[] = [
   {
+    name: "attention GQA + causal + padding fwd+bwd (GEMM-tiled on wasm)",
+    run: () => {
+      const q = randomTensor([2, 4, 70, 8], 11);
+      const k = randomTensor([2, 2, 70, 8], 12);
+      const v = randomTensor([2, 2, 70, 8], 13);
+      const keyMask = Uint8Array.from({ length: 140 }, (_, i) => (i >= 70 && i < 73 ? 0 : 1));
+      const y = T.attention(q, k, v, { causal: true, keyMask });
+      T.backward(T.sum(T.square(y)));
+      return [y, q.grad!, k.grad!, v.grad!];
+    },
+  },
+  {
+    name: "attention KV-cache decode (tq < tk), non-causal",
+    run: () => {
+      const q = randomTensor([1, 2, 3, 8], 14);
+      const k = randomTensor([1, 2, 9, 8], 15);
+      const v = randomTensor([1, 2, 9, 8], 16);
+      const a = T.attention(q, k, v, { causal: true });
+      const b = T.attention(q, k, v, { causal: false });
+      T.backward(T.add(T.sum(T.square(a)), T.sum(b)));
+      return [a, b, q.grad!, k.grad!, v.grad!];
+    },
+  },
+  {
     name: "matmul (batched, transposes) fwd+bwd",
     run: () => {
       const a = randomTensor([3, 17, 9], 1);
@@ -82,6 +106,28 @@ describe("backend parity: wasm vs js", () => {
       const jsOut = runOn("js", i);
       const wasmOut = runOn("wasm", i);
       for (const [k, ref] of jsOut.entries()) expectClose(wasmOut[k], ref, 1e-4, 1e-5);
+    });
+  }
+});
+
+describe("backend parity: gpujs vs js", () => {
+  beforeAll(async () => {
+    // In CI there is no GL context: gpu.js runs its CPU fallback; with headless-gl built
+    // (see the package README) the same suite runs on WebGL via KILN_GPUJS_MODE=headlessgl.
+    const mode = (process.env.KILN_GPUJS_MODE as "cpu" | "headlessgl" | undefined) ?? "cpu";
+    await T.initBackend("gpujs", { gpujsMode: mode, activate: false });
+  });
+  afterAll(() => T.disposeGpujsBackend());
+
+  it("reports the mode gpu.js runs in", () => {
+    expect(T.gpujsMode()).toBe(process.env.KILN_GPUJS_MODE ?? "cpu");
+  });
+
+  for (const [i, c] of cases.entries()) {
+    it(c.name, () => {
+      const jsOut = runOn("js", i);
+      const gpuOut = runOn("gpujs", i);
+      for (const [k, ref] of jsOut.entries()) expectClose(gpuOut[k], ref, 1e-4, 1e-5);
     });
   }
 });

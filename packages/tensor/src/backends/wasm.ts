@@ -2,6 +2,7 @@
 // on a shared WebAssembly.Memory with worker threads. Kernels it lacks fall back to js.
 import { registerKernels } from "../backend.js";
 import { registerBackendInitialiser } from "../init-backend.js";
+import { makeGemmAttention } from "./attention-gemm.js";
 import { type WasmKernels, createWasmKernels } from "../wasm/index.js";
 
 let instance: WasmKernels | null = null;
@@ -21,8 +22,11 @@ registerBackendInitialiser("wasm", async (options) => {
   instance?.dispose();
   const k = await createWasmKernels({ threads: options.threads });
   instance = k;
+  const matmul = (a: Float32Array, b: Float32Array, out: Float32Array, shape: Parameters<WasmKernels["matmul"]>[3]) =>
+    k.matmul(a, b, out, shape);
   registerKernels("wasm", {
-    matmul: (a, b, out, shape) => k.matmul(a, b, out, shape),
+    matmul,
+    ...makeGemmAttention(matmul),
     matmulBf16B: (a, b, out, shape) => k.matmulBf16B(a, b, out, shape),
     rmsNorm: (x, w, out, rstd, dim, eps, zc) => k.rmsNorm(x, w, out, rstd, dim, eps, zc),
     crossEntropyForward: (l, t, loss, lse, rows, vocab, ignore) =>

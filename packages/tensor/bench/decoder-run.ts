@@ -1,0 +1,49 @@
+// One decoder measurement in its own process (so peak RSS belongs to one config):
+//   tsx --conditions=source bench/decoder-run.ts <js|wasm|gpujs> [threads] [reps]
+// Prints one JSON line: median step times (ms) and peak RSS (MiB).
+import { readFileSync } from "node:fs";
+import * as T from "../src/index.js";
+import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
+
+const [backend = "wasm", threadsArg = "2", repsArg = "3", checkpointArg = "0"] = process.argv.slice(2);
+const reps = Number(repsArg);
+if (backend !== "js") await T.initBackend(backend, { threads: Number(threadsArg) });
+const cfg = REFERENCE_DECODER;
+const params = initDecoder(cfg, 0);
+const rng = new T.Rng(1);
+const ids = Int32Array.from(rng.uniform(cfg.batch * cfg.seq), (u) => Math.floor(u * cfg.vocab));
+const opt = new T.AdamW(allParams(params), { lr: 1e-3 });
+const checkpointLayers = checkpointArg === "1";
+
+const fwdBwd: number[] = [];
+const step: number[] = [];
+let lastLoss = 0;
+for (let r = 0; r < reps + 1; r++) {
+  opt.zeroGrad();
+  const t0 = performance.now();
+  const loss = decoderLoss(params, cfg, ids, checkpointLayers);
+  T.backward(loss);
+  const t1 = performance.now();
+  opt.step();
+  const t2 = performance.now();
+  lastLoss = loss.item();
+  if (r > 0) {
+    fwdBwd.push(t1 - t0);
+    step.push(t2 - t0);
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
+console.log(
+  JSON.stringify({
+    backend,
+    threads: Number(threadsArg),
+    fwd_bwd_ms: median(fwdBwd),
+    step_ms: median(step),
+    tokens: cfg.batch * cfg.seq,
+    peak_rss_mib: hwm ? Number(hwm[1]) / 1024 : null,
+    loss: lastLoss,
+  }),
+);
+T.disposeWasmBackend();
+await T.disposeGpujsBackend();

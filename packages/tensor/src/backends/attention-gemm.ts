@@ -1,0 +1,143 @@
+// Attention built on a backend's GEMM, tiled over blocks of queries: for each
+// (batch, head, query block) the scores S = Q_blk·Kᵀ are a [blk × tk] tile, so extra
+// memory is O(blk·T) (linear in T), and all the O(T²·D) work runs in the fast matmul.
+// Backward recomputes P from the saved row logsumexp (FlashAttention-2's recurrence):
+// dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = dS·K·s, dK += dSᵀ·Q·s.
+import type { AttentionShape, Kernels } from "../backend.js";
+
+const BLOCK = 64;
+
+type Matmul = Kernels["matmul"];
+
+function keyEnd(i: number, s: AttentionShape): number {
+  return s.causal ? Math.min(s.tk, i + (s.tk - s.tq) + 1) : s.tk;
+}
+
+/** Scores for queries [i0, i1) against keys [0, end): scaled, masked (−inf). */
+function scores(
+  matmul: Matmul,
+  q: Float32Array,
+  k: Float32Array,
+  keyMask: Uint8Array | null,
+  qOff: number,
+  kOff: number,
+  b: number,
+  i0: number,
+  rows: number,
+  end: number,
+  s: AttentionShape,
+  out: Float32Array,
+): void {
+  const d = s.headDim;
+  matmul(q.subarray(qOff, qOff + rows * d), k.subarray(kOff, kOff + end * d), out, {
+    batch: 1,
+    m: rows,
+    n: end,
+    k: d,
+    transB: true,
+  });
+  for (let r = 0; r < rows; r++) {
+    const o = r * end;
+    const visible = keyEnd(i0 + r, s);
+    for (let j = 0; j < end; j++) {
+      if (j >= visible || (keyMask && keyMask[b * s.tk + j] === 0)) out[o + j] = Number.NEGATIVE_INFINITY;
+      else out[o + j] *= s.scale;
+    }
+  }
+}
+
+export function makeGemmAttention(matmul: Matmul): Pick<Kernels, "attentionForward" | "attentionBackward"> {
+  return {
+    attentionForward(q, k, v, keyMask, out, lse, s) {
+      const { batch, heads, kvHeads, tq, tk, headDim: d } = s;
+      const group = heads / kvHeads;
+      const tile = new Float32Array(BLOCK * tk);
+      for (let b = 0; b < batch; b++)
+        for (let h = 0; h < heads; h++) {
+          const kOff = (b * kvHeads + Math.floor(h / group)) * tk * d;
+          for (let i0 = 0; i0 < tq; i0 += BLOCK) {
+            const rows = Math.min(BLOCK, tq - i0);
+            const end = keyEnd(i0 + rows - 1, s);
+            const qOff = ((b * heads + h) * tq + i0) * d;
+            const S = tile.subarray(0, rows * end);
+            scores(matmul, q, k, keyMask, qOff, kOff, b, i0, rows, end, s, S);
+            for (let r = 0; r < rows; r++) {
+              const o = r * end;
+              let m = Number.NEGATIVE_INFINITY;
+              for (let j = 0; j < end; j++) if (S[o + j] > m) m = S[o + j];
+              const row = (b * heads + h) * tq + i0 + r;
+              if (m === Number.NEGATIVE_INFINITY) {
+                S.fill(0, o, o + end);
+                lse[row] = Number.NEGATIVE_INFINITY;
+                continue;
+              }
+              let sum = 0;
+              for (let j = 0; j < end; j++) sum += S[o + j] = Math.exp(S[o + j] - m);
+              const inv = 1 / sum;
+              for (let j = 0; j < end; j++) S[o + j] *= inv;
+              lse[row] = m + Math.log(sum);
+            }
+            matmul(S, v.subarray(kOff, kOff + end * d), out.subarray(qOff, qOff + rows * d), {
+              batch: 1,
+              m: rows,
+              n: d,
+              k: end,
+            });
+          }
+        }
+    },
+
+    attentionBackward(q, k, v, keyMask, out, lse, dOut, dq, dk, dv, s) {
+      const { batch, heads, kvHeads, tq, tk, headDim: d, scale } = s;
+      const group = heads / kvHeads;
+      const P = new Float32Array(BLOCK * tk);
+      const dP = new Float32Array(BLOCK * tk);
+      dk.fill(0);
+      dv.fill(0);
+      for (let b = 0; b < batch; b++)
+        for (let h = 0; h < heads; h++) {
+          const kOff = (b * kvHeads + Math.floor(h / group)) * tk * d;
+          for (let i0 = 0; i0 < tq; i0 += BLOCK) {
+            const rows = Math.min(BLOCK, tq - i0);
+            const end = keyEnd(i0 + rows - 1, s);
+            const qOff = ((b * heads + h) * tq + i0) * d;
+            const Pt = P.subarray(0, rows * end);
+            const dPt = dP.subarray(0, rows * end);
+            scores(matmul, q, k, keyMask, qOff, kOff, b, i0, rows, end, s, Pt);
+            for (let r = 0; r < rows; r++) {
+              const L = lse[(b * heads + h) * tq + i0 + r];
+              const o = r * end;
+              if (L === Number.NEGATIVE_INFINITY) Pt.fill(0, o, o + end);
+              else for (let j = 0; j < end; j++) Pt[o + j] = Math.exp(Pt[o + j] - L);
+            }
+            const dOblk = dOut.subarray(qOff, qOff + rows * d);
+            const kSlice = k.subarray(kOff, kOff + end * d);
+            matmul(Pt, dOblk, dv.subarray(kOff, kOff + end * d), {
+              batch: 1,
+              m: end,
+              n: d,
+              k: rows,
+              transA: true,
+              accumulate: true,
+            });
+            matmul(dOblk, v.subarray(kOff, kOff + end * d), dPt, { batch: 1, m: rows, n: end, k: d, transB: true });
+            for (let r = 0; r < rows; r++) {
+              let D = 0;
+              for (let c = 0; c < d; c++) D += dOut[qOff + r * d + c] * out[qOff + r * d + c];
+              const o = r * end;
+              for (let j = 0; j < end; j++) dPt[o + j] = Pt[o + j] * (dPt[o + j] - D) * scale;
+            }
+            matmul(dPt, kSlice, dq.subarray(qOff, qOff + rows * d), { batch: 1, m: rows, n: d, k: end });
+            matmul(dPt, q.subarray(qOff, qOff + rows * d), dk.subarray(kOff, kOff + end * d), {
+              batch: 1,
+              m: end,
+              n: d,
+              k: rows,
+              transA: true,
+              accumulate: true,
+            });
+          }
+        }
+    },
+  };
+}
