@@ -5,7 +5,6 @@
 import { type MatmulShape, registerKernels } from "../backend.js";
 import { BackendError } from "../errors.js";
 import { registerBackendInitialiser } from "../init-backend.js";
-import { makeGemmAttention } from "./attention-gemm.js";
 
 export type GpujsMode = "gpu" | "cpu" | "headlessgl" | "webgl" | "webgl2" | "webasm";
 
