@@ -55,16 +55,19 @@ describe("determinism", () => {
     expect(Math.abs(sum / 10_000 - 0.5)).toBeLessThan(0.02);
   });
 
-  it.each<ArchetypeId>(["woodsman", "herbalist", "angler"])("same seed + same actions ⇒ identical trajectory (%s)", (a) => {
-    const first = new QuestworldEnvironment({ archetype: a });
-    first.reset({ seed: 11 });
-    const { actions, steps } = playExpert(first, 400);
-    expect(steps.at(-1)!.done).toBe(true);
-    const second = new QuestworldEnvironment({ archetype: a });
-    second.reset({ seed: 11 });
-    expect(replay(second, actions)).toEqual(steps);
-    expect(second.getState()).toEqual(first.getState());
-  });
+  it.each<ArchetypeId>(["woodsman", "herbalist", "angler"])(
+    "same seed + same actions ⇒ identical trajectory (%s)",
+    (a) => {
+      const first = new QuestworldEnvironment({ archetype: a });
+      first.reset({ seed: 11 });
+      const { actions, steps } = playExpert(first, 400);
+      expect(steps.at(-1)!.done).toBe(true);
+      const second = new QuestworldEnvironment({ archetype: a });
+      second.reset({ seed: 11 });
+      expect(replay(second, actions)).toEqual(steps);
+      expect(second.getState()).toEqual(first.getState());
+    },
+  );
 
   it("a different seed gives different gathering outcomes for the same actions", () => {
     const a = new QuestworldEnvironment();

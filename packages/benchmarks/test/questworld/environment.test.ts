@@ -24,7 +24,13 @@ describe("QuestworldEnvironment", () => {
     expect(r.messages[0].content).toContain("herbalist");
     expect(r.messages[1].content).toContain("Warden Oda");
     const s = env.getState();
-    expect(s).toMatchObject({ archetype: "herbalist", place: "village", coins: 10, inventory: ["sickle"], status: "running" });
+    expect(s).toMatchObject({
+      archetype: "herbalist",
+      place: "village",
+      coins: 10,
+      inventory: ["sickle"],
+      status: "running",
+    });
     expect(s.limits).toEqual(DEFAULT_LIMITS);
     expect(env.reset({ seed: 4, archetype: "angler" }).info).toMatchObject({ archetype: "angler" });
   });

@@ -68,8 +68,7 @@ describe("scripted expert", () => {
   const awkward: [string, (a: ArchetypeId, seed: number) => QuestworldState][] = [
     [
       "no tools, no coins, inventory full of junk",
-      (a, seed) =>
-        seededStart(a, seed, { coins: 0, inventory: Array<ItemId>(20).fill("burnt_sprat"), place: "grove" }),
+      (a, seed) => seededStart(a, seed, { coins: 0, inventory: Array<ItemId>(20).fill("burnt_sprat"), place: "grove" }),
     ],
     [
       "quest 3 stage 3 at the lighthouse after eating the pie",

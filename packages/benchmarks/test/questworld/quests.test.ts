@@ -1,7 +1,13 @@
 // Quest gates, talk/accept, the all-or-nothing hand-ins and the lighthouse gate (questworld.md, Quests).
 
 import { describe, expect, it } from "vitest";
-import { INVENTORY_SLOTS, type ItemId, initialState, seededStart } from "../../src/questworld/index.js";
+import {
+  INVENTORY_SLOTS,
+  type ItemId,
+  type QuestworldState,
+  initialState,
+  seededStart,
+} from "../../src/questworld/index.js";
 import { apply } from "./helpers.js";
 
 const code = (p: Record<string, unknown>) => (p.error as { code: string } | undefined)?.code;
@@ -100,7 +106,12 @@ describe("hand-ins", () => {
   it("checks free slots for the reward before taking items", () => {
     // Full inventory holding the herbs: handing in would free 4 slots, but the token's slot is checked first.
     const inv: ItemId[] = ["mint", "mint", "sunroot", "sunroot", ...fill("oak_log", INVENTORY_SLOTS - 4)];
-    const s = seededStart("herbalist", 1, { place: "apothecary", coins: 0, inventory: inv, stages: { [Q1]: 3, [Q2]: 2 } });
+    const s = seededStart("herbalist", 1, {
+      place: "apothecary",
+      coins: 0,
+      inventory: inv,
+      stages: { [Q1]: 3, [Q2]: 2 },
+    });
     const full = apply(s, "talk_to", { npc: "ysolde" });
     expect(full.out.payload.handIn).toMatchObject({ done: false, reason: "no_room", need: 1, free: 0 });
     expect(full.state.inventory).toEqual(inv);
@@ -121,16 +132,15 @@ describe("hand-ins", () => {
     const baked = apply(s, "talk_to", { npc: "hanne" });
     expect(baked.state.quests[Q3].stage).toBe(2);
     expect(baked.state.inventory).toEqual(["rod", "lighthouse_pie"]);
-    let st = { ...baked.state, place: "lighthouse_gate" as const };
-    const through = apply(st, "move_to", { place: "lighthouse" });
+    const atGate: QuestworldState = { ...baked.state, place: "lighthouse_gate" };
+    const through = apply(atGate, "move_to", { place: "lighthouse" });
     expect(through.out.stagesAdvanced).toBe(1);
     expect(through.state.quests[Q3].stage).toBe(3);
     // Going back and forth again does not advance anything.
     const back = apply(through.state, "move_to", { place: "lighthouse_gate" });
     const again = apply(back.state, "move_to", { place: "lighthouse" });
     expect(again.out.stagesAdvanced).toBe(0);
-    st = again.state;
-    const done = apply(st, "talk_to", { npc: "lund" });
+    const done = apply(again.state, "talk_to", { npc: "lund" });
     expect(done.state.quests[Q3].stage).toBe(4);
     expect(done.state.inventory).toEqual(["rod"]);
   });
@@ -154,7 +164,11 @@ describe("hand-ins", () => {
     const noPie = apply(ate.state, "talk_to", { npc: "lund" });
     expect(noPie.state.quests[Q3].stage).toBe(3);
     expect(noPie.out.payload.handIn).toMatchObject({ done: false, item: "lighthouse_pie" });
-    const kitchen = { ...ate.state, place: "kitchen" as const, inventory: ["rod", ...fill("cooked_sprat", 5)] as ItemId[] };
+    const kitchen = {
+      ...ate.state,
+      place: "kitchen" as const,
+      inventory: ["rod", ...fill("cooked_sprat", 5)] as ItemId[],
+    };
     const rebake = apply(kitchen, "talk_to", { npc: "hanne" });
     expect(rebake.out.stagesAdvanced).toBe(0);
     expect(rebake.state.quests[Q3].stage).toBe(3);

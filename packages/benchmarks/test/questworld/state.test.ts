@@ -16,7 +16,9 @@ import {
 describe("XP table", () => {
   it("level n needs 25·n·(n−1) XP", () => {
     expect([1, 2, 3, 4, 5, 6].map(xpForLevel)).toEqual([0, 50, 150, 300, 500, 750]);
-    expect([0, 49, 50, 149, 150, 299, 300, 499, 500, 749, 750].map(levelForXp)).toEqual([1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6]);
+    expect([0, 49, 50, 149, 150, 299, 300, 499, 500, 749, 750].map(levelForXp)).toEqual([
+      1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6,
+    ]);
     for (let xp = 0; xp < 5000; xp += 7) {
       const l = levelForXp(xp);
       expect(xpForLevel(l) <= xp && xp < xpForLevel(l + 1)).toBe(true);
@@ -64,7 +66,10 @@ describe("validateState", () => {
       [(s) => (s.inventory = ["sword"]), /state\.inventory\[0\]: unknown item "sword"/],
       [(s) => ((s.xp as Record<string, number>).foraging = 1.5), /state\.xp\.foraging/],
       [(s) => ((s.quests as Record<string, { stage: number }>).timber_for_the_mill.stage = 4), /0\.\.3/],
-      [(s) => ((s.quests as Record<string, { stage: number }>).healers_remedy.stage = 1), /must be 0 while timber_for_the_mill is unfinished/],
+      [
+        (s) => ((s.quests as Record<string, { stage: number }>).healers_remedy.stage = 1),
+        /must be 0 while timber_for_the_mill is unfinished/,
+      ],
       [(s) => ((s.rng as { s: number[] }).s = [0, 0, 0, 0]), /state\.rng\.s: must not be all zero/],
       [(s) => ((s.limits as Record<string, number>).toolCalls = 0), /state\.limits\.toolCalls/],
       [(s) => (s.status = "won"), /state\.status/],

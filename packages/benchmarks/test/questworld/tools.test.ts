@@ -207,11 +207,19 @@ describe("craft", () => {
 
 describe("buy and sell", () => {
   it("buys from the store at its price", () => {
-    const { out, state } = apply(seededStart("herbalist", 1, { coins: 40 }), "buy", { npc: "mara", item: "axe", count: 1 });
+    const { out, state } = apply(seededStart("herbalist", 1, { coins: 40 }), "buy", {
+      npc: "mara",
+      item: "axe",
+      count: 1,
+    });
     expect(out.ok).toBe(true);
     expect(state.coins).toBe(25);
     expect(state.inventory).toEqual(["sickle", "axe"]);
-    const piet = apply(seededStart("woodsman", 1, { place: "pier", coins: 25 }), "buy", { npc: "piet", item: "rod", count: 1 });
+    const piet = apply(seededStart("woodsman", 1, { place: "pier", coins: 25 }), "buy", {
+      npc: "piet",
+      item: "rod",
+      count: 1,
+    });
     expect(piet.state.coins).toBe(5);
   });
 
