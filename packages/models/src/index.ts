@@ -1,1 +1,16 @@
-export const VERSION_PLACEHOLDER = "models";
+// @kiln/models public API.
+export * from "./errors.js";
+export * from "./config.js";
+export { computeInvFreq } from "./rope.js";
+export { Linear, type LinearAdapter } from "./linear.js";
+export { KVCache, type AttentionLayerCache, type LayerCache, type OtherLayerCache } from "./kv-cache.js";
+export type { DecoderBlock, LayerContext } from "./layer-context.js";
+export { SelfAttention } from "./attention.js";
+export { SwiGluMlp } from "./mlp.js";
+export { AttentionBlock } from "./attention-block.js";
+export { parameterShapes } from "./parameter-shapes.js";
+export { CausalLM, type ForwardOptions } from "./causal-lm.js";
+export { ModelFileError, type ModelFileMap, type ModelSource } from "./model-files.js";
+export { loadWeights, type LoadWeightsOptions } from "./load-weights.js";
+export { createModel, loadConfig, loadModel, type LoadModelOptions, type Model } from "./load-model.js";
+export type { RandomInitOptions } from "./random-init.js";

@@ -1,0 +1,71 @@
+// Softmax self-attention of Llama / Qwen2 / Qwen3 (transformers LlamaAttention, Qwen2Attention,
+// Qwen3Attention; numerics.md §5): projections, optional per-head q/k RMSNorm (Qwen3) before
+// rotate-half RoPE, GQA scaled dot-product attention, output projection.
+import { type Tensor, attention, permute, reshape, rmsNorm, rope } from "@kiln/tensor";
+import type { DecoderConfig } from "./config.js";
+import type { Linear } from "./linear.js";
+import type { LayerContext } from "./layer-context.js";
+
+export interface SelfAttentionWeights {
+  qProj: Linear;
+  kProj: Linear;
+  vProj: Linear;
+  oProj: Linear;
+  qNorm: Tensor | null;
+  kNorm: Tensor | null;
+}
+
+export class SelfAttention {
+  readonly qProj: Linear;
+  readonly kProj: Linear;
+  readonly vProj: Linear;
+  readonly oProj: Linear;
+  readonly qNorm: Tensor | null;
+  readonly kNorm: Tensor | null;
+
+  constructor(
+    readonly config: DecoderConfig,
+    w: SelfAttentionWeights,
+  ) {
+    this.qProj = w.qProj;
+    this.kProj = w.kProj;
+    this.vProj = w.vProj;
+    this.oProj = w.oProj;
+    this.qNorm = w.qNorm;
+    this.kNorm = w.kNorm;
+  }
+
+  /** x [B, T, D] → [B, T, D]. */
+  forward(x: Tensor, ctx: LayerContext): Tensor {
+    const { numHeads: H, numKvHeads: Hkv, headDim: d, rmsNormEps: eps } = this.config;
+    const [B, T] = x.shape;
+    const heads = (t: Tensor, n: number, norm: Tensor | null): Tensor => {
+      let h = reshape(t, [B, T, n, d]);
+      if (norm) h = rmsNorm(h, norm, { eps, zeroCentered: this.config.zeroCenteredNorm });
+      return permute(h, [0, 2, 1, 3]);
+    };
+    const rotaryDim = ctx.invFreq.length * 2;
+    let q = rope(heads(this.qProj.forward(x), H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
+    let k = rope(heads(this.kProj.forward(x), Hkv, this.kNorm), ctx.positions, ctx.invFreq, { rotaryDim });
+    let v = heads(this.vProj.forward(x), Hkv, null);
+    if (ctx.cache) ({ k, v } = ctx.cache.appendAttention(ctx.layerIndex, k, v));
+    q = attention(q, k, v, { causal: true, keyMask: ctx.keyMask });
+    return this.oProj.forward(reshape(permute(q, [0, 2, 1, 3]), [B, T, H * d]));
+  }
+
+  namedLinears(prefix: string): [string, Linear][] {
+    return [
+      [`${prefix}q_proj`, this.qProj],
+      [`${prefix}k_proj`, this.kProj],
+      [`${prefix}v_proj`, this.vProj],
+      [`${prefix}o_proj`, this.oProj],
+    ];
+  }
+
+  namedNorms(prefix: string): [string, Tensor][] {
+    const out: [string, Tensor][] = [];
+    if (this.qNorm) out.push([`${prefix}q_norm.weight`, this.qNorm]);
+    if (this.kNorm) out.push([`${prefix}k_norm.weight`, this.kNorm]);
+    return out;
+  }
+}

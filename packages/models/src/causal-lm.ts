@@ -1,0 +1,184 @@
+// A decoder-only causal LM assembled from HF-named weights: embed → blocks → norm → lm_head.
+import { type Tensor, checkpoint, embedding, rmsNorm } from "@kiln/tensor";
+import { SelfAttention } from "./attention.js";
+import { AttentionBlock, pushLinear } from "./attention-block.js";
+import type { DecoderConfig } from "./config.js";
+import { GenerationError, WeightLoadError } from "./errors.js";
+import { KVCache } from "./kv-cache.js";
+import type { DecoderBlock, LayerContext } from "./layer-context.js";
+import { Linear } from "./linear.js";
+import { SwiGluMlp } from "./mlp.js";
+import { computeInvFreq } from "./rope.js";
+
+export interface ForwardOptions {
+  /**
+   * 1 = real token, 0 = padding. Either [B, past + T] (transformers' convention, past = cache
+   * length) or [B, T] for the new tokens only (the cache remembers earlier rows). Default all 1.
+   */
+  attentionMask?: Tensor | Uint8Array | Int32Array | readonly (readonly number[])[];
+  /** Position ids of the new tokens, [B·T] or [T]. Default: cumsum(mask) − 1 as transformers' generate. */
+  positions?: Int32Array | readonly number[];
+  /** Decoding state; the new keys/values are appended to it. */
+  cache?: KVCache;
+  /** Recompute each block's activations in backward instead of storing them. */
+  checkpointLayers?: boolean;
+}
+
+export class CausalLM {
+  readonly invFreq: Float32Array;
+
+  constructor(
+    readonly config: DecoderConfig,
+    readonly embedTokens: Tensor,
+    readonly layers: DecoderBlock[],
+    readonly norm: Tensor,
+    readonly lmHead: Linear,
+  ) {
+    const rotaryDim = Math.round(config.headDim * config.partialRotaryFactor);
+    this.invFreq = computeInvFreq(rotaryDim, config.ropeTheta, config.ropeScaling);
+  }
+
+  /** Build from a complete map of HF-named tensors (see parameterShapes); tied heads share the embedding. */
+  static fromTensors(config: DecoderConfig, tensors: ReadonlyMap<string, Tensor>): CausalLM {
+    const take = (name: string): Tensor => {
+      const t = tensors.get(name);
+      if (!t) throw new WeightLoadError(`missing tensor "${name}"`, [name]);
+      return t;
+    };
+    const maybe = (name: string): Tensor | null => tensors.get(name) ?? null;
+    const lin = (name: string) => new Linear(take(`${name}.weight`), maybe(`${name}.bias`));
+    const layers: DecoderBlock[] = config.layerTypes.map((_, l) => {
+      const p = `model.layers.${l}.`;
+      const attn = new SelfAttention(config, {
+        qProj: lin(`${p}self_attn.q_proj`),
+        kProj: lin(`${p}self_attn.k_proj`),
+        vProj: lin(`${p}self_attn.v_proj`),
+        oProj: lin(`${p}self_attn.o_proj`),
+        qNorm: config.qkNorm ? take(`${p}self_attn.q_norm.weight`) : null,
+        kNorm: config.qkNorm ? take(`${p}self_attn.k_norm.weight`) : null,
+      });
+      const mlp = new SwiGluMlp(lin(`${p}mlp.gate_proj`), lin(`${p}mlp.up_proj`), lin(`${p}mlp.down_proj`));
+      return new AttentionBlock(config, take(`${p}input_layernorm.weight`), attn, take(`${p}post_attention_layernorm.weight`), mlp);
+    });
+    const embed = take("model.embed_tokens.weight");
+    const head = config.tieWordEmbeddings ? new Linear(embed) : lin("lm_head");
+    return new CausalLM(config, embed, layers, take("model.norm.weight"), head);
+  }
+
+  /** A fresh decoding cache for `batch` rows. */
+  newCache(batch: number): KVCache {
+    return new KVCache(this.layers.length, batch);
+  }
+
+  /** ids i32 [B, T] → logits [B, T, V]. */
+  forward(ids: Tensor, options: ForwardOptions = {}): Tensor {
+    if (ids.dtype !== "i32" || ids.rank !== 2) {
+      throw new GenerationError(`forward: ids must be i32 [B, T], got ${ids.dtype} [${ids.shape.join(", ")}]`);
+    }
+    const [B, T] = ids.shape;
+    const cache = options.cache ?? null;
+    if (cache && cache.batch !== B) throw new GenerationError(`forward: cache has batch ${cache.batch}, ids have ${B}`);
+    const past = cache?.length ?? 0;
+    const rows = resolveMask(options.attentionMask, B, T, cache);
+    const padded = rows.some((r) => r.some((m) => m === 0));
+    const total = past + T;
+    let keyMask: Uint8Array | null = null;
+    if (padded) {
+      keyMask = new Uint8Array(B * total);
+      rows.forEach((r, b) => keyMask?.set(r, b * total));
+    }
+    const positions = resolvePositions(options.positions, rows, B, T, past);
+    cache?.commit(rows, T);
+    let x = embedding(this.embedTokens, ids);
+    this.layers.forEach((layer, layerIndex) => {
+      const ctx: LayerContext = { layerIndex, positions, keyMask, invFreq: this.invFreq, cache };
+      x = options.checkpointLayers && !cache ? checkpoint((h) => layer.forward(h, ctx), x) : layer.forward(x, ctx);
+    });
+    x = rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
+    return this.lmHead.forward(x);
+  }
+
+  /** Every linear layer by HF module path ("model.layers.0.self_attn.q_proj", …, "lm_head"). */
+  namedLinears(): [string, Linear][] {
+    const out: [string, Linear][] = [];
+    this.layers.forEach((layer, l) => out.push(...layer.namedLinears(`model.layers.${l}.`)));
+    out.push(["lm_head", this.lmHead]);
+    return out;
+  }
+
+  /**
+   * Every parameter by HF state-dict key. A tied lm_head is the embedding tensor itself and is
+   * listed once, as "model.embed_tokens.weight" (what save_pretrained writes).
+   */
+  namedParameters(): [string, Tensor][] {
+    const out: [string, Tensor][] = [["model.embed_tokens.weight", this.embedTokens]];
+    this.layers.forEach((layer, l) => out.push(...layer.namedParameters(`model.layers.${l}.`)));
+    out.push(["model.norm.weight", this.norm]);
+    if (!this.config.tieWordEmbeddings) pushLinear(out, "lm_head", this.lmHead);
+    return out;
+  }
+
+  stateDict(): Map<string, Tensor> {
+    return new Map(this.namedParameters());
+  }
+
+  /** Marks f32 parameters trainable (bf16 ones stay frozen) and returns them. */
+  requireGrad(flag = true): Tensor[] {
+    const out: Tensor[] = [];
+    for (const [, t] of this.namedParameters()) {
+      if (t.dtype === "f32") {
+        t.requireGrad(flag);
+        out.push(t);
+      }
+    }
+    return out;
+  }
+}
+
+function maskRowsFrom(mask: NonNullable<ForwardOptions["attentionMask"]>, B: number): Uint8Array[] {
+  if (Array.isArray(mask)) return (mask as readonly (readonly number[])[]).map((r) => Uint8Array.from(r, (v) => (v ? 1 : 0)));
+  const flat = "dtype" in (mask as object) ? (mask as Tensor).toFloat32Array() : (mask as Uint8Array | Int32Array);
+  if (flat.length % B !== 0) throw new GenerationError(`forward: attentionMask has ${flat.length} entries, not a multiple of batch ${B}`);
+  const w = flat.length / B;
+  return Array.from({ length: B }, (_, b) => Uint8Array.from(flat.subarray(b * w, (b + 1) * w), (v) => (v ? 1 : 0)));
+}
+
+/** Full [B][past + T] key mask from the option and the cache. */
+function resolveMask(mask: ForwardOptions["attentionMask"], B: number, T: number, cache: KVCache | null): Uint8Array[] {
+  const past = cache?.length ?? 0;
+  const given = mask === undefined ? null : maskRowsFrom(mask, B);
+  return Array.from({ length: B }, (_, b) => {
+    const row = given?.[b];
+    if (row && row.length === past + T) return row;
+    const out = new Uint8Array(past + T).fill(1);
+    if (cache) out.set(cache.maskRow(b));
+    if (row) {
+      if (row.length !== T) {
+        throw new GenerationError(`forward: attentionMask row ${b} has ${row.length} entries; expected past + T = ${past + T} or T = ${T}`);
+      }
+      out.set(row, past);
+    }
+    return out;
+  });
+}
+
+function resolvePositions(given: ForwardOptions["positions"], rows: Uint8Array[], B: number, T: number, past: number): Int32Array {
+  const out = new Int32Array(B * T);
+  if (given !== undefined) {
+    if (given.length === B * T) out.set(given);
+    else if (given.length === T) for (let b = 0; b < B; b++) out.set(given, b * T);
+    else throw new GenerationError(`forward: ${given.length} positions for B=${B}, T=${T}; pass T or B·T`);
+    return out;
+  }
+  // transformers generate: position_ids = cumsum(attention_mask) − 1. Padding positions get 0; they are
+  // masked as keys and their own outputs are never used, so the value does not matter.
+  for (let b = 0; b < B; b++) {
+    let count = 0;
+    const row = rows[b];
+    for (let t = 0; t < past + T; t++) {
+      count += row[t];
+      if (t >= past) out[b * T + t - past] = Math.max(count - 1, 0);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,185 @@
+// config.json → a normalised decoder config (numerics.md §5). Field names and defaults follow
+// transformers' configuration_llama.py / configuration_qwen2.py / configuration_qwen3.py.
+import { ModelConfigError, UnsupportedArchitectureError } from "./errors.js";
+
+/** Architectures (config.json `architectures[0]`) this package builds. */
+export const SUPPORTED_ARCHITECTURES = ["LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"] as const;
+export type Architecture = (typeof SUPPORTED_ARCHITECTURES)[number];
+
+const MODEL_TYPE_TO_ARCH: Record<string, Architecture> = {
+  llama: "LlamaForCausalLM",
+  qwen2: "Qwen2ForCausalLM",
+  qwen3: "Qwen3ForCausalLM",
+};
+
+/** RoPE frequency scaling (`rope_scaling` / `rope_parameters`): default, linear or llama3. */
+export type RopeScaling =
+  | { type: "default" }
+  | { type: "linear"; factor: number }
+  | { type: "llama3"; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositionEmbeddings: number };
+
+/**
+ * Layer kinds. Dense models use only "full_attention"; the Qwen3.5 hybrid adds "linear_attention"
+ * (Gated DeltaNet), which a new block type will implement (see decoder-block.ts).
+ */
+export type LayerType = "full_attention" | "linear_attention";
+
+export interface DecoderConfig {
+  architecture: Architecture;
+  modelType: string;
+  vocabSize: number;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  /** Per-head dim; independent of hiddenSize/numHeads for Qwen3 (numerics.md §5). */
+  headDim: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  ropeScaling: RopeScaling;
+  /** Fraction of headDim that rotates (1 for the dense models; 0.25 for Qwen3.5). */
+  partialRotaryFactor: number;
+  tieWordEmbeddings: boolean;
+  /** Biases on q/k/v projections (Qwen2 always; Llama/Qwen3 when attention_bias). */
+  qkvBias: boolean;
+  /** Bias on o_proj (Llama/Qwen3 attention_bias; never for Qwen2). */
+  oBias: boolean;
+  /** Biases on gate/up/down (Llama mlp_bias). */
+  mlpBias: boolean;
+  /** Qwen3: per-head RMSNorm of q and k before RoPE. */
+  qkNorm: boolean;
+  /** Qwen3.5-style (1 + w) norms. False for the dense models. */
+  zeroCenteredNorm: boolean;
+  layerTypes: LayerType[];
+  maxPositionEmbeddings: number;
+  bosTokenId: number | null;
+  eosTokenIds: number[];
+  /** The config.json object as read. */
+  raw: Record<string, unknown>;
+}
+
+function num(raw: Record<string, unknown>, key: string, fallback?: number): number {
+  const v = raw[key] ?? fallback;
+  if (typeof v !== "number" || !Number.isFinite(v)) {
+    throw new ModelConfigError(`config.json: "${key}" must be a number, got ${JSON.stringify(raw[key])}`);
+  }
+  return v;
+}
+
+function posInt(raw: Record<string, unknown>, key: string, fallback?: number): number {
+  const v = num(raw, key, fallback);
+  if (!Number.isInteger(v) || v <= 0) throw new ModelConfigError(`config.json: "${key}" must be a positive integer, got ${v}`);
+  return v;
+}
+
+function tokenIds(v: unknown): number[] {
+  if (typeof v === "number") return [v];
+  if (Array.isArray(v)) return v.filter((x): x is number => typeof x === "number");
+  return [];
+}
+
+/** Which architecture a config asks for; throws listing the supported ones otherwise. */
+export function resolveArchitecture(raw: Record<string, unknown>): Architecture {
+  const archs = Array.isArray(raw.architectures) ? (raw.architectures as unknown[]) : [];
+  const named = archs.find((a): a is string => typeof a === "string");
+  if (named !== undefined) {
+    if ((SUPPORTED_ARCHITECTURES as readonly string[]).includes(named)) return named as Architecture;
+    throw new UnsupportedArchitectureError(
+      `config.json: architecture "${named}" is not supported; supported: ${SUPPORTED_ARCHITECTURES.join(", ")}`,
+    );
+  }
+  const mt = raw.model_type;
+  if (typeof mt === "string" && MODEL_TYPE_TO_ARCH[mt]) return MODEL_TYPE_TO_ARCH[mt];
+  throw new UnsupportedArchitectureError(
+    `config.json: model_type ${JSON.stringify(mt)} without a supported "architectures" entry; supported: ${SUPPORTED_ARCHITECTURES.join(", ")}`,
+  );
+}
+
+function parseRopeScaling(raw: Record<string, unknown>): { theta: number; scaling: RopeScaling } {
+  // Newer transformers store theta and scaling together under rope_parameters (numerics.md §5).
+  const params = (raw.rope_parameters ?? null) as Record<string, unknown> | null;
+  const rs = (raw.rope_scaling ?? params ?? null) as Record<string, unknown> | null;
+  const theta = num(raw, "rope_theta", (params?.rope_theta as number | undefined) ?? 10000);
+  if (rs === null || typeof rs !== "object") return { theta, scaling: { type: "default" } };
+  const kind = (rs.rope_type ?? rs.type ?? "default") as string;
+  if (kind === "default") return { theta, scaling: { type: "default" } };
+  const sub = (key: string): number => num(rs, key);
+  if (kind === "linear") return { theta, scaling: { type: "linear", factor: sub("factor") } };
+  if (kind === "llama3") {
+    return {
+      theta,
+      scaling: {
+        type: "llama3",
+        factor: sub("factor"),
+        lowFreqFactor: sub("low_freq_factor"),
+        highFreqFactor: sub("high_freq_factor"),
+        originalMaxPositionEmbeddings: sub("original_max_position_embeddings"),
+      },
+    };
+  }
+  throw new ModelConfigError(`config.json: rope scaling type "${kind}" is not supported; supported: default, linear, llama3`);
+}
+
+/** Normalise a config.json object. */
+export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig {
+  const architecture = resolveArchitecture(raw);
+  const hiddenSize = posInt(raw, "hidden_size");
+  const numHeads = posInt(raw, "num_attention_heads");
+  const numKvHeads = posInt(raw, "num_key_value_heads", numHeads);
+  const numLayers = posInt(raw, "num_hidden_layers");
+  if (numHeads % numKvHeads !== 0) {
+    throw new ModelConfigError(`config.json: num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+  }
+  const headDim = raw.head_dim == null ? hiddenSize / numHeads : posInt(raw, "head_dim");
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
+    throw new ModelConfigError(`config.json: head dim ${headDim} must be an even integer (hidden_size / num_attention_heads or head_dim)`);
+  }
+  const act = raw.hidden_act ?? "silu";
+  if (act !== "silu") throw new ModelConfigError(`config.json: hidden_act "${String(act)}" is not supported; only "silu" (SwiGLU)`);
+  if (raw.use_sliding_window === true) {
+    throw new ModelConfigError("config.json: use_sliding_window = true is not supported (sliding-window attention)");
+  }
+  const { theta, scaling } = parseRopeScaling(raw);
+  const modelType = typeof raw.model_type === "string" ? raw.model_type : architecture;
+  const attentionBias = raw.attention_bias === true;
+  const isQwen2 = architecture === "Qwen2ForCausalLM";
+  const layerTypes: LayerType[] = Array.isArray(raw.layer_types)
+    ? (raw.layer_types as string[]).map((t, i) => {
+        if (t !== "full_attention") {
+          throw new ModelConfigError(`config.json: layer_types[${i}] = "${t}" is not supported by ${architecture}; only "full_attention"`);
+        }
+        return t;
+      })
+    : Array.from({ length: numLayers }, () => "full_attention" as const);
+  if (layerTypes.length !== numLayers) {
+    throw new ModelConfigError(`config.json: layer_types has ${layerTypes.length} entries for ${numLayers} layers`);
+  }
+  return {
+    architecture,
+    modelType,
+    vocabSize: posInt(raw, "vocab_size"),
+    hiddenSize,
+    intermediateSize: posInt(raw, "intermediate_size"),
+    numLayers,
+    numHeads,
+    numKvHeads,
+    headDim,
+    rmsNormEps: num(raw, "rms_norm_eps", 1e-6),
+    ropeTheta: theta,
+    ropeScaling: scaling,
+    partialRotaryFactor: num(raw, "partial_rotary_factor", 1),
+    // transformers PretrainedConfig default: tie_word_embeddings = true.
+    tieWordEmbeddings: raw.tie_word_embeddings !== false,
+    qkvBias: isQwen2 || attentionBias,
+    oBias: !isQwen2 && attentionBias,
+    mlpBias: raw.mlp_bias === true,
+    qkNorm: architecture === "Qwen3ForCausalLM",
+    zeroCenteredNorm: false,
+    layerTypes,
+    maxPositionEmbeddings: num(raw, "max_position_embeddings", 2048),
+    bosTokenId: typeof raw.bos_token_id === "number" ? raw.bos_token_id : null,
+    eosTokenIds: tokenIds(raw.eos_token_id),
+    raw,
+  };
+}

@@ -1,0 +1,26 @@
+// What every block's forward receives besides its input: positions, key mask, RoPE
+// frequencies and (when decoding) the cache.
+import type { Tensor } from "@kiln/tensor";
+import type { KVCache } from "./kv-cache.js";
+import type { Linear } from "./linear.js";
+
+export interface LayerContext {
+  layerIndex: number;
+  /** Position id of every new token, row-major [B·T]. */
+  positions: Int32Array;
+  /** Key mask over cached + new positions [B·(past+T)], or null when nothing is padded. */
+  keyMask: Uint8Array | null;
+  /** RoPE inverse frequencies (rotaryDim / 2 of them). */
+  invFreq: Float32Array;
+  cache: KVCache | null;
+}
+
+/** Anything that maps hidden states to hidden states inside the decoder stack. */
+export interface DecoderBlock {
+  readonly layerType: string;
+  forward(x: Tensor, ctx: LayerContext): Tensor;
+  /** Linear layers under `prefix` (HF module paths). */
+  namedLinears(prefix: string): [string, Linear][];
+  /** Every parameter under `prefix` (HF state-dict keys), linears' weights and biases included. */
+  namedParameters(prefix: string): [string, Tensor][];
+}

@@ -1,0 +1,137 @@
+// Safetensors checkpoint (single file or sharded with model.safetensors.index.json) → tensors,
+// validated against the shapes the config implies. All problems are collected and reported
+// together by name, like transformers' missing/unexpected/mismatched key report.
+import { Tensor, fromFloat32Array } from "@kiln/tensor";
+import { SafetensorsFile, type TensorData, parseSafetensors, toFloat32 } from "@kiln/hub-io";
+import type { DecoderConfig } from "./config.js";
+import { WeightLoadError } from "./errors.js";
+import { type ModelFiles, readJsonFile } from "./model-files.js";
+import { isMatrixParameter, parameterShapes } from "./parameter-shapes.js";
+
+export interface LoadWeightsOptions {
+  /** Storage of the matrices (linear weights, embedding): "f32" (default, trainable) or "bf16" (frozen). */
+  dtype?: "f32" | "bf16";
+}
+
+/** Keys transformers ignores when loading (buffers saved by old versions). */
+const IGNORED = [/\.rotary_emb\.inv_freq$/];
+
+interface TensorReader {
+  names(): string[];
+  info(name: string): { dtype: string; shape: number[] };
+  read(name: string): Promise<TensorData>;
+  close(): Promise<void>;
+}
+
+async function openSafetensors(files: ModelFiles, name: string): Promise<TensorReader> {
+  const path = await files.path(name);
+  if (path !== null) {
+    const f = await SafetensorsFile.open(path);
+    return {
+      names: () => f.keys(),
+      info: (n) => {
+        const e = f.info(n);
+        return { dtype: e.dtype, shape: [...e.shape] };
+      },
+      read: (n) => f.tensor(n),
+      close: () => f.close(),
+    };
+  }
+  const bytes = await files.bytes(name);
+  if (bytes === null) throw new WeightLoadError(`${files.label}: no ${name}`);
+  const parsed = parseSafetensors(bytes);
+  return {
+    names: () => [...parsed.tensors.keys()],
+    info: (n) => {
+      const t = parsed.tensors.get(n) as TensorData;
+      return { dtype: t.dtype, shape: [...t.shape] };
+    },
+    read: async (n) => parsed.tensors.get(n) as TensorData,
+    close: async () => {},
+  };
+}
+
+/** Opens model.safetensors, or every shard listed by model.safetensors.index.json. */
+async function openCheckpoint(files: ModelFiles): Promise<Map<string, TensorReader>> {
+  const index = await readJsonFile(files, "model.safetensors.index.json");
+  const byName = new Map<string, TensorReader>();
+  if (index === null) {
+    const reader = await openSafetensors(files, "model.safetensors");
+    for (const n of reader.names()) byName.set(n, reader);
+    return byName;
+  }
+  const weightMap = index.weight_map as Record<string, string> | undefined;
+  if (!weightMap || typeof weightMap !== "object") throw new WeightLoadError(`${files.label}/model.safetensors.index.json: no "weight_map" object`);
+  const shards = new Map<string, TensorReader>();
+  for (const [tensor, shard] of Object.entries(weightMap)) {
+    let reader = shards.get(shard);
+    if (!reader) {
+      reader = await openSafetensors(files, shard);
+      shards.set(shard, reader);
+    }
+    if (!reader.names().includes(tensor)) throw new WeightLoadError(`index maps "${tensor}" to ${shard}, which does not contain it`, [tensor]);
+    byName.set(tensor, reader);
+  }
+  return byName;
+}
+
+function toTensor(data: TensorData, shape: number[], dtype: "f32" | "bf16"): Tensor {
+  if (dtype === "bf16" && data.dtype === "BF16") {
+    // Keep the stored bits: no rounding, no copy beyond alignment.
+    const bits = new Uint16Array(data.data.byteLength / 2);
+    new Uint8Array(bits.buffer).set(data.data);
+    return new Tensor(bits, shape, "bf16");
+  }
+  const values = toFloat32(data);
+  const owned = values.buffer === data.data.buffer ? Float32Array.from(values) : values;
+  return new Tensor(dtype === "f32" ? owned : fromFloat32Array(owned, dtype), shape, dtype);
+}
+
+const FLOAT_DTYPES = new Set(["F32", "F16", "BF16", "F64"]);
+
+/** Reads and validates every tensor the config needs. */
+export async function loadWeights(files: ModelFiles, config: DecoderConfig, options: LoadWeightsOptions = {}): Promise<Map<string, Tensor>> {
+  const dtype = options.dtype ?? "f32";
+  const expected = parameterShapes(config);
+  const readers = await openCheckpoint(files);
+  try {
+    const missing: string[] = [];
+    const mismatched: string[] = [];
+    const unexpected: string[] = [];
+    for (const [name, shape] of expected) {
+      const reader = readers.get(name);
+      if (!reader) {
+        missing.push(name);
+        continue;
+      }
+      const info = reader.info(name);
+      if (info.shape.length !== shape.length || info.shape.some((d, i) => d !== shape[i])) {
+        mismatched.push(`${name}: checkpoint [${info.shape.join(", ")}] vs model [${shape.join(", ")}]`);
+      } else if (!FLOAT_DTYPES.has(info.dtype)) {
+        mismatched.push(`${name}: dtype ${info.dtype} is not a float type`);
+      }
+    }
+    for (const name of readers.keys()) {
+      if (expected.has(name) || IGNORED.some((r) => r.test(name))) continue;
+      // A tied checkpoint may still carry lm_head.weight; transformers ties it to the embedding.
+      if (name === "lm_head.weight" && config.tieWordEmbeddings) continue;
+      unexpected.push(name);
+    }
+    if (missing.length || mismatched.length || unexpected.length) {
+      const parts = [
+        missing.length ? `missing keys: ${missing.join(", ")}` : "",
+        unexpected.length ? `unexpected keys: ${unexpected.join(", ")}` : "",
+        mismatched.length ? `shape/dtype mismatches: ${mismatched.join("; ")}` : "",
+      ].filter(Boolean);
+      throw new WeightLoadError(`${files.label}: checkpoint does not match ${config.architecture} config: ${parts.join(" | ")}`, missing, unexpected, mismatched);
+    }
+    const out = new Map<string, Tensor>();
+    for (const [name, shape] of expected) {
+      const data = await (readers.get(name) as TensorReader).read(name);
+      out.set(name, toTensor(data, shape, isMatrixParameter(name, shape) ? dtype : "f32"));
+    }
+    return out;
+  } finally {
+    for (const r of new Set(readers.values())) await r.close();
+  }
+}
