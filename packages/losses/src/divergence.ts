@@ -1,0 +1,295 @@
+// Token-level distillation over the full vocabulary (TRL GKD generalized_jsd_loss, SDFT/SDPO
+// full_logits and topk_logits modes; numerics.md §3). One fused op: the forward streams each
+// row once and keeps per-row statistics (logsumexps and the divergence's inner product); the
+// backward rebuilds the gradient row by row from them. Besides the logits and their gradient
+// only one row of scratch per distribution exists — never a [tokens × vocab] temporary.
+//
+// Per row, with S = softmax(z_s/T), P = softmax(z_t/T), s = log S, p = log P:
+//   forward KL(P‖S) = Σ P (p − s)           ∂/∂z_s = (S − P)/T
+//   reverse KL(S‖P) = Σ S (s − p)           ∂/∂z_s = S (s − p − KL)/T
+//   JSD_β = β KL(P‖M) + (1−β) KL(S‖M), M = (1−β)S + βP
+//                                           ∂/∂z_s = (1−β) S (s − m − KL(S‖M))/T
+// (the JSD derivative follows from ∂JSD/∂S_v = (1−β)(s_v − m_v); ours, checked by finite
+// differences). β = 0 and β = 1 are the exact forward / reverse KL, as in TRL, not the limit of
+// the mixture formula (which tends to 0 at both ends).
+import { Tensor, record } from "@kiln/tensor";
+import { LossInputError, LossOptionError } from "./errors.js";
+import { checkPositiveInt, fmt, logitRows, maskValues } from "./inputs.js";
+import type { MaskLike } from "./result.js";
+
+export type DivergenceKind = "forward_kl" | "reverse_kl" | "jsd";
+
+export interface TokenDivergenceOptions {
+  /**
+   * "jsd" (default, TRL GKD) with `beta`; "forward_kl" = KL(teacher‖student);
+   * "reverse_kl" = KL(student‖teacher).
+   */
+  kind?: DivergenceKind;
+  /** Mixture weight β of the generalized JSD (TRL `beta`, SDFT `distillation_alpha`). Default 0.5. */
+  beta?: number;
+  /** Both logits are divided by T before the softmax (TRL GKD; no T² factor). Default 1. */
+  temperature?: number;
+  /** Rows of the student to score (others get 0 and no gradient). Default all. */
+  mask?: MaskLike | Tensor;
+  /**
+   * Student row r is compared with teacher row teacherRows[r]. Lets the teacher's logits come from
+   * the same model run on a different prompt (OEL: memory in the system prompt) without copying.
+   * Default: the identity (teacher has the student's shape).
+   */
+  teacherRows?: ArrayLike<number>;
+  /**
+   * Restrict to the student's top-k tokens plus one tail bucket holding the remaining mass of
+   * each distribution (SDFT topk_logits with the tail). Default: full vocabulary.
+   */
+  topK?: number;
+}
+
+interface Resolved {
+  mode: 0 | 1 | 2; // forward, reverse, jsd
+  beta: number;
+  invT: number;
+}
+
+function resolve(op: string, options: TokenDivergenceOptions): Resolved {
+  const kind = options.kind ?? "jsd";
+  const beta = options.beta ?? 0.5;
+  const temperature = options.temperature ?? 1;
+  if (!(temperature > 0) || !Number.isFinite(temperature))
+    throw new LossOptionError(`${op}: temperature must be positive and finite, got ${temperature}`);
+  if (kind === "forward_kl") return { mode: 0, beta: 0, invT: 1 / temperature };
+  if (kind === "reverse_kl") return { mode: 1, beta: 1, invT: 1 / temperature };
+  if (kind !== "jsd")
+    throw new LossOptionError(`${op}: kind must be forward_kl, reverse_kl or jsd; got ${String(kind)}`);
+  if (!(beta >= 0 && beta <= 1)) throw new LossOptionError(`${op}: beta must be in [0, 1], got ${beta}`);
+  // TRL special-cases the ends (test_generalized_jsd_loss_edge_cases).
+  if (beta === 0) return { mode: 0, beta, invT: 1 / temperature };
+  if (beta === 1) return { mode: 1, beta, invT: 1 / temperature };
+  return { mode: 2, beta, invT: 1 / temperature };
+}
+
+/** log(a·e^x + b·e^y) with la = log a, lb = log b, stable. */
+function logMix(la: number, x: number, lb: number, y: number): number {
+  const u = la + x;
+  const v = lb + y;
+  if (u === Number.NEGATIVE_INFINITY) return v;
+  if (v === Number.NEGATIVE_INFINITY) return u;
+  return u > v ? u + Math.log1p(Math.exp(v - u)) : v + Math.log1p(Math.exp(u - v));
+}
+
+/** Divergence between bucket distributions given by log-probs (x log x with 0 log 0 = 0). */
+function bucketLoss(mode: number, beta: number, s: number, p: number, m: number): number {
+  const S = Math.exp(s);
+  const P = Math.exp(p);
+  if (mode === 0) return P > 0 ? P * (p - s) : 0;
+  if (mode === 1) return S > 0 ? S * (s - p) : 0;
+  return (P > 0 ? beta * P * (p - m) : 0) + (S > 0 ? (1 - beta) * S * (s - m) : 0);
+}
+
+/** Row logsumexp of z·invT over [o, o+V) with its max; returns [max, lse]. */
+function rowLse(z: Float32Array, o: number, V: number, invT: number): number {
+  let mx = Number.NEGATIVE_INFINITY;
+  for (let j = 0; j < V; j++) if (z[o + j] > mx) mx = z[o + j];
+  const m = mx * invT;
+  let s = 0;
+  for (let j = 0; j < V; j++) s += Math.exp(z[o + j] * invT - m);
+  return m + Math.log(s);
+}
+
+/** Indices of the k largest entries of z[o..o+V) (ties: lower index first), descending. */
+function topKIndices(z: Float32Array, o: number, V: number, k: number, out: Int32Array, ok: number): void {
+  // Insertion into a sorted buffer; after the first k elements most candidates fail the
+  // threshold test, so this is ~one comparison per element for realistic logits.
+  let n = 0;
+  for (let j = 0; j < V; j++) {
+    const v = z[o + j];
+    if (n === k && v <= z[o + out[ok + k - 1]]) continue;
+    let pos = n < k ? n : k - 1;
+    while (pos > 0 && z[o + out[ok + pos - 1]] < v) {
+      out[ok + pos] = out[ok + pos - 1];
+      pos--;
+    }
+    out[ok + pos] = j;
+    if (n < k) n++;
+  }
+}
+
+/**
+ * Per-token divergence between student logits [..., V] and teacher logits, shaped like the
+ * student's rows ([...]); 0 on masked-out rows. Gradients flow to the student only (the teacher
+ * is a constant, as in TRL where it runs under no_grad).
+ */
+export function tokenDivergence(student: Tensor, teacher: Tensor, options: TokenDivergenceOptions = {}): Tensor {
+  const op = "tokenDivergence";
+  const { mode, beta, invT } = resolve(op, options);
+  const { rows, vocab: V } = logitRows(op, "student logits", student);
+  const { rows: tRows, vocab: tV } = logitRows(op, "teacher logits", teacher);
+  if (tV !== V)
+    throw new LossInputError(
+      `${op}: teacher vocabulary ${tV} ${fmt(teacher.shape)} differs from the student's ${V} ${fmt(student.shape)}`,
+    );
+  const mask = maskValues(op, "mask", options.mask, rows);
+  const map = new Int32Array(rows);
+  if (options.teacherRows) {
+    if (options.teacherRows.length !== rows)
+      throw new LossInputError(
+        `${op}: teacherRows has ${options.teacherRows.length} entries, expected one per student row (${rows})`,
+      );
+    for (let r = 0; r < rows; r++) {
+      const t = options.teacherRows[r];
+      if (mask[r] && !(Number.isInteger(t) && t >= 0 && t < tRows))
+        throw new LossInputError(`${op}: teacherRows[${r}] = ${t} is outside [0, ${tRows})`);
+      map[r] = t;
+    }
+  } else {
+    if (tRows !== rows)
+      throw new LossInputError(
+        `${op}: teacher ${fmt(teacher.shape)} has ${tRows} rows, student ${fmt(student.shape)} ${rows}; pass teacherRows to align them`,
+      );
+    for (let r = 0; r < rows; r++) map[r] = r;
+  }
+  const k = options.topK ?? 0;
+  if (options.topK !== undefined) {
+    checkPositiveInt(op, "topK", k);
+    if (k >= V)
+      throw new LossOptionError(
+        `${op}: topK ${k} must be smaller than the vocabulary ${V} (use the full-vocabulary mode)`,
+      );
+  }
+  const zs = student.data as Float32Array;
+  const zt = teacher.data as Float32Array;
+  const lseS = new Float64Array(rows);
+  const lseT = new Float64Array(rows);
+  // Full vocabulary: per-row constant of the gradient (the KL term). Top-k: per bucket dL/dq_b
+  // and the row constant Σ_b q_b·G_b.
+  const rowConst = new Float64Array(rows);
+  const topIdx = k > 0 ? new Int32Array(rows * k) : null;
+  const bucketG = k > 0 ? new Float64Array(rows * (k + 1)) : null;
+  const out = new Float32Array(rows);
+  const la = Math.log(1 - beta);
+  const lb = Math.log(beta);
+  for (let r = 0; r < rows; r++) {
+    if (!mask[r]) continue;
+    const os = r * V;
+    const ot = map[r] * V;
+    const ls = rowLse(zs, os, V, invT);
+    const lt = rowLse(zt, ot, V, invT);
+    lseS[r] = ls;
+    lseT[r] = lt;
+    if (topIdx && bucketG) {
+      const ok = r * k;
+      topKIndices(zs, os, V, k, topIdx, ok);
+      let massS = 0;
+      let massT = 0;
+      let loss = 0;
+      let c = 0;
+      const ob = r * (k + 1);
+      for (let b = 0; b <= k; b++) {
+        let s: number;
+        let p: number;
+        if (b < k) {
+          const j = topIdx[ok + b];
+          s = zs[os + j] * invT - ls;
+          p = zt[ot + j] * invT - lt;
+          massS += Math.exp(s);
+          massT += Math.exp(p);
+        } else {
+          s = Math.log(Math.max(0, 1 - massS));
+          p = Math.log(Math.max(0, 1 - massT));
+        }
+        const m = mode === 2 ? logMix(la, s, lb, p) : 0;
+        loss += bucketLoss(mode, beta, s, p, m);
+        const q = Math.exp(s);
+        // G_b = ∂L/∂q_b; q_b·G_b is what the softmax chain rule needs.
+        let g: number;
+        if (mode === 0) g = q > 0 ? -Math.exp(p) / q : 0;
+        else if (mode === 1) g = q > 0 ? s - p + 1 : 0;
+        else g = q > 0 ? (1 - beta) * (s - m) : 0;
+        bucketG[ob + b] = g;
+        c += q * g;
+      }
+      rowConst[r] = c;
+      out[r] = loss;
+      continue;
+    }
+    let loss = 0;
+    if (mode === 0) {
+      for (let j = 0; j < V; j++) {
+        const p = zt[ot + j] * invT - lt;
+        const P = Math.exp(p);
+        if (P > 0) loss += P * (p - (zs[os + j] * invT - ls));
+      }
+    } else if (mode === 1) {
+      for (let j = 0; j < V; j++) {
+        const s = zs[os + j] * invT - ls;
+        const S = Math.exp(s);
+        if (S > 0) loss += S * (s - (zt[ot + j] * invT - lt));
+      }
+      rowConst[r] = loss;
+    } else {
+      let klSM = 0;
+      let klPM = 0;
+      for (let j = 0; j < V; j++) {
+        const s = zs[os + j] * invT - ls;
+        const p = zt[ot + j] * invT - lt;
+        const m = logMix(la, s, lb, p);
+        const S = Math.exp(s);
+        const P = Math.exp(p);
+        if (S > 0) klSM += S * (s - m);
+        if (P > 0) klPM += P * (p - m);
+      }
+      loss = beta * klPM + (1 - beta) * klSM;
+      rowConst[r] = klSM;
+    }
+    out[r] = loss;
+  }
+  return record(
+    new Tensor(out, student.shape.slice(0, -1)),
+    `divergence_${mode === 0 ? "fkl" : mode === 1 ? "rkl" : "jsd"}`,
+    [student],
+    (g) => {
+      const gd = g.data as Float32Array;
+      const dz = new Float32Array(rows * V);
+      for (let r = 0; r < rows; r++) {
+        if (!mask[r] || gd[r] === 0) continue;
+        const scale = gd[r] * invT;
+        const os = r * V;
+        const ot = map[r] * V;
+        const ls = lseS[r];
+        const lt = lseT[r];
+        const c = rowConst[r];
+        if (topIdx && bucketG) {
+          const ok = r * k;
+          const ob = r * (k + 1);
+          const gTail = bucketG[ob + k];
+          // Tail members: S_j·(G_tail − c); then overwrite the top-k members with their own bucket.
+          for (let j = 0; j < V; j++) dz[os + j] = scale * Math.exp(zs[os + j] * invT - ls) * (gTail - c);
+          for (let b = 0; b < k; b++) {
+            const j = topIdx[ok + b];
+            dz[os + j] = scale * Math.exp(zs[os + j] * invT - ls) * (bucketG[ob + b] - c);
+          }
+          continue;
+        }
+        if (mode === 0) {
+          for (let j = 0; j < V; j++)
+            dz[os + j] = scale * (Math.exp(zs[os + j] * invT - ls) - Math.exp(zt[ot + j] * invT - lt));
+        } else if (mode === 1) {
+          for (let j = 0; j < V; j++) {
+            const s = zs[os + j] * invT - ls;
+            const S = Math.exp(s);
+            dz[os + j] = S > 0 ? scale * S * (s - (zt[ot + j] * invT - lt) - c) : 0;
+          }
+        } else {
+          const w = scale * (1 - beta);
+          for (let j = 0; j < V; j++) {
+            const s = zs[os + j] * invT - ls;
+            const S = Math.exp(s);
+            if (S === 0) continue;
+            const m = logMix(la, s, lb, zt[ot + j] * invT - lt);
+            dz[os + j] = w * S * (s - m - c);
+          }
+        }
+      }
+      return [new Tensor(dz, student.shape)];
+    },
+  );
+}

@@ -1,0 +1,84 @@
+// SFT objective: masked next-token cross-entropy (transformers ForCausalLMLoss, TRL SFTTrainer;
+// numerics.md §3 "SFT loss masking").
+import { type Tensor, mul, noGrad, reshape, sum } from "@kiln/tensor";
+import { LossInputError, LossOptionError } from "./errors.js";
+import { fmt, logitRows } from "./inputs.js";
+import { shiftLabels } from "./labels.js";
+import type { LossResult } from "./result.js";
+import { tokenLogProbs } from "./token-log-probs.js";
+import { tokenAccuracy, tokenEntropy } from "./token-stats.js";
+
+export interface SftLossOptions {
+  /** Label value that marks prompt, non-assistant and padding positions. Default −100. */
+  ignoreIndex?: number;
+  /**
+   * true (default): `labels` are aligned with the input ids and shifted here (logits[t]
+   * predicts labels[t+1]), as transformers does. false: labels are already next-token targets.
+   */
+  shift?: boolean;
+  /**
+   * "mean" (default): mean over this batch's target tokens. "sum": the plain sum. Ignored when
+   * `numItemsInBatch` is set.
+   */
+  reduction?: "mean" | "sum";
+  /**
+   * Target tokens in the whole gradient-accumulation step (see `countTargetTokens`): the loss is
+   * sum / numItemsInBatch, so accumulated micro-batch gradients equal one large batch.
+   */
+  numItemsInBatch?: number;
+  /** Also log the mean policy entropy over target tokens (one extra pass over the logits). */
+  entropy?: boolean;
+  /** Rows per chunk in the fused log-prob kernel. */
+  chunkRows?: number;
+}
+
+/**
+ * Masked next-token cross-entropy of `logits` [B, T, V] (or [T, V]) against `labels` [B, T]
+ * (i32, `ignoreIndex` where no loss applies). Metrics: `loss`, `num_tokens`,
+ * `mean_token_accuracy`, and `entropy` when asked.
+ */
+export function sftLoss(logits: Tensor, labels: Tensor, options: SftLossOptions = {}): LossResult {
+  const op = "sftLoss";
+  const ignoreIndex = options.ignoreIndex ?? -100;
+  const { rows, vocab } = logitRows(op, "logits", logits);
+  if (labels.size !== rows || labels.dtype !== "i32") {
+    throw new LossInputError(
+      `${op}: labels ${labels.dtype} ${fmt(labels.shape)} must be i32 with one label per logits row (${fmt(logits.shape)})`,
+    );
+  }
+  const targets = (options.shift ?? true) ? shiftLabels(labels, ignoreIndex) : labels;
+  const td = targets.data as Int32Array;
+  let count = 0;
+  for (let i = 0; i < rows; i++) if (td[i] !== ignoreIndex) count++;
+  let denom: number;
+  if (options.numItemsInBatch !== undefined) {
+    const n = options.numItemsInBatch;
+    if (!(n > 0) || !Number.isFinite(n))
+      throw new LossOptionError(`${op}: numItemsInBatch must be a positive number, got ${n}`);
+    denom = n;
+  } else {
+    const reduction = options.reduction ?? "mean";
+    if (reduction !== "mean" && reduction !== "sum")
+      throw new LossOptionError(`${op}: reduction must be "mean" or "sum", got ${String(reduction)}`);
+    // torch: mean over zero targets is 0/0 = NaN; transformers guards nothing either.
+    denom = reduction === "sum" ? 1 : count;
+  }
+  const flatLogits = reshape(logits, [rows, vocab]);
+  const flatTargets = reshape(targets, [rows]);
+  const logps = tokenLogProbs(flatLogits, flatTargets, { ignoreIndex, chunkRows: options.chunkRows });
+  const loss = mul(sum(logps), -1 / denom);
+  const metrics: Record<string, number> = noGrad(() => {
+    const m: Record<string, number> = {
+      loss: loss.item(),
+      num_tokens: count,
+      mean_token_accuracy: tokenAccuracy(flatLogits, flatTargets, ignoreIndex).accuracy,
+    };
+    if (options.entropy) {
+      const mask = new Uint8Array(rows);
+      for (let i = 0; i < rows; i++) mask[i] = td[i] !== ignoreIndex ? 1 : 0;
+      m.entropy = tokenEntropy(flatLogits, { mask }).mean;
+    }
+    return m;
+  });
+  return { loss, metrics };
+}

@@ -1,0 +1,84 @@
+// Logged health signals over logits (no gradient): per-token entropy of the policy and
+// argmax accuracy. One streaming pass per row, no [N × V] temporaries.
+import type { Tensor } from "@kiln/tensor";
+import { LossOptionError } from "./errors.js";
+import { indexData, logitRows, maskValues } from "./inputs.js";
+import type { MaskLike } from "./result.js";
+
+export interface EntropyOptions {
+  /** Rows to include (others get 0 and are excluded from the mean). */
+  mask?: MaskLike | Tensor;
+  /** Entropy of softmax(logits / temperature). Default 1. */
+  temperature?: number;
+}
+
+/**
+ * Entropy H = logsumexp(z) − Σ softmax(z)·z per row of `logits` [..., V] (TRL's `entropy`
+ * metric, averaged over masked tokens). Returns per-row values and their masked mean.
+ */
+export function tokenEntropy(logits: Tensor, options: EntropyOptions = {}): { perToken: Float32Array; mean: number } {
+  const op = "tokenEntropy";
+  const { rows, vocab } = logitRows(op, "logits", logits);
+  const mask = maskValues(op, "mask", options.mask, rows);
+  const temperature = options.temperature ?? 1;
+  if (!(temperature > 0) || !Number.isFinite(temperature))
+    throw new LossOptionError(`${op}: temperature must be a positive finite number, got ${temperature}`);
+  const inv = 1 / temperature;
+  const ld = logits.data as Float32Array;
+  const perToken = new Float32Array(rows);
+  let total = 0;
+  let count = 0;
+  for (let r = 0; r < rows; r++) {
+    if (!mask[r]) continue;
+    const o = r * vocab;
+    let m = Number.NEGATIVE_INFINITY;
+    for (let j = 0; j < vocab; j++) if (ld[o + j] > m) m = ld[o + j];
+    m *= inv;
+    let s = 0;
+    let sz = 0;
+    for (let j = 0; j < vocab; j++) {
+      const z = ld[o + j] * inv - m;
+      const e = Math.exp(z);
+      s += e;
+      sz += e * z;
+    }
+    // H = log s − Σ e·z / s with z shifted by the max (shift-invariant).
+    const h = Math.log(s) - sz / s;
+    perToken[r] = h;
+    total += h;
+    count++;
+  }
+  return { perToken, mean: count > 0 ? total / count : Number.NaN };
+}
+
+/**
+ * Argmax accuracy over non-ignored targets (TRL `mean_token_accuracy`; ties go to the lowest
+ * id like torch.argmax). `targets` must already be aligned with the logits rows (shifted).
+ */
+export function tokenAccuracy(
+  logits: Tensor,
+  targets: Tensor,
+  ignoreIndex = -100,
+): { correct: number; total: number; accuracy: number } {
+  const op = "tokenAccuracy";
+  const { rows, vocab } = logitRows(op, "logits", logits);
+  const td = indexData(op, "targets", targets, rows);
+  const ld = logits.data as Float32Array;
+  let correct = 0;
+  let total = 0;
+  for (let r = 0; r < rows; r++) {
+    if (td[r] === ignoreIndex) continue;
+    const o = r * vocab;
+    let best = 0;
+    let bv = ld[o];
+    for (let j = 1; j < vocab; j++) {
+      if (ld[o + j] > bv) {
+        bv = ld[o + j];
+        best = j;
+      }
+    }
+    total++;
+    if (best === td[r]) correct++;
+  }
+  return { correct, total, accuracy: total > 0 ? correct / total : Number.NaN };
+}
