@@ -17,7 +17,11 @@ export interface Variant {
 export interface Product {
   name: string;
   product_id: string;
-  variants: Record<string, Variant>;
+  /**
+   * item_id → Variant, in db.json order. A Map because JS objects would move the 10-digit
+   * numeric keys into numeric order, and upstream prints variants in file order.
+   */
+  variants: Map<string, Variant>;
 }
 
 export interface Address {
@@ -118,6 +122,11 @@ const ORDER_STATUSES = new Set<string>([
   "return requested",
 ]);
 
+const KEY_MARK = "~id~";
+
+type RawProduct = { name: string; product_id: string; variants: Record<string, Variant> | Map<string, Variant> };
+type RawDb = { products: Record<string, RawProduct>; users: Record<string, User>; orders: Record<string, Order> };
+
 /** Changed records of a database relative to its base: the plain-JSON state of an episode. */
 export interface RetailDbDelta {
   users?: Record<string, User>;
@@ -145,18 +154,47 @@ export class RetailDb {
 
   /** Parse and validate db.json text (unknown keys are rejected, as upstream's DB base class does). */
   static fromJson(text: string): RetailDb {
-    return RetailDb.fromData(JSON.parse(text) as RetailDbData);
+    // Numeric keys (product and item ids) get a marker so JSON.parse keeps their file order.
+    const marked = text.replace(/"(\d+)"(\s*):/g, `"${KEY_MARK}$1"$2:`);
+    const raw = JSON.parse(marked) as {
+      products: Record<string, RawProduct>;
+      users: Record<string, User>;
+      orders: Record<string, Order>;
+    };
+    const unmark = (k: string) => (k.startsWith(KEY_MARK) ? k.slice(KEY_MARK.length) : k);
+    for (const key of Object.keys(raw)) {
+      if (key.startsWith(KEY_MARK))
+        throw new Tau2Error(`retail db top level: extra field "${unmark(key)}" is not permitted`);
+    }
+    const products: Record<string, RawProduct> = {};
+    const productOrder: string[] = [];
+    for (const [k, p] of Object.entries(raw.products ?? {})) {
+      productOrder.push(unmark(k));
+      products[unmark(k)] = p;
+    }
+    return RetailDb.build({ products, users: raw.users, orders: raw.orders } as unknown as RawDb, productOrder, unmark);
   }
 
-  static fromData(data: RetailDbData): RetailDb {
+  /** From plain data (variants as objects or Maps; object keys lose numeric order). */
+  static fromData(data: RetailDbData | RawDb): RetailDb {
+    return RetailDb.build(data as RawDb, Object.keys(data.products), (k) => k);
+  }
+
+  private static build(data: RawDb, productOrder: string[], unmark: (k: string) => string): RetailDb {
     validateDb(data);
+    const products = new Map<string, Product>();
+    for (const id of productOrder) {
+      const p = data.products[id];
+      const entries = p.variants instanceof Map ? Array.from(p.variants) : Object.entries(p.variants);
+      products.set(id, {
+        name: p.name,
+        product_id: p.product_id,
+        variants: new Map(entries.map(([k, v]) => [unmark(k), v])),
+      });
+    }
     const orders = new Map<string, Order>();
     for (const [id, o] of Object.entries(data.orders)) orders.set(id, normalizeOrder(o));
-    return new RetailDb({
-      products: new Map(Object.entries(data.products)),
-      users: new Map(Object.entries(data.users)),
-      orders,
-    });
+    return new RetailDb({ products, users: new Map(Object.entries(data.users)), orders });
   }
 
   /** A fresh copy-on-write view of the same base (the initial DB state). */
@@ -302,11 +340,11 @@ function checkKeys(where: string, obj: unknown, required: string[], optional: re
   }
 }
 
-function validateDb(data: RetailDbData): void {
+function validateDb(data: RawDb): void {
   checkKeys("top level", data, ["products", "users", "orders"]);
   for (const [id, p] of Object.entries(data.products)) {
     checkKeys(`product ${id}`, p, ["name", "product_id", "variants"]);
-    for (const [vid, v] of Object.entries(p.variants)) {
+    for (const [vid, v] of p.variants instanceof Map ? p.variants : Object.entries(p.variants)) {
       checkKeys(`product ${id} variant ${vid}`, v, ["item_id", "options", "available", "price"]);
     }
   }

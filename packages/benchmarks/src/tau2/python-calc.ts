@@ -79,9 +79,17 @@ function binary(op: string, a: Value, b: Value): Value {
         return { t: "int", v: a.v - b.v };
       case "*":
         return { t: "int", v: a.v * b.v };
-      case "/":
+      case "/": {
         if (b.v === 0n) throw new ToolError("division by zero");
-        return checkFloat(Number(a.v) / Number(b.v));
+        const x = Number(a.v);
+        const y = Number(b.v);
+        if (Number.isFinite(x) && Number.isFinite(y)) return checkFloat(x / y);
+        // Huge operands: Python divides exactly; we keep 64 bits of the quotient.
+        const scale = 64n;
+        const q = Number((a.v << scale) / b.v) / 2 ** 64;
+        if (!Number.isFinite(q)) throw new ToolError("integer division result too large for a float");
+        return { t: "float", v: q };
+      }
       case "//": {
         if (b.v === 0n) throw new ToolError("integer division or modulo by zero");
         const q = a.v / b.v;
@@ -247,6 +255,8 @@ export function pythonCalculate(expression: unknown): string {
     if (!"0123456789+-*/(). ".includes(ch)) throw new ToolError("Invalid characters in expression");
   }
   // eval() strips leading spaces and tabs of a string source.
-  const value = new Parser(tokenize(expression.replace(/^ +/, ""))).parseAll();
+  const source = expression.replace(/^ +/, "");
+  if (source.trim() === "") throw new PySyntaxError("invalid syntax (<string>, line 0)");
+  const value = new Parser(tokenize(source)).parseAll();
   return pyFloatRepr(pyRound2(toFloat(value)));
 }

@@ -160,8 +160,10 @@ export class RetailTools {
   }
   private getVariant(productId: string, variantId: unknown): Variant {
     const product = this.getProduct(productId);
-    if (!has(product.variants, variantId)) throw new ToolError("Variant not found");
-    return product.variants[variantId];
+    const k = pyKey(variantId);
+    const v = k === undefined ? undefined : product.variants.get(k);
+    if (v === undefined) throw new ToolError("Variant not found");
+    return v;
   }
   /** Payment methods are looked up in the given user's record (always the order's owner). */
   private getPaymentMethod(userId: string, methodId: unknown): PaymentMethod {
@@ -280,8 +282,10 @@ export class RetailTools {
   }
 
   protected tool_get_item_details(a: Record<string, unknown>): Variant {
+    const k = pyKey(a.item_id);
     for (const [, product] of this.db.productEntries()) {
-      if (has(product.variants, a.item_id)) return product.variants[a.item_id];
+      const v = k === undefined ? undefined : product.variants.get(k);
+      if (v !== undefined) return v;
     }
     throw new ToolError("Item not found");
   }
