@@ -21,3 +21,7 @@ export * from "./runner.js";
 export * from "./openai-wire.js";
 export * from "./openai-server.js";
 export * from "./http-policy.js";
+export * from "./branch.js";
+export * from "./jsonl-file.js";
+export * from "./seeded-starts.js";
+export * from "./trl-export.js";
