@@ -114,7 +114,10 @@ export async function downloadRepoFile(opts: HubRepoOptions & { path: string }):
   try {
     let commit = revision;
     if (!/^[0-9a-f]{40}$/.test(revision)) {
-      const info = id.type === "model" ? hub.modelInfo : id.type === "dataset" ? hub.datasetInfo : hub.spaceInfo;
+      type Info = (p: Record<string, unknown>) => Promise<unknown>;
+      const info = (
+        id.type === "model" ? hub.modelInfo : id.type === "dataset" ? hub.datasetInfo : hub.spaceInfo
+      ) as Info;
       const res = (await info({
         name: id.name,
         revision,
@@ -122,7 +125,7 @@ export async function downloadRepoFile(opts: HubRepoOptions & { path: string }):
         accessToken: opts.accessToken,
         fetch: opts.fetch,
         additionalFields: ["sha"],
-      } as never)) as { sha: string };
+      })) as { sha: string };
       commit = res.sha;
       const fs = await import("node:fs/promises");
       await fs.mkdir(join(storage, "refs"), { recursive: true });
