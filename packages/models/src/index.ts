@@ -14,3 +14,6 @@ export { ModelFileError, type ModelFileMap, type ModelSource } from "./model-fil
 export { loadWeights, type LoadWeightsOptions } from "./load-weights.js";
 export { createModel, loadConfig, loadModel, type LoadModelOptions, type Model } from "./load-model.js";
 export type { RandomInitOptions } from "./random-init.js";
+export { Tokenizer, loadTokenizer, type DecodeOptions, type EncodeOptions } from "./tokenizer.js";
+export { ChatTemplate, type RenderOptions } from "./chat-template.js";
+export { assistantSpans, renderForTraining, type TrainingRender } from "./assistant-mask.js";

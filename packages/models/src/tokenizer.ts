@@ -1,0 +1,99 @@
+// tokenizer.json + tokenizer_config.json through @huggingface/tokenizers (numerics.md §7),
+// plus the special-token facts generation and chat templates need.
+import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
+import { TokenizerError } from "./errors.js";
+import { type ModelSource, modelFiles, readJsonFile } from "./model-files.js";
+
+export interface EncodeOptions {
+  /** Apply the post-processor's special tokens (e.g. Llama's BOS). Default false: chat templates add their own. */
+  addSpecialTokens?: boolean;
+}
+
+export interface DecodeOptions {
+  skipSpecialTokens?: boolean;
+}
+
+function tokenContent(v: unknown): string | null {
+  if (typeof v === "string") return v;
+  if (v && typeof v === "object" && typeof (v as { content?: unknown }).content === "string") return (v as { content: string }).content;
+  return null;
+}
+
+export class Tokenizer {
+  private readonly hf: HfTokenizer;
+  readonly bosToken: string | null;
+  readonly eosToken: string | null;
+  readonly padToken: string | null;
+  readonly bosTokenId: number | null;
+  readonly eosTokenId: number | null;
+  readonly padTokenId: number | null;
+  /** tokenizer_config.json `chat_template` (a string, or the "default" entry of a named list). */
+  readonly chatTemplate: string | null;
+  /** Ids of the tokens flagged special (skipped by `decode(…, {skipSpecialTokens: true})`). */
+  readonly specialIds: ReadonlySet<number>;
+
+  constructor(
+    readonly tokenizerJson: Record<string, unknown>,
+    readonly tokenizerConfig: Record<string, unknown> = {},
+  ) {
+    try {
+      this.hf = new HfTokenizer(tokenizerJson, tokenizerConfig);
+    } catch (e) {
+      throw new TokenizerError(`tokenizer.json: cannot build the tokenizer (${(e as Error).message})`);
+    }
+    const id = (tok: string | null) => (tok === null ? null : (this.hf.token_to_id(tok) ?? null));
+    this.bosToken = tokenContent(tokenizerConfig.bos_token);
+    this.eosToken = tokenContent(tokenizerConfig.eos_token);
+    this.padToken = tokenContent(tokenizerConfig.pad_token);
+    this.bosTokenId = id(this.bosToken);
+    this.eosTokenId = id(this.eosToken);
+    this.padTokenId = id(this.padToken);
+    const tmpl = tokenizerConfig.chat_template;
+    if (typeof tmpl === "string") this.chatTemplate = tmpl;
+    else if (Array.isArray(tmpl)) {
+      const d = (tmpl as { name?: string; template?: string }[]).find((t) => t.name === "default");
+      this.chatTemplate = d?.template ?? null;
+    } else this.chatTemplate = null;
+    const special = new Set<number>();
+    const added = (tokenizerJson.added_tokens ?? []) as { id: number; special?: boolean }[];
+    for (const t of added) if (t.special) special.add(t.id);
+    this.specialIds = special;
+  }
+
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    return this.hf.encode(text, { add_special_tokens: options.addSpecialTokens ?? false }).ids;
+  }
+
+  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    return this.hf.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? false, clean_up_tokenization_spaces: false });
+  }
+
+  tokenToId(token: string): number | null {
+    return this.hf.token_to_id(token) ?? null;
+  }
+
+  idToToken(id: number): string | null {
+    return this.hf.id_to_token(id) ?? null;
+  }
+
+  /** Size of the vocabulary including added tokens (may be below config vocab_size: padded rows). */
+  get vocabSize(): number {
+    return this.hf.get_vocab(true).size;
+  }
+
+  /** The text a single token decodes to on its own (for log-prob displays). */
+  tokenText(id: number): string {
+    return this.decode([id]);
+  }
+}
+
+/** Load tokenizer.json (+ tokenizer_config.json and chat_template.jinja when present). */
+export async function loadTokenizer(source: ModelSource): Promise<Tokenizer> {
+  const files = modelFiles(source);
+  const json = await readJsonFile(files, "tokenizer.json");
+  if (json === null) throw new TokenizerError(`${files.label}: no tokenizer.json`);
+  const config = (await readJsonFile(files, "tokenizer_config.json")) ?? {};
+  const jinja = await files.text("chat_template.jinja");
+  // transformers ≥ 4.43 saves the template as chat_template.jinja; it wins over the config entry.
+  return new Tokenizer(json, jinja === null ? config : { ...config, chat_template: jinja });
+}
