@@ -1,0 +1,45 @@
+// One LoRA branch on one Linear: y_adapter = s · B(A(dropout(x))) (PEFT tuners/lora/layer.py),
+// with A [r, in], B [out, r] as nn.Linear weights. Only A and B are trainable.
+import { type Tensor, dropout, linear, mul } from "@kiln/tensor";
+import type { LinearAdapter } from "@kiln/models";
+
+export class LoraLayer implements LinearAdapter {
+  enabled = true;
+  /** Training mode turns dropout on (when p > 0). */
+  training = true;
+  /** Runtime multiplier on the scaling (PEFT scale_layer / set_scale): s_eff = multiplier · alpha / r. */
+  scaleMultiplier = 1;
+  private dropoutCalls = 0;
+
+  constructor(
+    readonly name: string,
+    readonly module: string,
+    /** [r, in] */
+    public A: Tensor,
+    /** [out, r] */
+    public B: Tensor,
+    /** alpha / r, or alpha / √r with rsLoRA. */
+    public scaling: number,
+    readonly dropoutP: number,
+    private readonly dropoutSeed: number,
+  ) {}
+
+  get rank(): number {
+    return this.A.shape[0];
+  }
+
+  /** The scale applied to B·A on this forward: multiplier · alpha/r. */
+  get effectiveScaling(): number {
+    return this.scaling * this.scaleMultiplier;
+  }
+
+  forward(x: Tensor): Tensor {
+    let input = x;
+    if (this.training && this.dropoutP > 0) {
+      // A fresh counter range per call: masks differ between steps, yet a run replays exactly.
+      input = dropout(x, this.dropoutP, { seed: this.dropoutSeed, offset: this.dropoutCalls * x.size });
+      this.dropoutCalls++;
+    }
+    return mul(linear(linear(input, this.A), this.B), this.effectiveScaling);
+  }
+}
