@@ -165,7 +165,7 @@ describe("merge, scaling, combination", () => {
     for (let i = 0; i < merged.length; i++) expect(Math.abs(merged[i] - withAdapter[i])).toBeLessThan(1e-4);
     expect(report.modules.length).toBe(14);
     unmergeAdapter(a, report);
-    model.namedLinears().forEach(([, l], i) => expect(Array.from(l.weight.data)).toEqual(base[i]));
+    for (const [i, [, l]] of model.namedLinears().entries()) expect(Array.from(l.weight.data)).toEqual(base[i]);
     expect(Array.from(logitsOf(model))).toEqual(Array.from(withAdapter));
   });
 
