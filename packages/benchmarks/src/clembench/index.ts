@@ -18,3 +18,15 @@ export {
   toNumber,
 } from "./py.js";
 export { GameScorer, type ScoresFile } from "./scorer.js";
+export * from "./episode.js";
+export * from "./games/imagegame.js";
+export * from "./games/privateshared.js";
+export * from "./games/referencegame.js";
+export * from "./games/taboo.js";
+export * from "./games/wordle.js";
+export { turnsCloseness, turnsStrategy, wordleFeedback } from "./games/wordle-feedback.js";
+export { NLTK_ENGLISH_STOPWORDS, snowballStem } from "./english.js";
+export { GAMES, getGame } from "./registry.js";
+export { episodeDir, writeEpisode } from "./results-writer.js";
+export * from "./runner.js";
+export * from "./scripted-players.js";

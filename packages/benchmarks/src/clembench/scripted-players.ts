@@ -1,0 +1,168 @@
+// Rule-following scripted players: they play every implemented game by its rules (and can win), so the
+// harness can be tested end to end without a model. They read only what the GM shows them.
+import { wordleFeedback } from "./games/wordle-feedback.js";
+import type { GameInstance } from "./instances.js";
+import { type ChatTurn, type Context, ScriptedBackend } from "./player.js";
+
+function lastUser(messages: ChatTurn[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === "user") return messages[i].content;
+  return "";
+}
+
+/** Among the candidates, the word whose feedback splits the others into the most groups (ties: first). */
+function pickGuess(candidates: string[]): string | undefined {
+  if (candidates.length <= 2) return candidates[0];
+  let pool = candidates;
+  if (pool.length > 300) {
+    // rank by letter frequency first to keep the quadratic step small
+    const freq = new Map<string, number>();
+    for (const w of pool) for (const c of new Set(w)) freq.set(c, (freq.get(c) ?? 0) + 1);
+    const score = (w: string) => [...new Set(w)].reduce((a, c) => a + (freq.get(c) ?? 0), 0);
+    pool = [...pool].sort((a, b) => score(b) - score(a)).slice(0, 100);
+  }
+  let best = pool[0];
+  let bestGroups = -1;
+  for (const g of pool) {
+    const groups = new Set(candidates.map((w) => wordleFeedback(g, w))).size;
+    if (groups > bestGroups) {
+      best = g;
+      bestGroups = groups;
+    }
+  }
+  return best;
+}
+
+/**
+ * A Wordle solver: keeps the words consistent with every colour feedback seen so far and guesses the one that
+ * best splits them (starting with `opener`). After a critic's comment it repeats its guess.
+ */
+export function wordleSolver(wordList: readonly string[], opener = "crane"): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const history: [string, string][] = [];
+    let lastGuess: string | null = null;
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i];
+      if (m.role === "assistant") {
+        const g = /guess:\s*(\S+)/i.exec(m.content);
+        if (g) lastGuess = g[1].toLowerCase();
+      } else if (lastGuess) {
+        const fb = /guess_feedback: (.*)/.exec(m.content);
+        if (fb) history.push([lastGuess, fb[1]]);
+      }
+    }
+    const ctx = lastUser(messages);
+    if (ctx.includes("guess_agreement:") && lastGuess)
+      return `explanation: the critic has spoken, I keep my guess\nguess: ${lastGuess}`;
+    const candidates = wordList.filter((w) => history.every(([g, fb]) => wordleFeedback(g, w) === fb));
+    const guess = history.length === 0 ? opener : (pickGuess(candidates) ?? opener);
+    return `explanation: ${candidates.length} words fit the feedback\nguess: ${guess}`;
+  });
+}
+
+/** A Wordle critic that always agrees. */
+export function agreeingCritic(): ScriptedBackend {
+  return new ScriptedBackend(() => "explanation: the guess fits the clue\nagreement: yes");
+}
+
+/** Taboo describer: spells the target backwards ("CLUE: retniw backwards"), which shares no stem with it. */
+export function reversingDescriber(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const m = /needs to guess:\n\n(.+)\n/.exec(messages[0]?.content ?? "");
+    const target = m ? m[1].trim() : "";
+    return `CLUE: ${[...target].reverse().join("")} backwards`;
+  });
+}
+
+/** Taboo guesser for `reversingDescriber`: reverses the first clue word. */
+export function reversingGuesser(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const clue = /CLUE: (\S+)/.exec(lastUser(messages));
+    return `GUESS: ${clue ? [...clue[1]].reverse().join("") : "nothing"}`;
+  });
+}
+
+function gridsAfter(text: string, labels: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const label of labels) {
+    const m = new RegExp(`${label}:\\n\\n((?:.+\\n?){5})`).exec(text);
+    if (m) out[label] = m[1].trim();
+  }
+  return out;
+}
+
+/** referencegame giver: the target grid itself, rows joined by " / ", on one line. */
+export function gridReadingGiver(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const g = gridsAfter(messages[0].content, ["Target grid"])["Target grid"] ?? "";
+    return `Expression: ${g.split("\n").join(" / ")}`;
+  });
+}
+
+/** referencegame follower: finds the grid that equals the expression. */
+export function gridMatchingFollower(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const text = lastUser(messages);
+    const grids = gridsAfter(text, ["First", "Second", "Third"]);
+    const expr = /Expression: (.+)/.exec(text)?.[1] ?? "";
+    for (const [label, grid] of Object.entries(grids))
+      if (grid.split("\n").join(" / ") === expr.trim()) return `Answer: ${label.toLowerCase()}`;
+    return "Answer: first";
+  });
+}
+
+/** imagegame giver: one command per filled cell ("Command: put B in row 1 column 5"), then DONE. */
+export function cellByCellGiver(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const first = messages[0].content;
+    const grid = first.split("\n").slice(-6, -1);
+    const cells: string[] = [];
+    grid.forEach((row, r) => {
+      row.split(" ").forEach((c, col) => {
+        if (c !== "▢") cells.push(`Command: put ${c} in row ${r + 1} column ${col + 1}`);
+      });
+    });
+    const given = messages.filter((m) => m.role === "assistant").length;
+    return cells[given] ?? "Command: DONE";
+  });
+}
+
+/** imagegame follower: applies "put L in row R column C" commands to its grid and returns it. */
+export function commandFollower(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const grid = Array.from({ length: 5 }, () => new Array(5).fill("▢"));
+    for (const m of messages) {
+      if (m.role !== "user") continue;
+      const c = /put (\S) in row (\d) column (\d)/i.exec(m.content);
+      if (c) grid[Number(c[2]) - 1][Number(c[3]) - 1] = c[1];
+    }
+    return grid.map((r) => r.join(" ")).join("\n");
+  });
+}
+
+/**
+ * privateshared answerer with perfect bookkeeping: answers the asked slot's value (the instance's request
+ * order) and answers each probe with whether that slot has been revealed so far.
+ */
+export function privateSharedOracle(instance: GameInstance): ScriptedBackend {
+  const order = instance.request_order as string[];
+  const slots = instance.slots as Record<string, string>;
+  const probes = instance.probes as Record<string, Record<string, number>>;
+  let answered = 0;
+  let probeIdx = 0;
+  let probeRound = 0;
+  return new ScriptedBackend((_messages: ChatTurn[], context: Context) => {
+    if (context.content.startsWith("ME:")) {
+      const roundSlots = Object.keys(probes[String(probeRound)]);
+      const slot = roundSlots[probeIdx];
+      probeIdx++;
+      if (probeIdx >= roundSlots.length) {
+        probeIdx = 0;
+        probeRound++;
+      }
+      return `ASIDE: ${order.indexOf(slot) < answered ? "yes" : "no"}`;
+    }
+    const slot = order[answered];
+    answered++;
+    return `ANSWER: ${slots[slot]}`;
+  });
+}
