@@ -25,3 +25,4 @@ export * from "./branch.js";
 export * from "./jsonl-file.js";
 export * from "./seeded-starts.js";
 export * from "./trl-export.js";
+export * from "./game.js";
