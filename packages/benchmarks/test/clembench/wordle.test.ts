@@ -28,7 +28,7 @@ describe("wordle feedback", () => {
     expect(wordleFeedback("apple", "party")).toBe("a<yellow> p<yellow> p<red> l<red> e<red>");
     expect(wordleFeedback("spree", "strap")).toBe("s<green> p<yellow> r<green> e<red> e<red>");
     expect(wordleFeedback("eerie", "there")).toBe("e<yellow> e<red> r<yellow> i<red> e<green>");
-    expect(wordleFeedback("error", "strap")).toBe("e<red> r<yellow> r<red> o<red> r<red>");
+    expect(wordleFeedback("error", "strap")).toBe("e<red> r<red> r<green> o<red> r<red>");
     expect(wordleFeedback("party", "party")).toBe("p<green> a<green> r<green> t<green> y<green>");
   });
   it("strategy: −20 per reused red, +20 per kept green, +10 per kept yellow", () => {
