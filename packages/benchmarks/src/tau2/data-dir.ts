@@ -20,6 +20,14 @@ function moduleDir(): string | undefined {
   }
 }
 
+/**
+ * Where the shipped data may sit relative to the running module: src/tau2 and dist/tau2 are two
+ * levels below the package root, dist (the root entry's bundle) one.
+ */
+export function dataDirCandidates(moduleDirectory: string): string[] {
+  return ["../../data/tau2-retail", "../data/tau2-retail"].map((rel) => resolve(moduleDirectory, rel));
+}
+
 /** The folder holding db.json, tasks.json, … : explicit dir, else $KILN_TAU2_DATA_DIR, else the shipped copy. */
 export function resolveDataDir(explicit?: string): string {
   if (explicit !== undefined) {
@@ -31,8 +39,7 @@ export function resolveDataDir(explicit?: string): string {
   if (fromEnv) return resolveDataDir(fromEnv);
   const here = moduleDir();
   if (here !== undefined) {
-    for (const rel of ["../../data/tau2-retail", "../data/tau2-retail"]) {
-      const dir = resolve(here, rel);
+    for (const dir of dataDirCandidates(here)) {
       if (existsSync(join(dir, "db.json"))) return dir;
     }
   }

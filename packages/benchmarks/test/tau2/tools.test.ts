@@ -1,8 +1,10 @@
 import { readFileSync } from "node:fs";
+import type { ToolSchema } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
 import {
   type GiftCard,
   type Order,
+  type User,
   RetailTools,
   hashRetailDb,
   loadRetailDb,
@@ -21,7 +23,7 @@ function setup(version: "v1.0" | "v0.2.0" = "v1.0") {
   return { db, tools: new RetailTools(db, version), h0: hashRetailDb(db) };
 }
 const giftBalance = (t: RetailTools, user: string, id: string) =>
-  (t.db.user(user)?.payment_methods[id] as GiftCard).balance;
+  ((t.db.user(user) as User).payment_methods[id] as GiftCard).balance;
 
 describe("tool declarations", () => {
   it("has 16 tools in v1.0 and 15 (no get_item_details) in v0.2.0", () => {
@@ -50,27 +52,27 @@ describe("tool declarations", () => {
       title: "parameters",
       type: "object",
     });
-    const ex = byName.get("exchange_delivered_order_items");
-    expect(Object.keys((ex?.parameters as { properties: object }).properties)).toEqual([
+    const ex = byName.get("exchange_delivered_order_items") as ToolSchema["function"];
+    expect(Object.keys((ex.parameters as { properties: object }).properties)).toEqual([
       "order_id",
       "item_ids",
       "new_item_ids",
       "payment_method_id",
     ]);
-    expect((ex?.parameters as { properties: Record<string, unknown> }).properties.item_ids).toEqual({
+    expect((ex.parameters as { properties: Record<string, unknown> }).properties.item_ids).toEqual({
       description:
         "The item ids to be exchanged, each such as '1008292230'. There could be duplicate items in the list.",
       items: { type: "string" },
       title: "Item Ids",
       type: "array",
     });
-    expect((ex?.parameters as { required: string[] }).required).toEqual([
+    expect((ex.parameters as { required: string[] }).required).toEqual([
       "order_id",
       "item_ids",
       "new_item_ids",
       "payment_method_id",
     ]);
-    expect(ex?.description).toBe(
+    expect(ex.description).toBe(
       "Exchange items in a delivered order to new items of the same product type.\n\nFor a delivered order, return or exchange can be only done once by the agent.\nThe agent needs to explain the exchange detail and ask for explicit user confirmation (yes/no) to proceed.",
     );
   });
