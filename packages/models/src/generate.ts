@@ -1,0 +1,145 @@
+// Batched autoregressive generation with a KV cache: left-padded prompts, one prefill, then one
+// token per step per unfinished row. Log-probs are the model's own (log-softmax of the raw
+// logits, before penalty/temperature/filters), i.e. what `scoreCompletions` returns for the
+// same tokens — the quantity RL and distillation need.
+import { Rng, Tensor, noGrad } from "@kiln/tensor";
+import type { CausalLM } from "./causal-lm.js";
+import { GenerationError } from "./errors.js";
+import { type SamplingParams, applyRepetitionPenalty, checkSamplingParams, logSoftmaxRow, sampleFromLogits, topEntries } from "./sampling.js";
+import type { Tokenizer } from "./tokenizer.js";
+
+export interface GenerateOptions extends SamplingParams {
+  /** Default 64. */
+  maxNewTokens?: number;
+  /** Row b draws from Rng(seed, stream b); `seeds` gives each row its own seed instead (stream 0). */
+  seed?: number;
+  seeds?: number[];
+  /** Tokens that end a row (kept in tokenIds, left out of text). Default: tokenizer eos + config eos ids. */
+  stopTokenIds?: number[];
+  /** Strings that end a row; the text is cut before the first one. Needs a tokenizer. */
+  stopStrings?: string[];
+  /** Also return this many most likely alternatives per step (raw log-probs). */
+  topLogprobs?: number;
+  tokenizer?: Tokenizer;
+  /** Id used for left padding (masked, so any valid id works). Default tokenizer pad, else 0. */
+  padTokenId?: number;
+  /** Called after each step with the row and its new token. */
+  onToken?: (row: number, tokenId: number) => void;
+}
+
+export interface TokenAlternative {
+  tokenId: number;
+  logprob: number;
+}
+
+export interface GenerationOutput {
+  promptIds: number[];
+  /** Completion tokens, the stop token included when one ended the row. */
+  tokenIds: number[];
+  /** Decoded completion without the stop token and cut before a stop string ("" without a tokenizer). */
+  text: string;
+  /** Raw log-prob of each completion token. */
+  logprobs: number[];
+  topLogprobs?: TokenAlternative[][];
+  finishReason: "stop" | "length";
+  /** The stop token id or stop string that ended the row. */
+  stoppedBy?: number | string;
+}
+
+function stopIdsFor(model: CausalLM, options: GenerateOptions): Set<number> {
+  if (options.stopTokenIds) return new Set(options.stopTokenIds);
+  const ids = new Set(model.config.eosTokenIds);
+  const eos = options.tokenizer?.eosTokenId;
+  if (eos !== null && eos !== undefined) ids.add(eos);
+  return ids;
+}
+
+export function generate(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions = {}): GenerationOutput[] {
+  checkSamplingParams(options);
+  const B = prompts.length;
+  if (B === 0) return [];
+  const V = model.config.vocabSize;
+  for (const [b, p] of prompts.entries()) {
+    if (p.length === 0) throw new GenerationError(`generate: prompt ${b} is empty`);
+    for (const id of p) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new GenerationError(`generate: prompt ${b} has token ${id} outside [0, ${V})`);
+  }
+  const maxNew = options.maxNewTokens ?? 64;
+  if (!(Number.isInteger(maxNew) && maxNew >= 0)) throw new GenerationError(`generate: maxNewTokens = ${maxNew} must be a non-negative integer`);
+  if (options.stopStrings?.length && !options.tokenizer) throw new GenerationError("generate: stopStrings need a tokenizer");
+  if (options.seeds && options.seeds.length !== B) throw new GenerationError(`generate: ${options.seeds.length} seeds for ${B} prompts`);
+  const stopIds = stopIdsFor(model, options);
+  const pad = options.padTokenId ?? options.tokenizer?.padTokenId ?? 0;
+  const rngs = Array.from({ length: B }, (_, b) => (options.seeds ? new Rng(options.seeds[b]) : new Rng(options.seed ?? 0, b)));
+  const L = Math.max(...prompts.map((p) => p.length));
+  const ids = new Int32Array(B * L).fill(pad);
+  const mask = new Uint8Array(B * L);
+  prompts.forEach((p, b) => {
+    ids.set(p, b * L + L - p.length);
+    mask.fill(1, b * L + L - p.length, (b + 1) * L);
+  });
+  const outs: GenerationOutput[] = prompts.map((p) => ({ promptIds: [...p], tokenIds: [], text: "", logprobs: [], finishReason: "length" }));
+  if (options.topLogprobs) for (const o of outs) o.topLogprobs = [];
+  const done = new Array<boolean>(B).fill(maxNew === 0);
+  const cache = model.newCache(B);
+  return noGrad(() => {
+    let logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, cache });
+    let T = L;
+    for (let step = 0; step < maxNew; step++) {
+      const data = logits.toFloat32Array();
+      const next = new Int32Array(B).fill(pad);
+      const stepMask = new Uint8Array(B);
+      for (let b = 0; b < B; b++) {
+        if (done[b]) continue;
+        const raw = data.subarray((b * T + T - 1) * V, (b * T + T) * V);
+        const out = outs[b];
+        const processed = Float32Array.from(raw);
+        if (options.repetitionPenalty && options.repetitionPenalty !== 1) {
+          applyRepetitionPenalty(processed, [...out.promptIds, ...out.tokenIds], options.repetitionPenalty);
+        }
+        const token = sampleFromLogits(processed, options, rngs[b].uniform(1)[0]);
+        const lp = logSoftmaxRow(raw);
+        out.tokenIds.push(token);
+        out.logprobs.push(lp[token]);
+        if (options.topLogprobs) out.topLogprobs?.push(topEntries(lp, options.topLogprobs).map(([tokenId, logprob]) => ({ tokenId, logprob })));
+        options.onToken?.(b, token);
+        next[b] = token;
+        stepMask[b] = 1;
+        if (stopIds.has(token)) {
+          done[b] = true;
+          out.finishReason = "stop";
+          out.stoppedBy = token;
+        } else if (options.stopStrings?.length && options.tokenizer) {
+          const text = options.tokenizer.decode(out.tokenIds);
+          const hit = firstStop(text, options.stopStrings);
+          if (hit) {
+            done[b] = true;
+            out.finishReason = "stop";
+            out.stoppedBy = hit.stop;
+            out.text = text.slice(0, hit.index);
+          }
+        }
+      }
+      if (done.every(Boolean) || step === maxNew - 1) break;
+      logits = model.forward(new Tensor(next, [B, 1], "i32"), { attentionMask: stepMask, cache });
+      T = 1;
+    }
+    if (options.tokenizer) {
+      for (const out of outs) {
+        if (typeof out.stoppedBy === "string") continue;
+        const body = out.finishReason === "stop" ? out.tokenIds.slice(0, -1) : out.tokenIds;
+        out.text = options.tokenizer.decode(body);
+      }
+    }
+    return outs;
+  });
+}
+
+function firstStop(text: string, stops: readonly string[]): { index: number; stop: string } | null {
+  let best: { index: number; stop: string } | null = null;
+  for (const s of stops) {
+    if (s === "") continue;
+    const i = text.indexOf(s);
+    if (i >= 0 && (best === null || i < best.index)) best = { index: i, stop: s };
+  }
+  return best;
+}
