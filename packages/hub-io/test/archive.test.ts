@@ -25,7 +25,7 @@ describe("archives", () => {
     const data = new Uint8Array(100_000).fill(65);
     const gz = gzip(data);
     expect(gz.byteLength).toBeLessThan(1000);
-    expect(gunzip(gz)).toEqual(data);
+    expect(Buffer.from(gunzip(gz)).equals(data)).toBe(true);
     expect(() => gunzip(gz, 50_000)).toThrow(/beyond 50000 bytes/);
     expect(() => gunzip(new Uint8Array([1, 2, 3, 4]))).toThrow(ArchiveError);
   });
