@@ -1,0 +1,44 @@
+// `pnpm bench lora`: a LoRA SFT step (frozen bf16 base, r=16, all-linear) on the reference
+// decoder, kiln vs PyTorch with the same adapter, each measured in its own process.
+import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BenchReporter } from "../../../tooling/src/bench.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const reps = process.argv.includes("--quick") ? "1" : "3";
+
+function runJson(cmd: string, args: string[]): Record<string, number> | null {
+  const r = spawnSync(cmd, args, { cwd: join(here, ".."), encoding: "utf8" });
+  if (r.status !== 0) {
+    process.stderr.write(`bench lora: ${cmd} ${args.join(" ")} failed: ${r.stderr || r.error}\n`);
+    return null;
+  }
+  const line = r.stdout.trim().split("\n").pop() ?? "";
+  return JSON.parse(line);
+}
+
+const reporter = new BenchReporter("lora");
+const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
+const kiln = runJson(tsx, ["--conditions=source", join(here, "lora-step-run.ts"), "wasm", "2", reps]);
+const torch = runJson("/usr/bin/python3", [join(here, "lora_step_torch.py"), reps]);
+const tokS = (r: Record<string, number> | null) => (r ? (r.tokens / r.step_ms) * 1000 : null);
+reporter.add({
+  case: "lora-sft-step r=16 all-linear bf16 base (B=4,T=128)",
+  metric: "tokens/s",
+  unit: "tok/s",
+  better: "higher",
+  kiln: tokS(kiln),
+  peer: "pytorch-1thread",
+  peer_value: tokS(torch),
+});
+reporter.add({
+  case: "lora-sft-step r=16 all-linear bf16 base (B=4,T=128)",
+  metric: "peak RSS",
+  unit: "MiB",
+  better: "lower",
+  kiln: kiln?.peak_rss_mib ?? null,
+  peer: "pytorch-1thread",
+  peer_value: torch?.peak_rss_mib ?? null,
+});
+reporter.finish();

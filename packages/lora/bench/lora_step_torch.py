@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""PyTorch peer of bench/lora-step-run.ts: the same Llama (4 layers, d=256, 4 heads, SwiGLU 688,
+vocab 2048) with frozen bf16 base weights and fp32 LoRA r=16 alpha=32 on all linear layers
+(PEFT's forward: base(x) + s * B(A(x))), AdamW on the adapter, B=4 x T=128, 1 torch thread."""
+import json
+import math
+import resource
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+L, D, H, HID, V, S, B, R, ALPHA = 4, 256, 4, 688, 2048, 128, 4, 16, 32
+reps = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+HD = D // H
+g = torch.Generator().manual_seed(0)
+adapters = []
+
+
+class LoraLinear:
+    def __init__(self, out_f, in_f):
+        self.w = (torch.randn(out_f, in_f, generator=g) * 0.02).to(torch.bfloat16)
+        self.a = (torch.rand(R, in_f, generator=g) * 2 - 1).div(math.sqrt(in_f)).requires_grad_(True)
+        self.b = torch.zeros(out_f, R, requires_grad=True)
+        adapters.extend([self.a, self.b])
+
+    def __call__(self, x):
+        base = (x.to(torch.bfloat16) @ self.w.T).float()
+        return base + (ALPHA / R) * ((x @ self.a.T) @ self.b.T)
+
+
+embed = (torch.randn(V, D, generator=g) * 0.02).to(torch.bfloat16)
+layers = [dict(q=LoraLinear(D, D), k=LoraLinear(D, D), v=LoraLinear(D, D), o=LoraLinear(D, D),
+               gate=LoraLinear(HID, D), up=LoraLinear(HID, D), down=LoraLinear(D, HID)) for _ in range(L)]
+head = (torch.randn(V, D, generator=g) * 0.02).to(torch.bfloat16)
+inv_freq = 1.0 / (10000 ** (torch.arange(0, HD, 2).float() / HD))
+ang = torch.outer(torch.arange(S).float(), inv_freq)
+cos, sin = torch.cat([ang.cos(), ang.cos()], -1), torch.cat([ang.sin(), ang.sin()], -1)
+mask = torch.full((S, S), float("-inf")).triu(1)
+
+
+def rms(x):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+
+
+def rot(x):
+    return torch.cat([-x[..., HD // 2:], x[..., : HD // 2]], -1)
+
+
+def loss_fn(ids):
+    h = F.embedding(ids, embed).float()
+    for l in layers:
+        n = rms(h)
+        q, k, v = [l[name](n).view(B, S, H, HD).transpose(1, 2) for name in ("q", "k", "v")]
+        q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(HD) + mask, -1) @ v
+        h = h + l["o"](a.transpose(1, 2).reshape(B, S, D))
+        m = rms(h)
+        h = h + l["down"](F.silu(l["gate"](m)) * l["up"](m))
+    logits = (rms(h).to(torch.bfloat16) @ head.T).float()
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+
+
+ids = torch.randint(0, V, (B, S), generator=g)
+opt = torch.optim.AdamW(adapters, lr=1e-4)
+times = []
+for r in range(reps + 1):
+    t0 = time.perf_counter()
+    opt.zero_grad()
+    loss_fn(ids).backward()
+    opt.step()
+    if r > 0:
+        times.append((time.perf_counter() - t0) * 1000)
+print(json.dumps({"step_ms": sorted(times)[len(times) // 2], "tokens": B * S,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "trainable": sum(p.numel() for p in adapters)}))
