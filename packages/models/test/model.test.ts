@@ -1,0 +1,146 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseSafetensors, serializeSafetensors, type TensorData } from "@kiln/hub-io";
+import { Tensor, backward, noGrad, sum, tokenLogProbs } from "@kiln/tensor";
+import { describe, expect, it } from "vitest";
+import {
+  Linear,
+  type LinearAdapter,
+  SUPPORTED_ARCHITECTURES,
+  UnsupportedArchitectureError,
+  WeightLoadError,
+  createModel,
+  loadModel,
+  parseDecoderConfig,
+} from "../src/index.js";
+import { maxAbsDiff, tinyDir } from "./helpers.js";
+
+function tinyFiles(name: string): Map<string, Uint8Array | string> {
+  const d = tinyDir(name);
+  return new Map<string, Uint8Array | string>([
+    ["config.json", readFileSync(join(d, "config.json"), "utf8")],
+    ["model.safetensors", new Uint8Array(readFileSync(join(d, "model.safetensors")))],
+  ]);
+}
+
+function checkpointTensors(name: string): Map<string, TensorData> {
+  return parseSafetensors(new Uint8Array(readFileSync(join(tinyDir(name), "model.safetensors")))).tensors;
+}
+
+describe("config", () => {
+  it("lists the supported architectures when given another", () => {
+    const raw = { architectures: ["MistralForCausalLM"], hidden_size: 8, num_attention_heads: 2, num_hidden_layers: 1, vocab_size: 4, intermediate_size: 4 };
+    expect(() => parseDecoderConfig(raw)).toThrow(UnsupportedArchitectureError);
+    expect(() => parseDecoderConfig(raw)).toThrow(SUPPORTED_ARCHITECTURES.join(", "));
+  });
+
+  it("reads head_dim independently of hidden_size (Qwen3) and Qwen2's implicit q/k/v biases", () => {
+    const q3 = parseDecoderConfig(JSON.parse(readFileSync(join(tinyDir("qwen3"), "config.json"), "utf8")));
+    expect(q3.headDim * q3.numHeads).not.toBe(q3.hiddenSize);
+    expect(q3.qkNorm).toBe(true);
+    const q2 = parseDecoderConfig(JSON.parse(readFileSync(join(tinyDir("qwen2"), "config.json"), "utf8")));
+    expect([q2.qkvBias, q2.oBias]).toEqual([true, false]);
+  });
+
+  it("rejects unsupported rope scaling by name", () => {
+    const raw = JSON.parse(readFileSync(join(tinyDir("llama"), "config.json"), "utf8"));
+    raw.rope_scaling = { rope_type: "yarn", factor: 4 };
+    expect(() => parseDecoderConfig(raw)).toThrow(/"yarn" is not supported/);
+  });
+});
+
+describe("weights", () => {
+  it("names parameters exactly as the checkpoint's state-dict keys", async () => {
+    for (const name of ["llama", "qwen2", "qwen3", "llama3-scaled"]) {
+      const model = await loadModel(tinyDir(name));
+      const keys = [...checkpointTensors(name).keys()].sort();
+      expect(model.namedParameters().map(([k]) => k).sort()).toEqual(keys);
+      expect([...model.stateDict().keys()].sort()).toEqual(keys);
+      for (const [k, t] of model.namedParameters()) expect(t.shape).toEqual(checkpointTensors(name).get(k)?.shape);
+    }
+  });
+
+  it("lists linears by HF module path, lm_head included (tied or not)", async () => {
+    const model = await loadModel(tinyDir("qwen2"));
+    const names = model.namedLinears().map(([n]) => n);
+    expect(names.slice(0, 4)).toEqual(["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj", "model.layers.0.self_attn.v_proj", "model.layers.0.self_attn.o_proj"]);
+    expect(names).toContain("model.layers.1.mlp.down_proj");
+    expect(names.at(-1)).toBe("lm_head");
+    // Tied: the head is the embedding tensor itself.
+    expect(model.lmHead.weight).toBe(model.embedTokens);
+    const [, q] = model.namedLinears()[0];
+    expect([q.inFeatures, q.outFeatures, q.bias?.shape[0]]).toEqual([32, 32, 32]);
+  });
+
+  it("reports missing, unexpected and mis-shaped keys by name", async () => {
+    const tensors = checkpointTensors("qwen3");
+    tensors.delete("model.layers.1.self_attn.k_norm.weight");
+    tensors.set("model.layers.0.mlp.extra.weight", { dtype: "F32", shape: [1], data: new Uint8Array(4) });
+    const q = tensors.get("model.layers.0.self_attn.q_proj.weight") as TensorData;
+    tensors.set("model.layers.0.self_attn.q_proj.weight", { ...q, shape: [32, 64] });
+    const files = tinyFiles("qwen3");
+    files.set("model.safetensors", serializeSafetensors(tensors));
+    const err = await loadModel(files).catch((e) => e);
+    expect(err).toBeInstanceOf(WeightLoadError);
+    expect(err.missing).toEqual(["model.layers.1.self_attn.k_norm.weight"]);
+    expect(err.unexpected).toEqual(["model.layers.0.mlp.extra.weight"]);
+    expect(err.mismatched[0]).toMatch(/q_proj\.weight: checkpoint \[32, 64\] vs model \[64, 32\]/);
+    expect(err.message).toMatch(/missing keys: model\.layers\.1\.self_attn\.k_norm\.weight/);
+  });
+
+  it("loads sharded checkpoints through model.safetensors.index.json", async () => {
+    const tensors = checkpointTensors("llama");
+    const names = [...tensors.keys()];
+    const half = names.length >> 1;
+    const pick = (ns: string[]) => new Map(ns.map((n) => [n, tensors.get(n) as TensorData]));
+    const files = tinyFiles("llama");
+    files.delete("model.safetensors");
+    files.set("model-00001-of-00002.safetensors", serializeSafetensors(pick(names.slice(0, half))));
+    files.set("model-00002-of-00002.safetensors", serializeSafetensors(pick(names.slice(half))));
+    const weightMap = Object.fromEntries(names.map((n, i) => [n, i < half ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors"]));
+    files.set("model.safetensors.index.json", JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    const sharded = await loadModel(files);
+    const plain = await loadModel(tinyDir("llama"));
+    const ids = new Tensor(Int32Array.from([1, 2, 3]), [1, 3], "i32");
+    expect(maxAbsDiff(noGrad(() => sharded.forward(ids)).toFloat32Array(), noGrad(() => plain.forward(ids)).toFloat32Array())).toBe(0);
+  });
+});
+
+describe("Linear adapters and training hooks", () => {
+  it("adds enabled adapters' output to the base output", async () => {
+    const model = await loadModel(tinyDir("llama"));
+    const ids = new Tensor(Int32Array.from([4, 8, 15, 16]), [1, 4], "i32");
+    const base = noGrad(() => model.forward(ids)).toFloat32Array();
+    const lin = model.namedLinears().find(([n]) => n === "model.layers.0.self_attn.v_proj")?.[1] as Linear;
+    const adapter: LinearAdapter = {
+      name: "shift",
+      enabled: true,
+      forward: (x) => new Tensor(new Float32Array((x.size / lin.inFeatures) * lin.outFeatures).fill(0.5), [...x.shape.slice(0, -1), lin.outFeatures]),
+    };
+    lin.adapters.push(adapter);
+    const adapted = noGrad(() => model.forward(ids)).toFloat32Array();
+    expect(maxAbsDiff(adapted, base)).toBeGreaterThan(1e-3);
+    adapter.enabled = false;
+    expect(maxAbsDiff(noGrad(() => model.forward(ids)).toFloat32Array(), base)).toBe(0);
+  });
+
+  it("checkpointLayers gives the same loss gradients as storing activations", () => {
+    const config = JSON.parse(readFileSync(join(tinyDir("qwen3"), "config.json"), "utf8"));
+    const grads = (checkpointLayers: boolean) => {
+      const model = createModel(config, { seed: 1, std: 0.2 });
+      const params = model.requireGrad(true);
+      const ids = new Tensor(Int32Array.from([3, 1, 4, 1, 5, 9]), [1, 6], "i32");
+      const logits = model.forward(ids, { checkpointLayers });
+      const lp = tokenLogProbs(logits, new Tensor(Int32Array.from([1, 4, 1, 5, 9, 2]), [1, 6], "i32"));
+      backward(sum(lp));
+      return params.map((p) => p.grad?.toFloat32Array() ?? new Float32Array(0));
+    };
+    const a = grads(false);
+    const b = grads(true);
+    expect(a.length).toBeGreaterThan(10);
+    a.forEach((g, i) => {
+      expect(g.length).toBeGreaterThan(0);
+      expect(maxAbsDiff(g, b[i])).toBeLessThan(1e-5);
+    });
+  });
+});
