@@ -38,8 +38,9 @@ export interface TokenDivergenceOptions {
    */
   teacherRows?: ArrayLike<number>;
   /**
-   * Restrict to the student's top-k tokens plus one tail bucket holding the remaining mass of
-   * each distribution (SDFT topk_logits with the tail). Default: full vocabulary.
+   * Restrict to the student's top-k tokens (teacher gathered at the same ids) plus one tail
+   * bucket holding the remaining mass of each distribution (SDFT topk_logits with the tail,
+   * after SDPO). Default: full vocabulary.
    */
   topK?: number;
 }
@@ -83,6 +84,16 @@ function bucketLoss(mode: number, beta: number, s: number, p: number, m: number)
   if (mode === 0) return P > 0 ? P * (p - s) : 0;
   if (mode === 1) return S > 0 ? S * (s - p) : 0;
   return (P > 0 ? beta * P * (p - m) : 0) + (S > 0 ? (1 - beta) * S * (s - m) : 0);
+}
+
+// SDPO / TRL SDFT add_tail: log Σ_topk is clamped to ≤ −1e-7 before log(1 − e^x), so the tail
+// bucket keeps at least ~1e-7 of mass (and stops carrying gradient once clamped).
+const TAIL_LOG_MASS_MAX = -1e-7;
+const TAIL_MASS_MAX = Math.exp(TAIL_LOG_MASS_MAX);
+
+/** log(1 − mass) of the tail bucket with the reference's clamp. */
+function tailLog(mass: number): number {
+  return Math.log(-Math.expm1(Math.min(Math.log(mass), TAIL_LOG_MASS_MAX)));
 }
 
 /** Row logsumexp of z·invT over [o, o+V) with its max; returns [max, lse]. */
@@ -193,15 +204,17 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
           massS += Math.exp(s);
           massT += Math.exp(p);
         } else {
-          s = Math.log(Math.max(0, 1 - massS));
-          p = Math.log(Math.max(0, 1 - massT));
+          s = tailLog(massS);
+          p = tailLog(massT);
         }
         const m = mode === 2 ? logMix(la, s, lb, p) : 0;
         loss += bucketLoss(mode, beta, s, p, m);
         const q = Math.exp(s);
-        // G_b = ∂L/∂q_b; q_b·G_b is what the softmax chain rule needs.
+        // G_b = ∂L/∂q_b; q_b·G_b is what the softmax chain rule needs. A clamped student tail
+        // is a constant (no gradient through it), as in the reference.
         let g: number;
-        if (mode === 0) g = q > 0 ? -Math.exp(p) / q : 0;
+        if (b === k && massS >= TAIL_MASS_MAX) g = 0;
+        else if (mode === 0) g = q > 0 ? -Math.exp(p) / q : 0;
         else if (mode === 1) g = q > 0 ? s - p + 1 : 0;
         else g = q > 0 ? (1 - beta) * (s - m) : 0;
         bucketG[ob + b] = g;

@@ -62,8 +62,10 @@ export function topKBuckets(s: Vec, p: Vec, k: number, zs: Vec): { s: Vec; p: Ve
   const top = idx.slice(0, k).map(([, i]) => i);
   const bs = top.map((i) => s[i]);
   const bp = top.map((i) => p[i]);
-  bs.push(Math.log(Math.max(0, 1 - bs.reduce((a, v) => a + Math.exp(v), 0))));
-  bp.push(Math.log(Math.max(0, 1 - bp.reduce((a, v) => a + Math.exp(v), 0))));
+  // SDPO add_tail: log Σ clamped to ≤ −1e-7, tail = log(1 − e^that)
+  const tail = (b: Vec) => Math.log(-Math.expm1(Math.min(Math.log(b.reduce((a, v) => a + Math.exp(v), 0)), -1e-7)));
+  bs.push(tail(bs));
+  bp.push(tail(bp));
   return { s: bs, p: bp };
 }
 
