@@ -83,11 +83,17 @@ function junkCounts(s: QuestworldState, currentOnly = false): [ItemId, number][]
   return out.sort((a, b) => b[1] - a[1]);
 }
 
-/** Free `n` slots by dropping the most plentiful junk (or, failing that, the most plentiful non-tool item). */
+/**
+ * Free `n` slots: drop the most plentiful junk; failing that, what only a later quest
+ * needs (the current quest's items and the tools always fit in 20 slots, so this never
+ * drops what the next step is collecting); failing that, the most plentiful non-tool item.
+ */
 function ensureRoom(s: QuestworldState, n = 1): ExpertCall | null {
   if (freeSlots(s) >= n) return null;
   const junk = junkCounts(s);
   if (junk.length > 0) return call("drop", { item: junk[0][0], count: Math.min(20, junk[0][1]) });
+  const later = junkCounts(s, true).filter(([it]) => ITEM_INFO[it].category !== "tool");
+  if (later.length > 0) return call("drop", { item: later[0][0], count: Math.min(20, later[0][1]) });
   const counts = ITEMS.filter((it) => ITEM_INFO[it].category !== "tool")
     .map((it) => [it, countOf(s, it)] as const)
     .sort((a, b) => b[1] - a[1]);
@@ -201,11 +207,13 @@ function planRemedy(s: QuestworldState): ExpertCall {
   const herbsReady = mint >= 2 && sunroot >= 2;
   const missingHerb: ResourceId = mint < 2 ? "mint" : "sunroot";
   const deliver = () => goTo(s, "apothecary") ?? ensureRoom(s, st === 2 ? 1 : 0) ?? call("talk_to", { npc: "ysolde" });
-  if (st === 2) return herbsReady ? deliver() : gatherAt(s, missingHerb);
+  // Sunroot needs foraging 3: from a low-level seeded start, level on mint first.
+  const herb = () => gatherAt(s, canGather(s, missingHerb) ? missingHerb : bestForagingXp(s));
+  if (st === 2) return herbsReady ? deliver() : herb();
   // Stage 1 → 2: the wall.
   if (countOf(s, "moonpetal") >= 3) {
     if (herbsReady || !canGather(s, missingHerb)) return deliver();
-    return gatherAt(s, missingHerb);
+    return herb();
   }
   const tool = ensureTool(s, "sickle");
   if (tool) return tool;
@@ -222,7 +230,11 @@ function planSupper(s: QuestworldState): ExpertCall {
   const st = stageOf(s, "supper_at_the_lighthouse");
   if (st === 0) return talkOrAccept(s, "supper_at_the_lighthouse");
   const pie = countOf(s, "lighthouse_pie") > 0;
-  if (st >= 2 && pie) return goTo(s, "lighthouse") ?? call("talk_to", { npc: "lund" });
+  if (st >= 2 && pie) {
+    // Stage 2 → 3 is passing the gate inward; a seeded start may already stand inside.
+    if (st === 2 && s.place === "lighthouse") return call("move_to", { place: "lighthouse_gate" });
+    return goTo(s, "lighthouse") ?? call("talk_to", { npc: "lund" });
+  }
   // Stage 1, or the pie is gone: Hanne bakes one for 5 cooked sprats.
   const cooked = countOf(s, "cooked_sprat");
   if (cooked >= 5) return goTo(s, "kitchen") ?? ensureRoom(s, 1) ?? call("talk_to", { npc: "hanne" });

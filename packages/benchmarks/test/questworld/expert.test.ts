@@ -4,6 +4,8 @@
 import { describe, expect, it } from "vitest";
 import {
   ARCHETYPES,
+  ITEMS,
+  PLACES,
   type ArchetypeId,
   type ItemId,
   QuestworldEnvironment,
@@ -16,6 +18,7 @@ import {
   seededStart,
   wallState,
 } from "../../src/questworld/index.js";
+import { nextInt, seedPrng } from "../../src/questworld/prng.js";
 
 const seeds = Array.from({ length: 20 }, (_, i) => i);
 
@@ -108,6 +111,42 @@ describe("scripted expert", () => {
         expect(ep.status).toBe("finished");
         expect(ep.total).toBe(10);
       }
+    }
+  });
+
+  it("finishes from random seeded starts without a single refused call", async () => {
+    // Arbitrary valid states: any stage combination, place, coins, levels and inventory.
+    const rng = seedPrng(2024);
+    const pick = <T>(xs: readonly T[]) => xs[nextInt(rng, xs.length)];
+    const chains = [
+      [0, 0, 0],
+      [1, 0, 0],
+      [2, 0, 0],
+      [3, 1, 0],
+      [3, 2, 0],
+      [3, 3, 0],
+      [3, 3, 1],
+      [3, 3, 2],
+      [3, 3, 3],
+    ];
+    for (let trial = 0; trial < 30; trial++) {
+      const [q1, q2, q3] = pick(chains);
+      const place = pick(PLACES.filter((p) => p !== "lighthouse" || q3 >= 2));
+      const inventory = Array.from({ length: nextInt(rng, 21) }, () => pick(ITEMS));
+      const state = seededStart(pick(ARCHETYPES), trial, {
+        place,
+        coins: nextInt(rng, 40),
+        inventory,
+        levels: { woodcutting: 1 + nextInt(rng, 5), foraging: 1 + nextInt(rng, 6), fishing: 1 + nextInt(rng, 4) },
+        stages: { timber_for_the_mill: q1, healers_remedy: q2, supper_at_the_lighthouse: q3 },
+        limits: { toolCalls: 1000 },
+      });
+      const ep = await finishFrom(state, trial);
+      expect({ trial, status: ep.status, errors: ep.counters.errors }).toEqual({
+        trial,
+        status: "finished",
+        errors: 0,
+      });
     }
   });
 });
