@@ -1,0 +1,7 @@
+// `pnpm bench tensor [--json]`: @kiln/tensor benchmarks against peers in the same run.
+import { BenchReporter } from "../../../tooling/src/bench.ts";
+import { benchMatmul } from "./matmul.ts";
+
+const reporter = new BenchReporter("tensor");
+await benchMatmul(reporter);
+reporter.finish();

@@ -1,0 +1,141 @@
+// Square f32 matmul GFLOP/s (2·n³ / median time) for plain JS, kiln wasm (1 and 2 threads, plain and
+// relaxed SIMD) and peers in the same run: PyTorch + OpenBLAS (1 torch thread; OpenBLAS with 1 and with
+// 2 threads) and @tensorflow/tfjs-backend-wasm. A peer that is not installed is reported as missing.
+// The machine may be shared, so contenders are measured in interleaved rounds and each reported value
+// is the median over rounds of per-round medians.
+import { type BenchReporter, timeIt } from "../../../tooling/src/bench.ts";
+import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../src/wasm/index.ts";
+import { jsBlockedMatmul } from "./js-matmul.ts";
+import { TorchPeer } from "./torch-peer.ts";
+
+const SIZES = [256, 512, 1024, 2048];
+const ROUNDS = 3;
+
+const gflops = (n: number, ms: number) => (2 * n ** 3) / (ms * 1e6);
+const reps = (n: number) => (n >= 2048 ? 2 : n >= 1024 ? 3 : 7);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+function random(n: number): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = Math.random() * 2 - 1;
+  return out;
+}
+
+type Timer = (n: number) => Promise<number>; // median ms for one round
+
+async function tfjsWasmTimer(): Promise<Timer | null> {
+  try {
+    const tf = await import("@tensorflow/tfjs-core");
+    await import("@tensorflow/tfjs-backend-wasm");
+    if (!(await tf.setBackend("wasm"))) throw new Error("setBackend('wasm') failed");
+    await tf.ready();
+    return async (n) => {
+      const a = tf.tensor2d(random(n * n), [n, n]);
+      const b = tf.tensor2d(random(n * n), [n, n]);
+      const t = await timeIt(
+        () => {
+          const c = tf.matMul(a, b);
+          c.dataSync();
+          c.dispose();
+        },
+        reps(n),
+        1,
+      );
+      a.dispose();
+      b.dispose();
+      return t.median;
+    };
+  } catch (err) {
+    process.stderr.write(`  tfjs-wasm peer missing (${String(err)})\n`);
+    return null;
+  }
+}
+
+function kilnTimer(kernels: WasmKernels): Timer {
+  return async (n) => {
+    const a = random(n * n);
+    const b = random(n * n);
+    const c = new Float32Array(n * n);
+    return (await timeIt(() => kernels.matmul(a, b, c, { batch: 1, m: n, n, k: n }), reps(n), 1)).median;
+  };
+}
+
+const jsTimer: Timer = async (n) => {
+  const a = random(n * n);
+  const b = random(n * n);
+  const c = new Float32Array(n * n);
+  return (await timeIt(() => jsBlockedMatmul(a, b, c, n, n, n), n >= 1024 ? 1 : 3, n >= 1024 ? 0 : 1)).median;
+};
+
+export async function benchMatmul(reporter: BenchReporter): Promise<void> {
+  const torch1 = await TorchPeer.start(1);
+  const torch2 = await TorchPeer.start(2);
+  enableRelaxedSimd();
+  const kernels: Record<string, WasmKernels | null> = {};
+  for (const [name, threads, relaxedSimd] of [
+    ["wasm-1t", 1, false],
+    ["wasm-2t", 2, false],
+    ["wasm-relaxed-1t", 1, true],
+    ["wasm-relaxed-2t", 2, true],
+  ] as const) {
+    try {
+      kernels[name] = await createWasmKernels({ threads, relaxedSimd });
+    } catch (err) {
+      process.stderr.write(`  ${name} unavailable: ${String(err)}\n`);
+      kernels[name] = null;
+    }
+  }
+  const timers: Record<string, Timer | null> = {
+    "js-blocked": jsTimer,
+    "tfjs-wasm": await tfjsWasmTimer(),
+    "torch-openblas-1t": torch1 ? (n) => torch1.time(n, reps(n)) : null,
+    "torch-openblas-2t": torch2 ? (n) => torch2.time(n, reps(n)) : null,
+  };
+  for (const [name, k] of Object.entries(kernels)) timers[name] = k ? kilnTimer(k) : null;
+
+  const results: Record<string, Record<number, number | null>> = {};
+  for (const name of Object.keys(timers)) results[name] = {};
+  try {
+    for (const n of SIZES) {
+      const samples: Record<string, number[]> = {};
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [name, timer] of Object.entries(timers)) {
+          if (!timer) continue;
+          // plain JS at n >= 1024 takes seconds per call: one round is enough to place it
+          if (name === "js-blocked" && n >= 1024 && round > 0) continue;
+          (samples[name] ??= []).push(await timer(n));
+        }
+      }
+      for (const name of Object.keys(timers))
+        results[name][n] = samples[name] ? gflops(n, median(samples[name])) : null;
+    }
+  } finally {
+    for (const k of Object.values(kernels)) k?.dispose();
+    torch1?.close();
+    torch2?.close();
+  }
+
+  for (const n of SIZES) {
+    const r = (name: string) => results[name][n];
+    const row = (metric: string, peer: string, note?: string) =>
+      reporter.add({
+        case: `matmul f32 ${n}x${n}x${n}`,
+        metric,
+        unit: "GFLOP/s",
+        better: "higher",
+        kiln: r(metric),
+        peer,
+        peer_value: r(peer),
+        ...(note ? { note } : {}),
+      });
+    row("js-blocked", "tfjs-wasm", "plain TypeScript, 4-row register block");
+    row("wasm-1t", "tfjs-wasm", "tfjs-wasm: SIMD, no threads in Node");
+    row("wasm-1t", "torch-openblas-1t", "torch 1 thread, OPENBLAS_NUM_THREADS=1");
+    row("wasm-relaxed-1t", "torch-openblas-1t", "f32x4.relaxed_madd");
+    row("wasm-2t", "torch-openblas-2t", "torch 1 thread, OpenBLAS 2 threads");
+    row("wasm-relaxed-2t", "torch-openblas-2t", "torch 1 thread, OpenBLAS 2 threads");
+  }
+}

@@ -1,0 +1,48 @@
+// Drives bench/torch_matmul.py as a long-lived child so PyTorch timings interleave with kiln's.
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const script = join(dirname(fileURLToPath(import.meta.url)), "torch_matmul.py");
+
+export class TorchPeer {
+  private constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly lines: AsyncIterator<string>,
+    readonly version: string,
+  ) {}
+
+  /** Starts the peer, or returns null (with the reason on stderr) when python3 or torch is missing. */
+  static async start(openblasThreads: number, python = "/usr/bin/python3"): Promise<TorchPeer | null> {
+    const child = spawn(python, [script], {
+      env: { ...process.env, OPENBLAS_NUM_THREADS: String(openblasThreads), OMP_NUM_THREADS: "1" },
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const failed = new Promise<null>((resolve) => {
+      child.on("error", () => resolve(null));
+      child.on("exit", () => resolve(null));
+    });
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const first = await Promise.race([lines.next(), failed]);
+    if (!first || first.done) {
+      process.stderr.write(`  torch peer missing: ${stderr.trim().split("\n").pop() ?? "python3 did not start"}\n`);
+      child.kill();
+      return null;
+    }
+    return new TorchPeer(child, lines, JSON.parse(first.value).torch);
+  }
+
+  /** Median milliseconds of `reps` matmuls of n x n. */
+  async time(n: number, reps: number): Promise<number> {
+    this.child.stdin.write(`${n} ${reps}\n`);
+    const line = await this.lines.next();
+    if (line.done) throw new Error("torch peer exited");
+    return JSON.parse(line.value).median_s * 1000;
+  }
+
+  close(): void {
+    this.child.stdin.end();
+  }
+}

@@ -1,0 +1,32 @@
+"""Peer for bench/matmul.ts: PyTorch (Debian python3-torch + OpenBLAS) float32 square matmul.
+
+Serves timing requests so the benchmark can interleave it with the kiln kernels (the machine is shared,
+so measurements taken minutes apart are not comparable). Protocol, one line each way:
+  stdin  "N REPS"   ->  stdout {"n": N, "median_s": seconds, "min_s": seconds}
+The first stdout line is {"torch": version, "threads": torch threads}. EOF on stdin ends the process.
+Torch runs with 1 intra-op thread (js-stack spec §5: 2 torch threads fight OpenBLAS's own threads);
+OpenBLAS's thread count comes from OPENBLAS_NUM_THREADS, set by the caller.
+"""
+
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+torch.set_num_threads(1)
+print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+cache = {}
+for line in sys.stdin:
+    n, reps = (int(x) for x in line.split())
+    if n not in cache:
+        cache[n] = (torch.rand(n, n), torch.rand(n, n), torch.empty(n, n))
+    a, b, out = cache[n]
+    torch.matmul(a, b, out=out)
+    samples = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        torch.matmul(a, b, out=out)
+        samples.append(time.perf_counter() - t)
+    print(json.dumps({"n": n, "median_s": statistics.median(samples), "min_s": min(samples)}), flush=True)
