@@ -301,13 +301,13 @@ function gemmBlock() {
 }
 
 /**
- * Exported entry: global output rows [row0, row1) of the stacked [batch*m] row space, so one call
- * serves both "many rows of one matrix" and "many small matrices" when threads split the rows.
- * Strides are in elements (bf16 B: 2-byte elements); C is dense [batch][m][n].
+ * Rows [row0, row1) of the stacked [batch*m] output row space, so one call serves both "many rows of
+ * one matrix" and "many small matrices". Strides are in elements (bf16 B: 2-byte elements); C is dense
+ * [batch][m][n].
  */
-function gemmEntry() {
+function gemmRows() {
   return `
-(func (export "gemm") (param $a i32) (param $b i32) (param $c i32) (param $m i32) (param $n i32) (param $k i32)
+(func $gemm_rows (param $a i32) (param $b i32) (param $c i32) (param $m i32) (param $n i32) (param $k i32)
   (param $flags i32) (param $sa i32) (param $sb i32) (param $row0 i32) (param $row1 i32) (param $scratch i32)
   (local $g i32) (local $bt i32) (local $i0 i32) (local $i1 i32) (local $esb i32)
   ${set("esb", `(select (i32.const 2) (i32.const 4) (i32.and ${get("flags")} ${i32(FLAG_BF16_B)}))`)}
@@ -326,6 +326,29 @@ function gemmEntry() {
     (br $batches))))`;
 }
 
+/**
+ * Exported entry. With $counter = 0 the caller computes rows [row0, row1). Otherwise the threads of one
+ * call share a work queue: each repeatedly takes the next chunk of $chunk rows of [row0, row1) with an
+ * atomic add on the i32 at $counter, so a thread that is descheduled (a shared or busy machine) just
+ * takes fewer chunks instead of making everyone wait for its fixed share.
+ */
+function gemmEntry() {
+  return `
+(func (export "gemm") (param $a i32) (param $b i32) (param $c i32) (param $m i32) (param $n i32) (param $k i32)
+  (param $flags i32) (param $sa i32) (param $sb i32) (param $row0 i32) (param $row1 i32) (param $scratch i32)
+  (param $counter i32) (param $chunk i32)
+  (local $r0 i32)
+  (if (i32.eqz ${get("counter")})
+    (then (call $gemm_rows ${["a", "b", "c", "m", "n", "k", "flags", "sa", "sb", "row0", "row1", "scratch"].map(get).join(" ")}) (return)))
+  (loop $next
+    ${set("r0", add(get("row0"), mul(`(i32.atomic.rmw.add ${get("counter")} (i32.const 1))`, get("chunk"))))}
+    (if (i32.lt_u ${get("r0")} ${get("row1")})
+      (then
+        (call $gemm_rows ${["a", "b", "c", "m", "n", "k", "flags", "sa", "sb", "r0"].map(get).join(" ")}
+          ${minU(get("row1"), add(get("r0"), get("chunk")))} ${get("scratch")})
+        (br $next)))))`;
+}
+
 /** All GEMM functions of the module. */
 export function gemmWat({ relaxed }) {
   return [
@@ -338,6 +361,7 @@ export function gemmWat({ relaxed }) {
     packA(true),
     packDispatch(),
     gemmBlock(),
+    gemmRows(),
     gemmEntry(),
   ].join("\n");
 }

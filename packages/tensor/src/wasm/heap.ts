@@ -4,6 +4,8 @@
 import { BackendError } from "../errors.js";
 
 const PAGE = 65536;
+/** Byte address of the i32 work-queue counter of a dynamically split GEMM (inside the unused first KiB). */
+export const WORK_COUNTER = 64;
 const ALIGN = 64;
 
 export const alignUp = (n: number, a = ALIGN): number => Math.ceil(n / a) * a;

@@ -3,7 +3,7 @@
 import { BackendError, IndexError, ShapeError } from "../errors.js";
 import { decodeBase64 } from "./base64.js";
 import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
-import { INITIAL_DATA_BYTES, WasmHeap, pagesFor } from "./heap.js";
+import { INITIAL_DATA_BYTES, WORK_COUNTER, WasmHeap, alignUp, pagesFor } from "./heap.js";
 import {
   GEMM_FLAG_ACCUMULATE,
   GEMM_FLAG_BF16_B,
@@ -160,20 +160,30 @@ class Kernels implements WasmKernels {
       (shape.accumulate ? GEMM_FLAG_ACCUMULATE : 0);
     const rows = batch * m;
     const parts = this.partsFor(2 * outLen * k, GEMM_PARALLEL_FLOPS, rows, GEMM_MR);
-    this.parallel("gemm", rows, parts, GEMM_MR, (r0, r1, t) => [
-      pa,
-      pb,
-      pc,
-      m,
-      n,
-      k,
-      flags,
-      strideA,
-      strideB,
-      r0,
-      r1,
-      this.heap.scratch(t),
-    ]);
+    if (parts === 1) {
+      this.exports.gemm(pa, pb, pc, m, n, k, flags, strideA, strideB, 0, rows, this.heap.scratch(0), 0, 0);
+    } else {
+      // Dynamic split (see gemmEntry in scripts/wat/gemm.mjs): ~3 chunks per thread, but at least 64 rows
+      // each, because every chunk re-packs its B blocks.
+      const chunk = alignUp(Math.max(Math.ceil(rows / (3 * parts)), Math.min(64, Math.ceil(rows / parts))), GEMM_MR);
+      this.heap.i32()[WORK_COUNTER >>> 2] = 0;
+      this.parallel("gemm", parts, parts, 1, (_t0, _t1, t) => [
+        pa,
+        pb,
+        pc,
+        m,
+        n,
+        k,
+        flags,
+        strideA,
+        strideB,
+        0,
+        rows,
+        this.heap.scratch(t),
+        WORK_COUNTER,
+        chunk,
+      ]);
+    }
     outView.set(this.heap.f32().subarray(pc >>> 2, (pc >>> 2) + outLen));
   }
 
