@@ -1,6 +1,6 @@
 // The Environment contract: budget, malformed calls and aborts, end states, observations.
 
-import type { Action } from "@kiln/rollout";
+import type { Action, Environment } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
 import {
   type CallResult,
@@ -8,6 +8,7 @@ import {
   QuestworldConfigError,
   QuestworldEnvironment,
   QuestworldEpisodeError,
+  type QuestworldState,
   QuestworldStateError,
   SPEC_LIMITS,
   seededStart,
@@ -17,6 +18,14 @@ import { act, action } from "./helpers.js";
 const results = (info: Record<string, unknown> | undefined) => info!.results as CallResult[];
 
 describe("QuestworldEnvironment", () => {
+  it("is an @kiln/rollout Environment over plain-JSON states", () => {
+    const env: Environment<QuestworldState> = new QuestworldEnvironment();
+    expect(env.id).toBe("questworld");
+    expect(env.tools()).toHaveLength(13);
+    env.reset({ seed: 0 });
+    expect(JSON.parse(JSON.stringify(env.getState()))).toEqual(env.getState());
+  });
+
   it("resets to the archetype's start with a system prompt and the first hint", () => {
     const env = new QuestworldEnvironment({ archetype: "herbalist" });
     const r = env.reset({ seed: 4 });
