@@ -53,7 +53,33 @@ export function canonicalDbJson(db: RetailDb): string {
   return parts.join("");
 }
 
+// States are memoised per base by their overridden records' canonical JSON, which determines the
+// whole canonical string (the rest is the base). Grading hashes the gold state once per task and
+// the predicted state once per episode; the two often coincide.
+const memo = new WeakMap<object, Map<string, string>>();
+const MEMO_LIMIT = 2048;
+
+function overlaySignature(db: RetailDb): string {
+  const ids = db.overriddenIds();
+  const parts: string[] = [];
+  for (const id of ids.orders) parts.push(`o${id}\u0000${cachedRecordJson(db.overriddenOrder(id) as object, false)}`);
+  for (const id of ids.users) parts.push(`u${id}\u0000${cachedRecordJson(db.overriddenUser(id) as object, false)}`);
+  return parts.join("\u0001");
+}
+
 /** sha256 hex of the canonical JSON — equal to upstream's `get_db_hash()` for the same state. */
 export function hashRetailDb(db: RetailDb): string {
-  return createHash("sha256").update(canonicalDbJson(db), "utf8").digest("hex");
+  const base = db.baseRecords();
+  let perBase = memo.get(base);
+  if (perBase === undefined) {
+    perBase = new Map();
+    memo.set(base, perBase);
+  }
+  const sig = overlaySignature(db);
+  const hit = perBase.get(sig);
+  if (hit !== undefined) return hit;
+  const h = createHash("sha256").update(canonicalDbJson(db), "utf8").digest("hex");
+  if (perBase.size >= MEMO_LIMIT) perBase.clear();
+  perBase.set(sig, h);
+  return h;
 }

@@ -301,6 +301,10 @@ export class RetailDb {
   overriddenUser(id: string): User | undefined {
     return this.users.get(id);
   }
+  /** @internal ids of the records this view has cloned, sorted. */
+  overriddenIds(): { orders: string[]; users: string[] } {
+    return { orders: Array.from(this.orders.keys()).sort(), users: Array.from(this.users.keys()).sort() };
+  }
   /** @internal */
   overriddenOrder(id: string): Order | undefined {
     return this.orders.get(id);

@@ -1,6 +1,6 @@
-import type { GenerateParams, Policy } from "@kiln/rollout";
+import type { GenerateParams, Policy, Trajectory } from "@kiln/rollout";
 import { type RetailDb, loadRetailDb } from "./db.js";
-import { type Tau2EpisodeResult, runTau2Episode } from "./episode.js";
+import { type Tau2EpisodeResult, runTau2EpisodeRecord } from "./episode.js";
 import { summarizePassHatK } from "./pass-k.js";
 import { upstreamTrialSeeds } from "./python-random.js";
 import type { Tau2RunResult } from "./report.js";
@@ -41,6 +41,12 @@ export interface Tau2RunOptions {
   dataDir?: string;
   db?: RetailDb;
   onProgress?: (p: Tau2Progress) => void;
+  /**
+   * Receives each episode as a @kiln/rollout trajectory record, e.g. a rollout `TrajectoryWriter`
+   * (`await TrajectoryWriter.open("runs/x/trajectories.jsonl.gz")`). Episodes whose id the sink
+   * already `has` are still run (tau2 metrics need every trial) but not appended again.
+   */
+  sink?: { has?(episodeId: string): boolean; append(trajectory: Trajectory): Promise<void> };
 }
 
 const policyId = (p: Policy | ((t: Tau2Task) => Policy)) => (typeof p === "function" ? "per-task" : p.id);
@@ -67,7 +73,7 @@ export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
     while (next < jobs.length) {
       const i = next++;
       const { task, trial } = jobs[i];
-      const r = await runTau2Episode({
+      const { result: r, trajectory } = await runTau2EpisodeRecord({
         task,
         version,
         agent: typeof options.agent === "function" ? options.agent(task) : options.agent,
@@ -82,6 +88,7 @@ export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
         dataDir: options.dataDir,
         db,
       });
+      if (options.sink && !options.sink.has?.(trajectory.episodeId)) await options.sink.append(trajectory);
       results[i] = r;
       done++;
       if (r.success) successes++;
