@@ -24,7 +24,9 @@ function generationPrompt(template: ChatTemplate, prefix: readonly Message[], op
   const without = template.render(prefix, { ...options, addGenerationPrompt: false });
   const withPrompt = template.render(prefix, { ...options, addGenerationPrompt: true });
   if (!withPrompt.startsWith(without) || withPrompt.length === without.length) {
-    throw new ChatTemplateError("chat template: add_generation_prompt does not append a prompt to the rendered conversation");
+    throw new ChatTemplateError(
+      "chat template: add_generation_prompt does not append a prompt to the rendered conversation",
+    );
   }
   return withPrompt.slice(without.length);
 }
@@ -41,20 +43,29 @@ export function assistantSpans(
   let cursor = 0;
   messages.forEach((m, i) => {
     if (m.role !== "assistant") return;
-    if (i === 0) throw new ChatTemplateError("assistant mask: the conversation starts with an assistant message (no prompt precedes it)");
+    if (i === 0)
+      throw new ChatTemplateError(
+        "assistant mask: the conversation starts with an assistant message (no prompt precedes it)",
+      );
     const prompt = generationPrompt(template, messages.slice(0, i), options);
     // The turn opener is the prompt's first line (the role header); what follows it in the
     // prompt (a prefilled empty think block) counts as prompt only where the render has it too.
     const nl = prompt.indexOf("\n");
     const header = nl >= 0 ? prompt.slice(0, nl + 1) : prompt;
     const at = text.indexOf(header, cursor);
-    if (at < 0) throw new ChatTemplateError(`assistant mask: message ${i}: its turn opener ${JSON.stringify(header)} is not in the render`);
+    if (at < 0)
+      throw new ChatTemplateError(
+        `assistant mask: message ${i}: its turn opener ${JSON.stringify(header)} is not in the render`,
+      );
     // All or nothing: `<think>` must not half-match `<tool_call>`.
     const prefill = prompt.slice(header.length);
     let start = at + header.length;
     if (prefill && text.startsWith(prefill, start)) start += prefill.length;
     const eot = text.indexOf(endOfTurn, start);
-    if (eot < 0) throw new ChatTemplateError(`assistant mask: message ${i}: no end-of-turn ${JSON.stringify(endOfTurn)} after its start`);
+    if (eot < 0)
+      throw new ChatTemplateError(
+        `assistant mask: message ${i}: no end-of-turn ${JSON.stringify(endOfTurn)} after its start`,
+      );
     const end = eot + endOfTurn.length;
     spans.push([start, end]);
     cursor = end;
@@ -89,7 +100,9 @@ export function renderForTraining(
   const { text, spans } = assistantSpans(template, messages, endOfTurn, options);
   const ids = tokenizer.encode(text);
   if (tokenizer.decode(ids) !== text) {
-    throw new ChatTemplateError("assistant mask: the tokenizer does not decode the render back to itself (non-NFC text?), so token offsets are unknown");
+    throw new ChatTemplateError(
+      "assistant mask: the tokenizer does not decode the render back to itself (non-NFC text?), so token offsets are unknown",
+    );
   }
   const assistantMask = new Uint8Array(ids.length);
   for (const [s, e] of spans) {

@@ -1,5 +1,5 @@
 // A decoder-only causal LM assembled from HF-named weights: embed → blocks → norm → lm_head.
-import { type Tensor, checkpoint, embedding, rmsNorm } from "@kiln/tensor";
+import { type Tensor, checkpoint, embedding, narrow, rmsNorm } from "@kiln/tensor";
 import { SelfAttention } from "./attention.js";
 import { AttentionBlock, pushLinear } from "./attention-block.js";
 import type { DecoderConfig } from "./config.js";
@@ -22,6 +22,11 @@ export interface ForwardOptions {
   cache?: KVCache;
   /** Recompute each block's activations in backward instead of storing them. */
   checkpointLayers?: boolean;
+  /**
+   * Compute logits only for the last N positions (transformers' `logits_to_keep`); the output is
+   * then [B, N, V]. Saves the vocabulary projection of the prompt during prefill and scoring.
+   */
+  logitsToKeep?: number;
 }
 
 export class CausalLM {
@@ -58,7 +63,13 @@ export class CausalLM {
         kNorm: config.qkNorm ? take(`${p}self_attn.k_norm.weight`) : null,
       });
       const mlp = new SwiGluMlp(lin(`${p}mlp.gate_proj`), lin(`${p}mlp.up_proj`), lin(`${p}mlp.down_proj`));
-      return new AttentionBlock(config, take(`${p}input_layernorm.weight`), attn, take(`${p}post_attention_layernorm.weight`), mlp);
+      return new AttentionBlock(
+        config,
+        take(`${p}input_layernorm.weight`),
+        attn,
+        take(`${p}post_attention_layernorm.weight`),
+        mlp,
+      );
     });
     const embed = take("model.embed_tokens.weight");
     const head = config.tieWordEmbeddings ? new Linear(embed) : lin("lm_head");
@@ -70,7 +81,7 @@ export class CausalLM {
     return new KVCache(this.layers.length, batch);
   }
 
-  /** ids i32 [B, T] → logits [B, T, V]. */
+  /** ids i32 [B, T] → logits [B, T, V] (or [B, logitsToKeep, V]). */
   forward(ids: Tensor, options: ForwardOptions = {}): Tensor {
     if (ids.dtype !== "i32" || ids.rank !== 2) {
       throw new GenerationError(`forward: ids must be i32 [B, T], got ${ids.dtype} [${ids.shape.join(", ")}]`);
@@ -85,7 +96,7 @@ export class CausalLM {
     let keyMask: Uint8Array | null = null;
     if (padded) {
       keyMask = new Uint8Array(B * total);
-      rows.forEach((r, b) => keyMask?.set(r, b * total));
+      for (const [b, r] of rows.entries()) keyMask.set(r, b * total);
     }
     const positions = resolvePositions(options.positions, rows, B, T, past);
     cache?.commit(rows, T);
@@ -94,6 +105,12 @@ export class CausalLM {
       const ctx: LayerContext = { layerIndex, positions, keyMask, invFreq: this.invFreq, cache };
       x = options.checkpointLayers && !cache ? checkpoint((h) => layer.forward(h, ctx), x) : layer.forward(x, ctx);
     });
+    const keep = options.logitsToKeep;
+    if (keep !== undefined) {
+      if (!(Number.isInteger(keep) && keep >= 1 && keep <= T))
+        throw new GenerationError(`forward: logitsToKeep = ${keep} must be an integer in [1, ${T}]`);
+      if (keep < T) x = narrow(x, 1, T - keep);
+    }
     x = rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
     return this.lmHead.forward(x);
   }
@@ -101,7 +118,7 @@ export class CausalLM {
   /** Every linear layer by HF module path ("model.layers.0.self_attn.q_proj", …, "lm_head"). */
   namedLinears(): [string, Linear][] {
     const out: [string, Linear][] = [];
-    this.layers.forEach((layer, l) => out.push(...layer.namedLinears(`model.layers.${l}.`)));
+    for (const [l, layer] of this.layers.entries()) out.push(...layer.namedLinears(`model.layers.${l}.`));
     out.push(["lm_head", this.lmHead]);
     return out;
   }
@@ -112,7 +129,7 @@ export class CausalLM {
    */
   namedParameters(): [string, Tensor][] {
     const out: [string, Tensor][] = [["model.embed_tokens.weight", this.embedTokens]];
-    this.layers.forEach((layer, l) => out.push(...layer.namedParameters(`model.layers.${l}.`)));
+    for (const [l, layer] of this.layers.entries()) out.push(...layer.namedParameters(`model.layers.${l}.`));
     out.push(["model.norm.weight", this.norm]);
     if (!this.config.tieWordEmbeddings) pushLinear(out, "lm_head", this.lmHead);
     return out;
@@ -136,9 +153,11 @@ export class CausalLM {
 }
 
 function maskRowsFrom(mask: NonNullable<ForwardOptions["attentionMask"]>, B: number): Uint8Array[] {
-  if (Array.isArray(mask)) return (mask as readonly (readonly number[])[]).map((r) => Uint8Array.from(r, (v) => (v ? 1 : 0)));
+  if (Array.isArray(mask))
+    return (mask as readonly (readonly number[])[]).map((r) => Uint8Array.from(r, (v) => (v ? 1 : 0)));
   const flat = "dtype" in (mask as object) ? (mask as Tensor).toFloat32Array() : (mask as Uint8Array | Int32Array);
-  if (flat.length % B !== 0) throw new GenerationError(`forward: attentionMask has ${flat.length} entries, not a multiple of batch ${B}`);
+  if (flat.length % B !== 0)
+    throw new GenerationError(`forward: attentionMask has ${flat.length} entries, not a multiple of batch ${B}`);
   const w = flat.length / B;
   return Array.from({ length: B }, (_, b) => Uint8Array.from(flat.subarray(b * w, (b + 1) * w), (v) => (v ? 1 : 0)));
 }
@@ -154,7 +173,9 @@ function resolveMask(mask: ForwardOptions["attentionMask"], B: number, T: number
     if (cache) out.set(cache.maskRow(b));
     if (row) {
       if (row.length !== T) {
-        throw new GenerationError(`forward: attentionMask row ${b} has ${row.length} entries; expected past + T = ${past + T} or T = ${T}`);
+        throw new GenerationError(
+          `forward: attentionMask row ${b} has ${row.length} entries; expected past + T = ${past + T} or T = ${T}`,
+        );
       }
       out.set(row, past);
     }
@@ -162,7 +183,13 @@ function resolveMask(mask: ForwardOptions["attentionMask"], B: number, T: number
   });
 }
 
-function resolvePositions(given: ForwardOptions["positions"], rows: Uint8Array[], B: number, T: number, past: number): Int32Array {
+function resolvePositions(
+  given: ForwardOptions["positions"],
+  rows: Uint8Array[],
+  B: number,
+  T: number,
+  past: number,
+): Int32Array {
   const out = new Int32Array(B * T);
   if (given !== undefined) {
     if (given.length === B * T) out.set(given);

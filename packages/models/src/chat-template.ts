@@ -24,7 +24,8 @@ export interface RenderOptions {
 function templateMessages(messages: readonly Message[]): Record<string, unknown>[] {
   return messages.map((m) => {
     const out: Record<string, unknown> = { role: m.role, content: m.content ?? "" };
-    if (m.tool_calls) out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: c.type, function: { ...c.function } }));
+    if (m.tool_calls)
+      out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: c.type, function: { ...c.function } }));
     if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
     if (m.name !== undefined) out.name = m.name;
     if (m.reasoning_content !== undefined) out.reasoning_content = m.reasoning_content;
@@ -48,7 +49,8 @@ export class ChatTemplate {
   }
 
   static fromTokenizer(tokenizer: Tokenizer): ChatTemplate {
-    if (tokenizer.chatTemplate === null) throw new ChatTemplateError("tokenizer_config.json has no chat_template (and no chat_template.jinja)");
+    if (tokenizer.chatTemplate === null)
+      throw new ChatTemplateError("tokenizer_config.json has no chat_template (and no chat_template.jinja)");
     return new ChatTemplate(tokenizer.chatTemplate, {
       bos_token: tokenizer.bosToken,
       eos_token: tokenizer.eosToken,
@@ -68,7 +70,9 @@ export class ChatTemplate {
     try {
       return this.template.render(vars);
     } catch (e) {
-      throw new ChatTemplateError(`chat template failed to render ${messages.length} messages: ${(e as Error).message}`);
+      throw new ChatTemplateError(
+        `chat template failed to render ${messages.length} messages: ${(e as Error).message}`,
+      );
     }
   }
 }

@@ -16,7 +16,13 @@ const MODEL_TYPE_TO_ARCH: Record<string, Architecture> = {
 export type RopeScaling =
   | { type: "default" }
   | { type: "linear"; factor: number }
-  | { type: "llama3"; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositionEmbeddings: number };
+  | {
+      type: "llama3";
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    };
 
 /**
  * Layer kinds. Dense models use only "full_attention"; the Qwen3.5 hybrid adds "linear_attention"
@@ -69,7 +75,8 @@ function num(raw: Record<string, unknown>, key: string, fallback?: number): numb
 
 function posInt(raw: Record<string, unknown>, key: string, fallback?: number): number {
   const v = num(raw, key, fallback);
-  if (!Number.isInteger(v) || v <= 0) throw new ModelConfigError(`config.json: "${key}" must be a positive integer, got ${v}`);
+  if (!Number.isInteger(v) || v <= 0)
+    throw new ModelConfigError(`config.json: "${key}" must be a positive integer, got ${v}`);
   return v;
 }
 
@@ -118,7 +125,9 @@ function parseRopeScaling(raw: Record<string, unknown>): { theta: number; scalin
       },
     };
   }
-  throw new ModelConfigError(`config.json: rope scaling type "${kind}" is not supported; supported: default, linear, llama3`);
+  throw new ModelConfigError(
+    `config.json: rope scaling type "${kind}" is not supported; supported: default, linear, llama3`,
+  );
 }
 
 /** Normalise a config.json object. */
@@ -129,14 +138,19 @@ export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig 
   const numKvHeads = posInt(raw, "num_key_value_heads", numHeads);
   const numLayers = posInt(raw, "num_hidden_layers");
   if (numHeads % numKvHeads !== 0) {
-    throw new ModelConfigError(`config.json: num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+    throw new ModelConfigError(
+      `config.json: num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`,
+    );
   }
   const headDim = raw.head_dim == null ? hiddenSize / numHeads : posInt(raw, "head_dim");
   if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
-    throw new ModelConfigError(`config.json: head dim ${headDim} must be an even integer (hidden_size / num_attention_heads or head_dim)`);
+    throw new ModelConfigError(
+      `config.json: head dim ${headDim} must be an even integer (hidden_size / num_attention_heads or head_dim)`,
+    );
   }
   const act = raw.hidden_act ?? "silu";
-  if (act !== "silu") throw new ModelConfigError(`config.json: hidden_act "${String(act)}" is not supported; only "silu" (SwiGLU)`);
+  if (act !== "silu")
+    throw new ModelConfigError(`config.json: hidden_act "${String(act)}" is not supported; only "silu" (SwiGLU)`);
   if (raw.use_sliding_window === true) {
     throw new ModelConfigError("config.json: use_sliding_window = true is not supported (sliding-window attention)");
   }
@@ -147,7 +161,9 @@ export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig 
   const layerTypes: LayerType[] = Array.isArray(raw.layer_types)
     ? (raw.layer_types as string[]).map((t, i) => {
         if (t !== "full_attention") {
-          throw new ModelConfigError(`config.json: layer_types[${i}] = "${t}" is not supported by ${architecture}; only "full_attention"`);
+          throw new ModelConfigError(
+            `config.json: layer_types[${i}] = "${t}" is not supported by ${architecture}; only "full_attention"`,
+          );
         }
         return t;
       })

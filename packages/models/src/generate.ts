@@ -5,7 +5,14 @@
 import { Rng, Tensor, noGrad } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { GenerationError } from "./errors.js";
-import { type SamplingParams, applyRepetitionPenalty, checkSamplingParams, logSoftmaxRow, sampleFromLogits, topEntries } from "./sampling.js";
+import {
+  type SamplingParams,
+  applyRepetitionPenalty,
+  checkSamplingParams,
+  logSoftmaxRow,
+  sampleFromLogits,
+  topEntries,
+} from "./sampling.js";
 import type { Tokenizer } from "./tokenizer.js";
 
 export interface GenerateOptions extends SamplingParams {
@@ -54,22 +61,33 @@ function stopIdsFor(model: CausalLM, options: GenerateOptions): Set<number> {
   return ids;
 }
 
-export function generate(model: CausalLM, prompts: readonly (readonly number[])[], options: GenerateOptions = {}): GenerationOutput[] {
+export function generate(
+  model: CausalLM,
+  prompts: readonly (readonly number[])[],
+  options: GenerateOptions = {},
+): GenerationOutput[] {
   checkSamplingParams(options);
   const B = prompts.length;
   if (B === 0) return [];
   const V = model.config.vocabSize;
   for (const [b, p] of prompts.entries()) {
     if (p.length === 0) throw new GenerationError(`generate: prompt ${b} is empty`);
-    for (const id of p) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new GenerationError(`generate: prompt ${b} has token ${id} outside [0, ${V})`);
+    for (const id of p)
+      if (!(Number.isInteger(id) && id >= 0 && id < V))
+        throw new GenerationError(`generate: prompt ${b} has token ${id} outside [0, ${V})`);
   }
   const maxNew = options.maxNewTokens ?? 64;
-  if (!(Number.isInteger(maxNew) && maxNew >= 0)) throw new GenerationError(`generate: maxNewTokens = ${maxNew} must be a non-negative integer`);
-  if (options.stopStrings?.length && !options.tokenizer) throw new GenerationError("generate: stopStrings need a tokenizer");
-  if (options.seeds && options.seeds.length !== B) throw new GenerationError(`generate: ${options.seeds.length} seeds for ${B} prompts`);
+  if (!(Number.isInteger(maxNew) && maxNew >= 0))
+    throw new GenerationError(`generate: maxNewTokens = ${maxNew} must be a non-negative integer`);
+  if (options.stopStrings?.length && !options.tokenizer)
+    throw new GenerationError("generate: stopStrings need a tokenizer");
+  if (options.seeds && options.seeds.length !== B)
+    throw new GenerationError(`generate: ${options.seeds.length} seeds for ${B} prompts`);
   const stopIds = stopIdsFor(model, options);
   const pad = options.padTokenId ?? options.tokenizer?.padTokenId ?? 0;
-  const rngs = Array.from({ length: B }, (_, b) => (options.seeds ? new Rng(options.seeds[b]) : new Rng(options.seed ?? 0, b)));
+  const rngs = Array.from({ length: B }, (_, b) =>
+    options.seeds ? new Rng(options.seeds[b]) : new Rng(options.seed ?? 0, b),
+  );
   const L = Math.max(...prompts.map((p) => p.length));
   const ids = new Int32Array(B * L).fill(pad);
   const mask = new Uint8Array(B * L);
@@ -77,20 +95,25 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
     ids.set(p, b * L + L - p.length);
     mask.fill(1, b * L + L - p.length, (b + 1) * L);
   });
-  const outs: GenerationOutput[] = prompts.map((p) => ({ promptIds: [...p], tokenIds: [], text: "", logprobs: [], finishReason: "length" }));
+  const outs: GenerationOutput[] = prompts.map((p) => ({
+    promptIds: [...p],
+    tokenIds: [],
+    text: "",
+    logprobs: [],
+    finishReason: "length",
+  }));
   if (options.topLogprobs) for (const o of outs) o.topLogprobs = [];
   const done = new Array<boolean>(B).fill(maxNew === 0);
   const cache = model.newCache(B);
   return noGrad(() => {
-    let logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, cache });
-    let T = L;
+    let logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, cache, logitsToKeep: 1 });
     for (let step = 0; step < maxNew; step++) {
       const data = logits.toFloat32Array();
       const next = new Int32Array(B).fill(pad);
       const stepMask = new Uint8Array(B);
       for (let b = 0; b < B; b++) {
         if (done[b]) continue;
-        const raw = data.subarray((b * T + T - 1) * V, (b * T + T) * V);
+        const raw = data.subarray(b * V, (b + 1) * V);
         const out = outs[b];
         const processed = Float32Array.from(raw);
         if (options.repetitionPenalty && options.repetitionPenalty !== 1) {
@@ -100,7 +123,10 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
         const lp = logSoftmaxRow(raw);
         out.tokenIds.push(token);
         out.logprobs.push(lp[token]);
-        if (options.topLogprobs) out.topLogprobs?.push(topEntries(lp, options.topLogprobs).map(([tokenId, logprob]) => ({ tokenId, logprob })));
+        if (options.topLogprobs)
+          out.topLogprobs?.push(
+            topEntries(lp, options.topLogprobs).map(([tokenId, logprob]) => ({ tokenId, logprob })),
+          );
         options.onToken?.(b, token);
         next[b] = token;
         stepMask[b] = 1;
@@ -121,7 +147,6 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
       }
       if (done.every(Boolean) || step === maxNew - 1) break;
       logits = model.forward(new Tensor(next, [B, 1], "i32"), { attentionMask: stepMask, cache });
-      T = 1;
     }
     if (options.tokenizer) {
       for (const out of outs) {

@@ -20,3 +20,4 @@ export { assistantSpans, renderForTraining, type TrainingRender } from "./assist
 export * from "./sampling.js";
 export { generate, type GenerateOptions, type GenerationOutput, type TokenAlternative } from "./generate.js";
 export { scoreCompletions, type ScoreItem } from "./score.js";
+export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";

@@ -47,7 +47,8 @@ export class KVCache {
       this.layers[i] = { kind: "attention", k, v };
       return { k, v };
     }
-    if (prev.kind !== "attention") throw new GenerationError(`KVCache: layer ${i} holds "${prev.kind}" state, not attention`);
+    if (prev.kind !== "attention")
+      throw new GenerationError(`KVCache: layer ${i} holds "${prev.kind}" state, not attention`);
     const cur = prev as AttentionLayerCache;
     const full = { k: concat([cur.k, k], 2), v: concat([cur.v, v], 2) };
     this.layers[i] = { kind: "attention", ...full };
@@ -56,7 +57,8 @@ export class KVCache {
 
   /** Records the mask of `t` new positions (called once per forward, before the layers run). */
   commit(newMask: Uint8Array[], t: number): void {
-    if (newMask.length !== this.batch) throw new GenerationError(`KVCache: ${newMask.length} mask rows for batch ${this.batch}`);
+    if (newMask.length !== this.batch)
+      throw new GenerationError(`KVCache: ${newMask.length} mask rows for batch ${this.batch}`);
     this.maskRows = newMask.map((row) => row.slice());
     this.lengthValue += t;
   }

@@ -33,7 +33,10 @@ export async function loadModel(source: ModelSource, options: LoadModelOptions =
 
 /** A randomly initialised model for a config object (tests, benchmarks). */
 export function createModel(config: Record<string, unknown> | DecoderConfig, options: RandomInitOptions = {}): Model {
-  const c = "architecture" in config && "raw" in config ? (config as DecoderConfig) : parseDecoderConfig(config as Record<string, unknown>);
+  const c =
+    "architecture" in config && "raw" in config
+      ? (config as DecoderConfig)
+      : parseDecoderConfig(config as Record<string, unknown>);
   const tensors: Map<string, Tensor> = randomTensors(c, options);
   return CausalLM.fromTensors(c, tensors);
 }

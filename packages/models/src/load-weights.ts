@@ -61,7 +61,8 @@ async function openCheckpoint(files: ModelFiles): Promise<Map<string, TensorRead
     return byName;
   }
   const weightMap = index.weight_map as Record<string, string> | undefined;
-  if (!weightMap || typeof weightMap !== "object") throw new WeightLoadError(`${files.label}/model.safetensors.index.json: no "weight_map" object`);
+  if (!weightMap || typeof weightMap !== "object")
+    throw new WeightLoadError(`${files.label}/model.safetensors.index.json: no "weight_map" object`);
   const shards = new Map<string, TensorReader>();
   for (const [tensor, shard] of Object.entries(weightMap)) {
     let reader = shards.get(shard);
@@ -69,7 +70,8 @@ async function openCheckpoint(files: ModelFiles): Promise<Map<string, TensorRead
       reader = await openSafetensors(files, shard);
       shards.set(shard, reader);
     }
-    if (!reader.names().includes(tensor)) throw new WeightLoadError(`index maps "${tensor}" to ${shard}, which does not contain it`, [tensor]);
+    if (!reader.names().includes(tensor))
+      throw new WeightLoadError(`index maps "${tensor}" to ${shard}, which does not contain it`, [tensor]);
     byName.set(tensor, reader);
   }
   return byName;
@@ -90,7 +92,11 @@ function toTensor(data: TensorData, shape: number[], dtype: "f32" | "bf16"): Ten
 const FLOAT_DTYPES = new Set(["F32", "F16", "BF16", "F64"]);
 
 /** Reads and validates every tensor the config needs. */
-export async function loadWeights(files: ModelFiles, config: DecoderConfig, options: LoadWeightsOptions = {}): Promise<Map<string, Tensor>> {
+export async function loadWeights(
+  files: ModelFiles,
+  config: DecoderConfig,
+  options: LoadWeightsOptions = {},
+): Promise<Map<string, Tensor>> {
   const dtype = options.dtype ?? "f32";
   const expected = parameterShapes(config);
   const readers = await openCheckpoint(files);
@@ -123,7 +129,12 @@ export async function loadWeights(files: ModelFiles, config: DecoderConfig, opti
         unexpected.length ? `unexpected keys: ${unexpected.join(", ")}` : "",
         mismatched.length ? `shape/dtype mismatches: ${mismatched.join("; ")}` : "",
       ].filter(Boolean);
-      throw new WeightLoadError(`${files.label}: checkpoint does not match ${config.architecture} config: ${parts.join(" | ")}`, missing, unexpected, mismatched);
+      throw new WeightLoadError(
+        `${files.label}: checkpoint does not match ${config.architecture} config: ${parts.join(" | ")}`,
+        missing,
+        unexpected,
+        mismatched,
+      );
     }
     const out = new Map<string, Tensor>();
     for (const [name, shape] of expected) {

@@ -75,6 +75,7 @@ export async function readJsonFile(files: ModelFiles, name: string): Promise<Rec
   } catch (e) {
     throw new ModelFileError(`${files.label}/${name}: not valid JSON (${(e as Error).message})`);
   }
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new ModelFileError(`${files.label}/${name}: must be a JSON object`);
+  if (v === null || typeof v !== "object" || Array.isArray(v))
+    throw new ModelFileError(`${files.label}/${name}: must be a JSON object`);
   return v as Record<string, unknown>;
 }

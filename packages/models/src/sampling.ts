@@ -17,12 +17,15 @@ export interface SamplingParams {
 }
 
 export function checkSamplingParams(p: SamplingParams): void {
-  const bad = (name: string, rule: string, v: unknown) => new GenerationError(`sampling: ${name} = ${String(v)} must be ${rule}`);
+  const bad = (name: string, rule: string, v: unknown) =>
+    new GenerationError(`sampling: ${name} = ${String(v)} must be ${rule}`);
   if (p.temperature !== undefined && !(p.temperature >= 0)) throw bad("temperature", "≥ 0", p.temperature);
-  if (p.topK !== undefined && !(Number.isInteger(p.topK) && p.topK >= 0)) throw bad("topK", "a non-negative integer", p.topK);
+  if (p.topK !== undefined && !(Number.isInteger(p.topK) && p.topK >= 0))
+    throw bad("topK", "a non-negative integer", p.topK);
   if (p.topP !== undefined && !(p.topP > 0 && p.topP <= 1)) throw bad("topP", "in (0, 1]", p.topP);
   if (p.minP !== undefined && !(p.minP >= 0 && p.minP <= 1)) throw bad("minP", "in [0, 1]", p.minP);
-  if (p.repetitionPenalty !== undefined && !(p.repetitionPenalty > 0)) throw bad("repetitionPenalty", "> 0", p.repetitionPenalty);
+  if (p.repetitionPenalty !== undefined && !(p.repetitionPenalty > 0))
+    throw bad("repetitionPenalty", "> 0", p.repetitionPenalty);
 }
 
 /** transformers RepetitionPenaltyLogitsProcessor: positive logits divided, negative multiplied. In place. */

@@ -9,37 +9,40 @@ export interface ScoreItem {
 }
 
 /**
- * log p(completion_t | prompt, completion_<t) for each item, all items in one right-padded
- * forward (causal attention never looks right, so the padding needs no mask for real tokens).
+ * log p(completion_t | prompt, completion_<t) for each item, all items in one left-padded
+ * forward. Completions are right-aligned, so only the last (longest completion) positions go
+ * through the vocabulary projection.
  */
 export function scoreCompletions(model: CausalLM, items: readonly ScoreItem[]): number[][] {
   if (items.length === 0) return [];
   const V = model.config.vocabSize;
   for (const [i, it] of items.entries()) {
-    if (it.promptIds.length === 0) throw new GenerationError(`score: item ${i} has an empty prompt (the first token has no context)`);
+    if (it.promptIds.length === 0)
+      throw new GenerationError(`score: item ${i} has an empty prompt (the first token has no context)`);
     for (const id of [...it.promptIds, ...it.completionIds]) {
-      if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new GenerationError(`score: item ${i} has token ${id} outside [0, ${V})`);
+      if (!(Number.isInteger(id) && id >= 0 && id < V))
+        throw new GenerationError(`score: item ${i} has token ${id} outside [0, ${V})`);
     }
   }
+  const C = Math.max(...items.map((it) => it.completionIds.length));
+  if (C === 0) return items.map(() => []);
   const B = items.length;
   const L = Math.max(...items.map((it) => it.promptIds.length + it.completionIds.length));
   const ids = new Int32Array(B * L);
   const mask = new Uint8Array(B * L);
-  const targets = new Int32Array(B * (L - 1)).fill(-100);
+  // Logits kept: positions L−C−1 … L−2 predict the last C positions.
+  const targets = new Int32Array(B * C).fill(-100);
   items.forEach((it, b) => {
     const seq = [...it.promptIds, ...it.completionIds];
-    ids.set(seq, b * L);
-    mask.fill(1, b * L, b * L + seq.length);
-    for (let t = it.promptIds.length; t < seq.length; t++) targets[b * (L - 1) + t - 1] = seq[t];
+    ids.set(seq, b * L + L - seq.length);
+    mask.fill(1, b * L + L - seq.length, (b + 1) * L);
+    const n = it.completionIds.length;
+    targets.set(it.completionIds, b * C + C - n);
   });
   return noGrad(() => {
-    if (L < 2) return items.map(() => []);
-    const logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask });
-    const shifted = reshape(narrow(logits, 1, 0, L - 1), [B * (L - 1), V]);
-    const lp = tokenLogProbs(shifted, new Tensor(targets, [B * (L - 1)], "i32")).toFloat32Array();
-    return items.map((it, b) => {
-      const p = it.promptIds.length;
-      return Array.from({ length: it.completionIds.length }, (_, j) => lp[b * (L - 1) + p - 1 + j]);
-    });
+    const logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, logitsToKeep: C + 1 });
+    const shifted = reshape(narrow(logits, 1, 0, C), [B * C, V]);
+    const lp = tokenLogProbs(shifted, new Tensor(targets, [B * C], "i32")).toFloat32Array();
+    return items.map((it, b) => Array.from(lp.subarray(b * C + C - it.completionIds.length, (b + 1) * C)));
   });
 }

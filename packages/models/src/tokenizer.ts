@@ -15,7 +15,8 @@ export interface DecodeOptions {
 
 function tokenContent(v: unknown): string | null {
   if (typeof v === "string") return v;
-  if (v && typeof v === "object" && typeof (v as { content?: unknown }).content === "string") return (v as { content: string }).content;
+  if (v && typeof v === "object" && typeof (v as { content?: unknown }).content === "string")
+    return (v as { content: string }).content;
   return null;
 }
 
@@ -65,7 +66,10 @@ export class Tokenizer {
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
-    return this.hf.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? false, clean_up_tokenization_spaces: false });
+    return this.hf.decode([...ids], {
+      skip_special_tokens: options.skipSpecialTokens ?? false,
+      clean_up_tokenization_spaces: false,
+    });
   }
 
   tokenToId(token: string): number | null {

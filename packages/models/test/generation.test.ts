@@ -43,7 +43,10 @@ describe("KV cache", () => {
     const alone = noGrad(() => model.forward(new Tensor(Int32Array.from(seq), [1, 6], "i32")));
     const cache = model.newCache(1);
     const padded = noGrad(() => {
-      const a = model.forward(new Tensor(Int32Array.from([0, 0, 0, ...seq.slice(0, 3)]), [1, 6], "i32"), { cache, attentionMask: [[0, 0, 0, 1, 1, 1]] });
+      const a = model.forward(new Tensor(Int32Array.from([0, 0, 0, ...seq.slice(0, 3)]), [1, 6], "i32"), {
+        cache,
+        attentionMask: [[0, 0, 0, 1, 1, 1]],
+      });
       const b = model.forward(new Tensor(Int32Array.from(seq.slice(3)), [1, 3], "i32"), { cache });
       return concat([narrow(a, 1, 3), b], 1);
     });
@@ -74,7 +77,8 @@ describe("generate", () => {
 
   it("is reproducible from its seed and varies across seeds", async () => {
     const model = await tiny("qwen3");
-    const run = (seed: number) => generate(model, [PROMPTS[0]], { temperature: 1.5, maxNewTokens: 12, seed, stopTokenIds: [] })[0].tokenIds;
+    const run = (seed: number) =>
+      generate(model, [PROMPTS[0]], { temperature: 1.5, maxNewTokens: 12, seed, stopTokenIds: [] })[0].tokenIds;
     expect(run(7)).toEqual(run(7));
     const others = [8, 9, 10].map(run);
     expect(others.some((o) => o.join() !== run(7).join())).toBe(true);
@@ -93,7 +97,12 @@ describe("generate", () => {
   it("repetition penalty changes greedy output away from repeats", async () => {
     const model = await tiny("llama");
     const plain = generate(model, [PROMPTS[1]], { greedy: true, maxNewTokens: 16, stopTokenIds: [] })[0].tokenIds;
-    const penalised = generate(model, [PROMPTS[1]], { greedy: true, maxNewTokens: 16, stopTokenIds: [], repetitionPenalty: 100 })[0].tokenIds;
+    const penalised = generate(model, [PROMPTS[1]], {
+      greedy: true,
+      maxNewTokens: 16,
+      stopTokenIds: [],
+      repetitionPenalty: 100,
+    })[0].tokenIds;
     const distinct = (xs: number[]) => new Set(xs).size;
     expect(distinct(penalised)).toBe(16);
     expect(distinct(penalised)).toBeGreaterThan(distinct(plain));
@@ -140,6 +149,6 @@ describe("scoreCompletions", () => {
       model,
       outs.map((o) => ({ promptIds: o.promptIds, completionIds: o.tokenIds })),
     );
-    outs.forEach((o, i) => expect(maxAbsDiff(scores[i], o.logprobs)).toBeLessThan(1e-4));
+    for (const [i, o] of outs.entries()) expect(maxAbsDiff(scores[i], o.logprobs)).toBeLessThan(1e-4);
   });
 });

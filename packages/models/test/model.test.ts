@@ -4,7 +4,7 @@ import { parseSafetensors, serializeSafetensors, type TensorData } from "@kiln/h
 import { Tensor, backward, noGrad, sum, tokenLogProbs } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import {
-  Linear,
+  type Linear,
   type LinearAdapter,
   SUPPORTED_ARCHITECTURES,
   UnsupportedArchitectureError,
@@ -29,7 +29,14 @@ function checkpointTensors(name: string): Map<string, TensorData> {
 
 describe("config", () => {
   it("lists the supported architectures when given another", () => {
-    const raw = { architectures: ["MistralForCausalLM"], hidden_size: 8, num_attention_heads: 2, num_hidden_layers: 1, vocab_size: 4, intermediate_size: 4 };
+    const raw = {
+      architectures: ["MistralForCausalLM"],
+      hidden_size: 8,
+      num_attention_heads: 2,
+      num_hidden_layers: 1,
+      vocab_size: 4,
+      intermediate_size: 4,
+    };
     expect(() => parseDecoderConfig(raw)).toThrow(UnsupportedArchitectureError);
     expect(() => parseDecoderConfig(raw)).toThrow(SUPPORTED_ARCHITECTURES.join(", "));
   });
@@ -54,7 +61,12 @@ describe("weights", () => {
     for (const name of ["llama", "qwen2", "qwen3", "llama3-scaled"]) {
       const model = await loadModel(tinyDir(name));
       const keys = [...checkpointTensors(name).keys()].sort();
-      expect(model.namedParameters().map(([k]) => k).sort()).toEqual(keys);
+      expect(
+        model
+          .namedParameters()
+          .map(([k]) => k)
+          .sort(),
+      ).toEqual(keys);
       expect([...model.stateDict().keys()].sort()).toEqual(keys);
       for (const [k, t] of model.namedParameters()) expect(t.shape).toEqual(checkpointTensors(name).get(k)?.shape);
     }
@@ -63,7 +75,12 @@ describe("weights", () => {
   it("lists linears by HF module path, lm_head included (tied or not)", async () => {
     const model = await loadModel(tinyDir("qwen2"));
     const names = model.namedLinears().map(([n]) => n);
-    expect(names.slice(0, 4)).toEqual(["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj", "model.layers.0.self_attn.v_proj", "model.layers.0.self_attn.o_proj"]);
+    expect(names.slice(0, 4)).toEqual([
+      "model.layers.0.self_attn.q_proj",
+      "model.layers.0.self_attn.k_proj",
+      "model.layers.0.self_attn.v_proj",
+      "model.layers.0.self_attn.o_proj",
+    ]);
     expect(names).toContain("model.layers.1.mlp.down_proj");
     expect(names.at(-1)).toBe("lm_head");
     // Tied: the head is the embedding tensor itself.
@@ -97,12 +114,19 @@ describe("weights", () => {
     files.delete("model.safetensors");
     files.set("model-00001-of-00002.safetensors", serializeSafetensors(pick(names.slice(0, half))));
     files.set("model-00002-of-00002.safetensors", serializeSafetensors(pick(names.slice(half))));
-    const weightMap = Object.fromEntries(names.map((n, i) => [n, i < half ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors"]));
+    const weightMap = Object.fromEntries(
+      names.map((n, i) => [n, i < half ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors"]),
+    );
     files.set("model.safetensors.index.json", JSON.stringify({ metadata: {}, weight_map: weightMap }));
     const sharded = await loadModel(files);
     const plain = await loadModel(tinyDir("llama"));
     const ids = new Tensor(Int32Array.from([1, 2, 3]), [1, 3], "i32");
-    expect(maxAbsDiff(noGrad(() => sharded.forward(ids)).toFloat32Array(), noGrad(() => plain.forward(ids)).toFloat32Array())).toBe(0);
+    expect(
+      maxAbsDiff(
+        noGrad(() => sharded.forward(ids)).toFloat32Array(),
+        noGrad(() => plain.forward(ids)).toFloat32Array(),
+      ),
+    ).toBe(0);
   });
 });
 
@@ -115,7 +139,11 @@ describe("Linear adapters and training hooks", () => {
     const adapter: LinearAdapter = {
       name: "shift",
       enabled: true,
-      forward: (x) => new Tensor(new Float32Array((x.size / lin.inFeatures) * lin.outFeatures).fill(0.5), [...x.shape.slice(0, -1), lin.outFeatures]),
+      forward: (x) =>
+        new Tensor(new Float32Array((x.size / lin.inFeatures) * lin.outFeatures).fill(0.5), [
+          ...x.shape.slice(0, -1),
+          lin.outFeatures,
+        ]),
     };
     lin.adapters.push(adapter);
     const adapted = noGrad(() => model.forward(ids)).toFloat32Array();

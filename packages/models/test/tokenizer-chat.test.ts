@@ -22,8 +22,11 @@ interface RenderCase {
   assistant_spans_no_thinking?: string[];
 }
 
-const idCases = (JSON.parse(readFileSync(join(FIXTURES, "qwen3", "tokenizer-ids.json"), "utf8")) as { cases: IdCase[] }).cases;
-const renderCases = (JSON.parse(readFileSync(join(FIXTURES, "qwen3", "chat-renders.json"), "utf8")) as { cases: RenderCase[] }).cases;
+const idCases = (JSON.parse(readFileSync(join(FIXTURES, "qwen3", "tokenizer-ids.json"), "utf8")) as { cases: IdCase[] })
+  .cases;
+const renderCases = (
+  JSON.parse(readFileSync(join(FIXTURES, "qwen3", "chat-renders.json"), "utf8")) as { cases: RenderCase[] }
+).cases;
 
 describe("Qwen3 tokenizer (real tokenizer.json)", () => {
   const tok = qwen3Tokenizer();
@@ -48,7 +51,11 @@ describe("Qwen3 chat template (fixtures from numerics.md §6)", () => {
   const template = ChatTemplate.fromTokenizer(tok);
   for (const c of renderCases) {
     it(`renders: ${c.name}`, () => {
-      const out = template.render(c.messages, { tools: c.tools, addGenerationPrompt: c.add_generation_prompt, enableThinking: c.enable_thinking });
+      const out = template.render(c.messages, {
+        tools: c.tools,
+        addGenerationPrompt: c.add_generation_prompt,
+        enableThinking: c.enable_thinking,
+      });
       expect(out).toBe(c.expected);
     });
   }
