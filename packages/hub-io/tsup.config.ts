@@ -1,3 +1,4 @@
 import { kilnTsup } from "../../tooling/tsup.preset.mjs";
 
-export default kilnTsup();
+// Library entry plus the `kiln-hub-io` command.
+export default kilnTsup({ entry: ["src/index.ts", "src/cli.ts"] });

@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// kiln-hub-io: command-line entry for the file tools other packages and scripts need.
+//   kiln-hub-io convert-llama2c <checkpoint.bin> <tokenizer.bin|-> <out-dir>
+//   kiln-hub-io manifest write|verify <dir>
+//   kiln-hub-io inspect <file.safetensors>
+// `runCli(argv)` is the same entry as a function (returns the exit code, writes to the given streams).
+
+import { convertLlama2c } from "./llama2c-convert.js";
+import { verifyManifest, writeManifest } from "./manifest.js";
+import { SafetensorsFile } from "./safetensors-read.js";
+
+const USAGE = `usage:
+  kiln-hub-io convert-llama2c <checkpoint.bin> <tokenizer.bin|-> <out-dir>
+  kiln-hub-io manifest write|verify <dir>
+  kiln-hub-io inspect <file.safetensors>`;
+
+export async function runCli(
+  argv: string[],
+  out: (s: string) => void = (s) => process.stdout.write(s),
+  err: (s: string) => void = (s) => process.stderr.write(s),
+): Promise<number> {
+  const [cmd, ...args] = argv;
+  try {
+    if (cmd === "convert-llama2c" && args.length === 3) {
+      const [checkpoint, tokenizer, outDir] = args;
+      const r = await convertLlama2c({ checkpoint, tokenizer: tokenizer === "-" ? undefined : tokenizer, outDir });
+      out(`wrote ${[...r.files.keys()].join(", ")} to ${outDir}\n`);
+      return 0;
+    }
+    if (cmd === "manifest" && args.length === 2 && (args[0] === "write" || args[0] === "verify")) {
+      if (args[0] === "write") {
+        const entries = await writeManifest(args[1]);
+        out(`SHA256SUMS: ${entries.length} files\n`);
+        return 0;
+      }
+      const rep = await verifyManifest(args[1]);
+      for (const p of rep.mismatched) out(`${p}: FAILED\n`);
+      for (const p of rep.missing) out(`${p}: MISSING\n`);
+      out(rep.ok ? "OK\n" : "verification failed\n");
+      return rep.ok ? 0 : 1;
+    }
+    if (cmd === "inspect" && args.length === 1) {
+      const f = await SafetensorsFile.open(args[0]);
+      if (f.metadata) out(`__metadata__ ${JSON.stringify(f.metadata)}\n`);
+      for (const k of f.keys()) {
+        const t = f.info(k);
+        out(`${k}\t${t.dtype}\t[${t.shape.join(", ")}]\n`);
+      }
+      await f.close();
+      return 0;
+    }
+    err(`${USAGE}\n`);
+    return 2;
+  } catch (e) {
+    err(`kiln-hub-io: ${(e as Error).message}\n`);
+    return 1;
+  }
+}
+
+// Run when executed directly (the built bin or `tsx src/cli.ts`), not when imported.
+const self = typeof process !== "undefined" ? (process.argv[1] ?? "") : "";
+if (/(^|[\\/])cli\.(ts|js|cjs|mjs)$/.test(self)) {
+  runCli(process.argv.slice(2)).then((code) => process.exit(code));
+}
