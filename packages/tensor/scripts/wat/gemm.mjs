@@ -205,11 +205,48 @@ function packA(trans) {
     ${forLoop("p", get("kc"), get("kcp"), i32(1), `(v128.store ${get("dst")} (v128.const i32x4 0 0 0 0)) ${set("dst", add(get("dst"), i32(16)))}`)}`;
     body = `(if (i32.eq ${get("mr")} ${i32(MR)}) (then ${fast}) (else ${scalarPanel}))`;
   }
+  if (!trans && MR === 4) {
+    // Row-major A: load 4 k-values of each of the 4 rows and transpose the 4x4 block with shuffles.
+    const lanes = (...l) => l.flatMap((x) => [4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3]).join(" ");
+    const shuf = (l, x, y) => `(i8x16.shuffle ${lanes(...l)} ${x} ${y})`;
+    const rowLoad = (r) => `(v128.load ${r === 0 ? get("src") : add(get("src"), mul(get("step"), i32(r)))})`;
+    const fast = `
+    ${set("src", add(get("a"), mul(add(mul(get("i"), get("k")), get("pc")), i32(4))))}
+    ${set("step", mul(get("k"), i32(4)))}
+    ${set("dst", get("panel"))}
+    ${forLoop(
+      "p",
+      i32(0),
+      `(i32.and ${get("kc")} (i32.const -4))`,
+      i32(4),
+      `${set("t0", shuf([0, 4, 1, 5], rowLoad(0), rowLoad(1)))}
+      ${set("t1", shuf([2, 6, 3, 7], rowLoad(0), rowLoad(1)))}
+      ${set("t2", shuf([0, 4, 1, 5], rowLoad(2), rowLoad(3)))}
+      ${set("t3", shuf([2, 6, 3, 7], rowLoad(2), rowLoad(3)))}
+      (v128.store offset=0 ${get("dst")} ${shuf([0, 1, 4, 5], get("t0"), get("t2"))})
+      (v128.store offset=16 ${get("dst")} ${shuf([2, 3, 6, 7], get("t0"), get("t2"))})
+      (v128.store offset=32 ${get("dst")} ${shuf([0, 1, 4, 5], get("t1"), get("t3"))})
+      (v128.store offset=48 ${get("dst")} ${shuf([2, 3, 6, 7], get("t1"), get("t3"))})
+      ${set("src", add(get("src"), i32(16)))}
+      ${set("dst", add(get("dst"), i32(64)))}`,
+    )}
+    ${forLoop(
+      "p",
+      `(i32.and ${get("kc")} (i32.const -4))`,
+      get("kc"),
+      i32(1),
+      `${[0, 1, 2, 3].map((r) => `(f32.store offset=${r * 4} ${get("dst")} (f32.load ${r === 0 ? get("src") : add(get("src"), mul(get("step"), i32(r)))}))`).join(" ")}
+      ${set("src", add(get("src"), i32(4)))}
+      ${set("dst", add(get("dst"), i32(16)))}`,
+    )}
+    ${forLoop("p", get("kc"), get("kcp"), i32(1), `(v128.store ${get("dst")} (v128.const i32x4 0 0 0 0)) ${set("dst", add(get("dst"), i32(16)))}`)}`;
+    body = `(if (i32.eq ${get("mr")} ${i32(MR)}) (then ${fast}) (else ${scalarPanel}))`;
+  }
   return `
 (func ${name} (param $a i32) (param $m i32) (param $k i32) (param $ic i32) (param $mc i32) (param $pc i32)
   (param $kc i32) (param $kcp i32) (param $ap i32)
   (local $ir i32) (local $i i32) (local $mr i32) (local $r i32) (local $p i32) (local $src i32) (local $dst i32)
-  (local $step i32) (local $panel i32)
+  (local $step i32) (local $panel i32) (local $t0 v128) (local $t1 v128) (local $t2 v128) (local $t3 v128)
   ${forLoop(
     "ir",
     i32(0),
