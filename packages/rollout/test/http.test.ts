@@ -255,6 +255,28 @@ describe("OpenAI-compatible server", () => {
     await noTok.close();
   });
 
+  it("turns a policy exception into a 500 error body and keeps serving", async () => {
+    let calls = 0;
+    const broken = {
+      id: "broken",
+      async generate() {
+        calls++;
+        throw new Error("CUDA out of memory");
+      },
+    };
+    const srv = await createOpenAIServer({ policy: broken });
+    const r = await post(`${srv.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }] });
+    expect(r.status).toBe(500);
+    expect(r.json.error).toMatchObject({ type: "server_error" });
+    expect(r.json.error.message).toContain("CUDA out of memory");
+    const http = new HttpPolicy({ baseUrls: srv.url, model: "m", retries: 1, backoffMs: 1 });
+    await expect(http.generate([userMessage("x")])).rejects.toThrow(/HTTP 500: internal error: CUDA out of memory/);
+    expect(calls).toBe(3); // one direct request + two attempts by the client
+    expect(srv.stats().active).toBe(0);
+    expect((await fetch(`${srv.url}/health`)).status).toBe(200);
+    await srv.close();
+  });
+
   it("bounds concurrency and rejects beyond the queue with 429", async () => {
     const srv = await createOpenAIServer({ policy: player("hermes", 60), maxConcurrency: 2, maxQueue: 2 });
     const body = { messages: [{ role: "user", content: "between 1 and 100" }] };
