@@ -1,6 +1,7 @@
 // tau2-bench retail for kiln: the domain (DB + 16 tools), tasks and splits, user simulator,
 // environment and episode loop, grading (DB hash, COMMUNICATE, NL assertions), pass^k with
 // standard errors, a runner with results files, and an oracle agent.
+export * from "./cli.js";
 export * from "./data-dir.js";
 export * from "./db.js";
 export * from "./db-hash.js";

@@ -49,7 +49,7 @@ export interface Tau2RunOptions {
   sink?: { has?(episodeId: string): boolean; append(trajectory: Trajectory): Promise<void> };
 }
 
-const policyId = (p: Policy | ((t: Tau2Task) => Policy)) => (typeof p === "function" ? "per-task" : p.id);
+const policyId = (p: Policy | ((t: Tau2Task) => Policy)) => (typeof p === "function" ? p.name || "per-task" : p.id);
 
 export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
   const startedAt = new Date().toISOString();
