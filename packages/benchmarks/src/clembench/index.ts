@@ -30,3 +30,4 @@ export { GAMES, getGame } from "./registry.js";
 export { episodeDir, writeEpisode } from "./results-writer.js";
 export * from "./runner.js";
 export * from "./scripted-players.js";
+export { CLI_USAGE, runClemCli } from "./cli.js";

@@ -104,3 +104,18 @@ export class Player {
     return this.backend.modelName;
   }
 }
+
+/** Wrap a player backend as a kiln Policy (to serve scripted players over HTTP, e.g. in tests and demos). */
+export function policyFromBackend(backend: PlayerBackend, id = backend.modelName): Policy {
+  return {
+    id,
+    async generate(messages: Message[]) {
+      const turns: ChatTurn[] = messages
+        .filter((m) => m.role === "user" || m.role === "assistant")
+        .map((m) => ({ role: m.role as "user" | "assistant", content: m.content ?? "" }));
+      const last = turns[turns.length - 1];
+      const text = await backend.respond(turns, { role: "user", content: last?.content ?? "" });
+      return { message: { role: "assistant", content: text }, text, finishReason: "stop" };
+    },
+  };
+}
