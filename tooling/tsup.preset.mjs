@@ -12,6 +12,8 @@ export function kilnTsup(overrides = {}) {
     target: "node20",
     splitting: false,
     treeshake: true,
+    // import.meta.url in the CJS build (packages locate their shipped data files with it).
+    shims: true,
     ...overrides,
   });
 }

@@ -1,17 +1,102 @@
-// `kiln` CLI. Subcommands grow with the packages they compose.
+// `kiln` CLI. Each subcommand composes package APIs; the maths lives in the packages.
+import { runDemo } from "./demo.js";
+
+const HELP = `usage: kiln <command> [options]
+
+commands:
+  demo [--out DIR] [--name NAME] [--steps N] [--backend wasm|js] [--seed N]
+        convert the embedded stories260K model, generate, LoRA SFT, merge (s=0.85, fp32),
+        generate again, play questworld, write a run directory (default runs/demo)
+  convert-llama2c <checkpoint.bin> <tokenizer.bin> <out-dir>
+        convert a llama2.c checkpoint to a Hugging Face Llama directory
+  generate <model-dir> [--prompt TEXT] [--max-tokens N] [--temperature T] [--seed N]
+  serve <model-dir> [--host 127.0.0.1] [--port 8000] [--adapter DIR] [--max-concurrency N]
+        an OpenAI-compatible server (chat completions with tools and log-probs, completions)
+  eval questworld [--policy expert|random|<model-dir>|<http-url>] [--seeds 1,2,3] [--out DIR]
+  eval tau2 [...]   eval clem [...]   (see kiln eval <benchmark> --help)
+  help`;
+
+export interface ParsedArgs {
+  positional: string[];
+  flags: Record<string, string | true>;
+}
+
+export function parseArgs(argv: string[]): ParsedArgs {
+  const positional: string[] = [];
+  const flags: Record<string, string | true> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a.startsWith("--")) {
+      const eq = a.indexOf("=");
+      if (eq > 0) flags[a.slice(2, eq)] = a.slice(eq + 1);
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) flags[a.slice(2)] = argv[++i];
+      else flags[a.slice(2)] = true;
+    } else positional.push(a);
+  }
+  return { positional, flags };
+}
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+export function intFlag(flags: ParsedArgs["flags"], name: string, fallback: number): number {
+  const v = flags[name];
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (v === true || !Number.isInteger(n)) throw new UsageError(`--${name} needs an integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+export function strFlag(flags: ParsedArgs["flags"], name: string, fallback?: string): string | undefined {
+  const v = flags[name];
+  if (v === true) throw new UsageError(`--${name} needs a value`);
+  return v ?? fallback;
+}
+
 export async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
-  switch (command) {
-    case undefined:
-    case "help":
-    case "--help":
-      console.log("usage: kiln <demo|help>");
-      return 0;
-    case "demo":
-      console.log("kiln demo: nothing composed yet");
-      return 0;
-    default:
-      console.error(`kiln: unknown command "${command}". Run "kiln help".`);
+  const [command, ...rest] = argv;
+  const args = parseArgs(rest);
+  try {
+    switch (command) {
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        console.log(HELP);
+        return 0;
+      case "demo": {
+        const backend = strFlag(args.flags, "backend", "wasm");
+        if (backend !== "wasm" && backend !== "js")
+          throw new UsageError(`--backend must be wasm or js, got ${backend}`);
+        await runDemo({
+          out: strFlag(args.flags, "out", "runs"),
+          name: strFlag(args.flags, "name", "demo"),
+          steps: intFlag(args.flags, "steps", 60),
+          seed: intFlag(args.flags, "seed", 0),
+          backend,
+        });
+        return 0;
+      }
+      case "convert-llama2c":
+      case "generate":
+      case "serve":
+      case "eval": {
+        const { runCommand } = await import("./commands.js");
+        return await runCommand(command, args);
+      }
+      default:
+        console.error(`kiln: unknown command "${command}". Run "kiln help".`);
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`kiln ${command}: ${err.message}\n\n${HELP}`);
       return 2;
+    }
+    throw err;
   }
 }

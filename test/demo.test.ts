@@ -1,0 +1,40 @@
+// Cross-package end to end: the `kiln demo` pipeline on the real stories260K model
+// (hub-io convert → models load/generate → lora + losses SFT → merge → rollout/benchmarks).
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { verifyManifest } from "@kiln/hub-io";
+import { runDemo } from "@kiln/kit";
+import { afterAll, describe, expect, it } from "vitest";
+
+const tmp = mkdtempSync(join(tmpdir(), "kiln-e2e-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe("kiln demo", () => {
+  it("trains, merges, evaluates and leaves a complete, verifiable run directory", async () => {
+    const lines: string[] = [];
+    const result = await runDemo({ out: tmp, name: "e2e", steps: 25, progress: false, log: (l) => lines.push(l) });
+    expect(result.lossLast).toBeLessThan(result.lossFirst * 0.5);
+    expect(result.before).toMatch(/^Once upon a time, there was a little robot/);
+    expect(result.after).not.toBe(result.before);
+    expect(result.core3Total).toBe(30);
+    expect(result.meanBf16DeltaLoss).toBeGreaterThan(0);
+    const dir = join(tmp, "e2e");
+    for (const f of [
+      "config.json",
+      "metadata.json",
+      "metrics.jsonl",
+      "summary.json",
+      "SHA256SUMS",
+      "base-model/model.safetensors",
+    ]) {
+      expect(existsSync(join(dir, f)), f).toBe(true);
+    }
+    expect(existsSync(join(dir, "checkpoints", "step-25", "adapter_model.safetensors"))).toBe(true);
+    expect(existsSync(join(dir, "checkpoints", "step-25", "adapter_config.json"))).toBe(true);
+    const metrics = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n");
+    expect(metrics.filter((l) => l.includes('"phase":"sft"')).length).toBe(25);
+    expect((await verifyManifest(dir)).ok).toBe(true);
+    expect(lines.join("\n")).toMatch(/questworld Core-3/);
+  });
+});
