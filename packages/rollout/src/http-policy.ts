@@ -40,6 +40,11 @@ export interface HttpPolicyOptions {
   returnTokenIds?: boolean;
   /** Renders messages as the server's chat template would; enables `score` via /v1/completions echo. */
   renderPrompt?: (messages: readonly Message[], tools: readonly ToolSchema[]) => string;
+  /**
+   * How `score` asks the server: "echo" (default; OpenAI legacy completions with echo + logprobs,
+   * offered by vLLM and others) or "prompt_logprobs" (vLLM's extension; needs `tokenizer`).
+   */
+  scoring?: "echo" | "prompt_logprobs";
   /** Tokenizer of the served model; lets `score` take token-id completions. */
   tokenizer?: TextTokenizer;
   /** Injected fetch (tests, proxies). Default: globalThis.fetch. */
@@ -148,6 +153,7 @@ export class HttpPolicy implements Policy {
       );
     }
     const prefix = render(messages, tools);
+    if (this.opts.scoring === "prompt_logprobs") return this.scorePromptLogprobs(prefix, completion);
     let prompt: string | number[];
     let fromIndex: (res: CompletionResponse) => number;
     if (typeof completion === "string") {
@@ -190,6 +196,43 @@ export class HttpPolicy implements Policy {
         ? lp.tokens.slice(start, promptLength).map(tokenIdFromText)
         : [...completion];
     return { tokenIds, logprobs };
+  }
+
+  /** vLLM `prompt_logprobs`: the whole sequence goes as token ids, so the completion is the tail. */
+  private async scorePromptLogprobs(prefix: string, completion: string | number[]): Promise<TokenScores> {
+    const tok = this.opts.tokenizer;
+    if (!tok) throw new PolicyCapabilityError(`HttpPolicy ${this.id}: prompt_logprobs scoring needs a tokenizer`);
+    const prefixIds = tok.encode(prefix);
+    const ids = typeof completion === "string" ? tok.encode(completion) : [...completion];
+    const prompt = [...prefixIds, ...ids];
+    const res = (await this.post("/v1/completions", {
+      model: this.opts.model,
+      prompt,
+      max_tokens: 1,
+      temperature: 0,
+      prompt_logprobs: 0,
+    })) as CompletionResponse;
+    const plp = res?.choices?.[0]?.prompt_logprobs;
+    if (!Array.isArray(plp) || plp.length !== prompt.length) {
+      throw new PolicyHttpError(
+        "completion response lacks prompt_logprobs for every prompt token (is this vLLM?)",
+        200,
+        false,
+      );
+    }
+    const logprobs = ids.map((id, i) => {
+      const entry = plp[prefixIds.length + i];
+      const value = entry?.[String(id)]?.logprob;
+      if (typeof value !== "number") {
+        throw new PolicyHttpError(
+          `prompt_logprobs has no log-prob for token ${id} at position ${prefixIds.length + i}`,
+          200,
+          false,
+        );
+      }
+      return value;
+    });
+    return { tokenIds: ids, logprobs };
   }
 
   private pick(): Endpoint {

@@ -356,7 +356,8 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
     const maxTokens = request.max_tokens ?? 16;
     const wantLogprobs = request.logprobs !== undefined && request.logprobs !== null;
     let promptScores: number[] | null = null;
-    if (request.echo && wantLogprobs) {
+    const wantPromptLogprobs = request.prompt_logprobs !== undefined && request.prompt_logprobs !== null;
+    if ((request.echo && wantLogprobs) || wantPromptLogprobs) {
       if (!policy.score)
         throw new HttpError(
           400,
@@ -433,6 +434,21 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
         index: i,
         text,
         logprobs,
+        ...(wantPromptLogprobs
+          ? {
+              prompt_logprobs: promptIds.map((id, k) =>
+                k === 0
+                  ? null
+                  : {
+                      [String(id)]: {
+                        logprob: promptScores![k],
+                        rank: null,
+                        decoded_token: tok ? tok.tokenText(id) : null,
+                      },
+                    },
+              ),
+            }
+          : {}),
         finish_reason: gen ? (gen.finishReason === "length" ? "length" : "stop") : "length",
         ...(request.return_token_ids ? { token_ids: genIds } : {}),
       });

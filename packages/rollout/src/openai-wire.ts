@@ -68,6 +68,8 @@ export const completionRequestSchema = z.looseObject({
   stop: stopSchema,
   n: z.number().int().min(1).max(64).optional(),
   echo: z.boolean().optional(),
+  /** vLLM extension: log-probs of the prompt tokens (0 = only the actual token). */
+  prompt_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   logprobs: z.number().int().min(0).max(20).nullable().optional(),
   stream: z.literal(false).optional(),
   return_token_ids: z.boolean().optional(),
@@ -131,6 +133,8 @@ export interface CompletionResponse {
     logprobs: WireCompletionLogprobs | null;
     finish_reason: string;
     token_ids?: number[];
+    /** vLLM: per prompt position, null for the first, else {token id: {logprob, rank, decoded_token}}. */
+    prompt_logprobs?: (Record<string, { logprob: number; rank: number | null; decoded_token: string | null }> | null)[];
   }[];
   usage: WireUsage;
   prompt_token_ids?: number[];

@@ -97,6 +97,18 @@ describe("in-process vs HTTP", () => {
     expect(a.logprobs).toEqual(gen.logprobs!.map((l) => l.logprob));
     expect(b).toEqual(a);
     expect(c).toEqual(a);
+    const vllmStyle = new HttpPolicy({
+      baseUrls: server.url,
+      model: "bisect",
+      renderPrompt: renderChatML,
+      tokenizer: new CharTokenizer(),
+      scoring: "prompt_logprobs",
+    });
+    expect(await vllmStyle.score(messages, gen.text)).toEqual(a);
+    expect(await vllmStyle.score(messages, gen.completionTokenIds!)).toEqual(a);
+    await expect(new HttpPolicy({ baseUrls: server.url, model: "m" }).score(messages, "x")).rejects.toThrow(
+      /renderPrompt/,
+    );
   });
 
   it("returns n choices whose first equals the single sample", async () => {
