@@ -84,7 +84,12 @@ export interface TokenScores {
 export interface Policy {
   readonly id: string;
   generate(messages: Message[], tools?: ToolSchema[], params?: GenerateParams): Promise<Generation>;
-  /** Log-probs of `completion` tokens given the conversation (teacher scoring). Optional. */
+  /**
+   * Log-probs of `completion` tokens given the conversation (teacher scoring). Optional.
+   * With `messages = []` the completion is a raw token sequence with nothing before it (no chat
+   * template); the first token then has no context and its value is up to the policy. The
+   * OpenAI-compatible server's `/v1/completions` echo and `prompt_logprobs` rely on this.
+   */
   score?(messages: Message[], completion: string | number[], tools?: ToolSchema[]): Promise<TokenScores>;
   /**
    * Continue a raw prompt (no chat template), as `/v1/completions` does. Optional;
