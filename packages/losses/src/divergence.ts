@@ -1,8 +1,9 @@
 // Token-level distillation over the full vocabulary (TRL GKD generalized_jsd_loss, SDFT/SDPO
-// full_logits and topk_logits modes; numerics.md §3). One fused op: the forward streams each
-// row once and keeps per-row statistics (logsumexps and the divergence's inner product); the
-// backward rebuilds the gradient row by row from them. Besides the logits and their gradient
-// only one row of scratch per distribution exists — never a [tokens × vocab] temporary.
+// full_logits and topk_logits modes; numerics.md §3). One fused op: the forward keeps only
+// per-row statistics (logsumexps and the divergence's inner product); the backward rebuilds the
+// gradient row by row from them, so no [tokens × vocab] temporary exists besides the gradient.
+// Forward / reverse KL over the full vocabulary run through the backend's softmax kernels in
+// row chunks (kl-kernels.ts); JSD and top-k stream row by row here.
 //
 // Per row, with S = softmax(z_s/T), P = softmax(z_t/T), s = log S, p = log P:
 //   forward KL(P‖S) = Σ P (p − s)           ∂/∂z_s = (S − P)/T
@@ -14,7 +15,8 @@
 // the mixture formula (which tends to 0 at both ends).
 import { Tensor, record } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
-import { checkPositiveInt, fmt, logitRows, maskValues } from "./inputs.js";
+import { checkPositiveInt, defaultChunkRows, fmt, logitRows, maskValues } from "./inputs.js";
+import { klBackwardRows, klForwardRows } from "./kl-kernels.js";
 import type { MaskLike } from "./result.js";
 
 export type DivergenceKind = "forward_kl" | "reverse_kl" | "jsd";
@@ -43,6 +45,11 @@ export interface TokenDivergenceOptions {
    * after SDPO). Default: full vocabulary.
    */
   topK?: number;
+  /**
+   * Rows per chunk for forward / reverse KL over the full vocabulary, which run through the
+   * backend's fused softmax kernels (default: about 16 MiB of logits per chunk).
+   */
+  chunkRows?: number;
 }
 
 interface Resolved {
@@ -168,6 +175,17 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
   }
   const zs = student.data as Float32Array;
   const zt = teacher.data as Float32Array;
+  const opName = `divergence_${mode === 0 ? "fkl" : mode === 1 ? "rkl" : "jsd"}`;
+  const outShape = student.shape.slice(0, -1);
+  if (k === 0 && mode !== 2) {
+    const chunk = options.chunkRows ?? defaultChunkRows(V);
+    checkPositiveInt(op, "chunkRows", chunk);
+    const plan = { reverse: mode === 1, zs, zt, map, mask, rows, V, invT, chunk };
+    const rowsOut = klForwardRows(plan);
+    return record(new Tensor(rowsOut.out, outShape), opName, [student], (g) => [
+      new Tensor(klBackwardRows(plan, rowsOut, g.data as Float32Array), student.shape),
+    ]);
+  }
   const lseS = new Float64Array(rows);
   const lseT = new Float64Array(rows);
   // Full vocabulary: per-row constant of the gradient (the KL term). Top-k: per bucket dL/dq_b
@@ -224,85 +242,54 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
       out[r] = loss;
       continue;
     }
-    let loss = 0;
-    if (mode === 0) {
-      for (let j = 0; j < V; j++) {
-        const p = zt[ot + j] * invT - lt;
-        const P = Math.exp(p);
-        if (P > 0) loss += P * (p - (zs[os + j] * invT - ls));
-      }
-    } else if (mode === 1) {
-      for (let j = 0; j < V; j++) {
-        const s = zs[os + j] * invT - ls;
-        const S = Math.exp(s);
-        if (S > 0) loss += S * (s - (zt[ot + j] * invT - lt));
-      }
-      rowConst[r] = loss;
-    } else {
-      let klSM = 0;
-      let klPM = 0;
-      for (let j = 0; j < V; j++) {
-        const s = zs[os + j] * invT - ls;
-        const p = zt[ot + j] * invT - lt;
-        const m = logMix(la, s, lb, p);
-        const S = Math.exp(s);
-        const P = Math.exp(p);
-        if (S > 0) klSM += S * (s - m);
-        if (P > 0) klPM += P * (p - m);
-      }
-      loss = beta * klPM + (1 - beta) * klSM;
-      rowConst[r] = klSM;
+    // Full-vocabulary JSD (forward / reverse KL took the kernel path above).
+    let klSM = 0;
+    let klPM = 0;
+    for (let j = 0; j < V; j++) {
+      const s = zs[os + j] * invT - ls;
+      const p = zt[ot + j] * invT - lt;
+      const m = logMix(la, s, lb, p);
+      const S = Math.exp(s);
+      const P = Math.exp(p);
+      if (S > 0) klSM += S * (s - m);
+      if (P > 0) klPM += P * (p - m);
     }
+    const loss = beta * klPM + (1 - beta) * klSM;
+    rowConst[r] = klSM;
     out[r] = loss;
   }
-  return record(
-    new Tensor(out, student.shape.slice(0, -1)),
-    `divergence_${mode === 0 ? "fkl" : mode === 1 ? "rkl" : "jsd"}`,
-    [student],
-    (g) => {
-      const gd = g.data as Float32Array;
-      const dz = new Float32Array(rows * V);
-      for (let r = 0; r < rows; r++) {
-        if (!mask[r] || gd[r] === 0) continue;
-        const scale = gd[r] * invT;
-        const os = r * V;
-        const ot = map[r] * V;
-        const ls = lseS[r];
-        const lt = lseT[r];
-        const c = rowConst[r];
-        if (topIdx && bucketG) {
-          const ok = r * k;
-          const ob = r * (k + 1);
-          const gTail = bucketG[ob + k];
-          // Tail members: S_j·(G_tail − c); then overwrite the top-k members with their own bucket.
-          for (let j = 0; j < V; j++) dz[os + j] = scale * Math.exp(zs[os + j] * invT - ls) * (gTail - c);
-          for (let b = 0; b < k; b++) {
-            const j = topIdx[ok + b];
-            dz[os + j] = scale * Math.exp(zs[os + j] * invT - ls) * (bucketG[ob + b] - c);
-          }
-          continue;
+  return record(new Tensor(out, outShape), opName, [student], (g) => {
+    const gd = g.data as Float32Array;
+    const dz = new Float32Array(rows * V);
+    for (let r = 0; r < rows; r++) {
+      if (!mask[r] || gd[r] === 0) continue;
+      const scale = gd[r] * invT;
+      const os = r * V;
+      const ot = map[r] * V;
+      const ls = lseS[r];
+      const lt = lseT[r];
+      const c = rowConst[r];
+      if (topIdx && bucketG) {
+        const ok = r * k;
+        const ob = r * (k + 1);
+        const gTail = bucketG[ob + k];
+        // Tail members: S_j·(G_tail − c); then overwrite the top-k members with their own bucket.
+        for (let j = 0; j < V; j++) dz[os + j] = scale * Math.exp(zs[os + j] * invT - ls) * (gTail - c);
+        for (let b = 0; b < k; b++) {
+          const j = topIdx[ok + b];
+          dz[os + j] = scale * Math.exp(zs[os + j] * invT - ls) * (bucketG[ob + b] - c);
         }
-        if (mode === 0) {
-          for (let j = 0; j < V; j++)
-            dz[os + j] = scale * (Math.exp(zs[os + j] * invT - ls) - Math.exp(zt[ot + j] * invT - lt));
-        } else if (mode === 1) {
-          for (let j = 0; j < V; j++) {
-            const s = zs[os + j] * invT - ls;
-            const S = Math.exp(s);
-            dz[os + j] = S > 0 ? scale * S * (s - (zt[ot + j] * invT - lt) - c) : 0;
-          }
-        } else {
-          const w = scale * (1 - beta);
-          for (let j = 0; j < V; j++) {
-            const s = zs[os + j] * invT - ls;
-            const S = Math.exp(s);
-            if (S === 0) continue;
-            const m = logMix(la, s, lb, zt[ot + j] * invT - lt);
-            dz[os + j] = w * S * (s - m - c);
-          }
-        }
+        continue;
       }
-      return [new Tensor(dz, student.shape)];
-    },
-  );
+      const w = scale * (1 - beta);
+      for (let j = 0; j < V; j++) {
+        const s = zs[os + j] * invT - ls;
+        const S = Math.exp(s);
+        if (S === 0) continue;
+        const m = logMix(la, s, lb, zt[ot + j] * invT - lt);
+        dz[os + j] = w * S * (s - m - c);
+      }
+    }
+    return [new Tensor(dz, student.shape)];
+  });
 }

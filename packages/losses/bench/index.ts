@@ -1,0 +1,93 @@
+// `pnpm bench losses [--json] [--tokens N] [--vocab V] [--reps R] [--jsd]`: cross-entropy and
+// full-vocabulary KL, forward + backward, kiln vs PyTorch (one thread) in the same run. Each side
+// runs every case in its own child process, so peak memory is the increase over that process's
+// baseline after its inputs exist. PyTorch is reported missing when python3/torch is absent.
+import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BenchReporter } from "../../../tooling/src/bench.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const argv = process.argv.slice(2);
+const opt = (name: string, dflt: number): number => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(argv[i + 1]) : dflt;
+};
+const T = opt("tokens", 2048);
+const V = opt("vocab", 151_936);
+const reps = opt("reps", 3);
+const cases: { kind: string; label: string }[] = [
+  { kind: "ce", label: "cross-entropy" },
+  { kind: "kl", label: "full-vocab forward KL" },
+];
+if (argv.includes("--jsd")) cases.push({ kind: "jsd", label: "full-vocab JSD β=0.5" });
+
+interface CaseResult {
+  median_ms: number;
+  min_ms: number;
+  peak_delta_mib: number;
+  loss: number;
+}
+
+function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): CaseResult | null {
+  const r = spawnSync(cmd, args, { cwd: join(here, ".."), encoding: "utf8", env, maxBuffer: 1 << 20 });
+  if (r.status !== 0) {
+    process.stderr.write(
+      `  ${cmd} ${args.join(" ")}: failed (${(r.stderr || String(r.error)).trim().split("\n").pop()})\n`,
+    );
+    return null;
+  }
+  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "null");
+}
+
+const reporter = new BenchReporter("losses");
+const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
+const python = process.env.PYTHON ?? "/usr/bin/python3";
+const peer = "pytorch-1thread";
+for (const c of cases) {
+  const kiln = runJson(tsx, [
+    "--expose-gc",
+    "--conditions=source",
+    join(here, "kiln-case.ts"),
+    c.kind,
+    String(T),
+    String(V),
+    String(reps),
+  ]);
+  const torch = runJson(python, [join(here, "torch_case.py"), c.kind, String(T), String(V), String(reps)], {
+    ...process.env,
+    OMP_NUM_THREADS: "1",
+  });
+  const name = `${c.label} fwd+bwd T=${T} V=${V}`;
+  // Speed as a ratio ≥ 1 = kiln faster: report throughput (tokens/s), higher is better.
+  const tps = (r: CaseResult | null) => (r ? (T / r.median_ms) * 1000 : null);
+  reporter.add({
+    case: name,
+    metric: "throughput",
+    unit: "tok/s",
+    better: "higher",
+    kiln: tps(kiln),
+    peer,
+    peer_value: tps(torch),
+  });
+  reporter.add({
+    case: name,
+    metric: "time (median)",
+    unit: "ms",
+    better: "lower",
+    kiln: kiln?.median_ms ?? null,
+    peer,
+    peer_value: torch?.median_ms ?? null,
+  });
+  reporter.add({
+    case: name,
+    metric: "peak memory over inputs",
+    unit: "MiB",
+    better: "lower",
+    kiln: kiln?.peak_delta_mib ?? null,
+    peer,
+    peer_value: torch?.peak_delta_mib ?? null,
+    note: `one [T×V] f32 = ${((T * V * 4) / 2 ** 20).toFixed(0)} MiB`,
+  });
+}
+reporter.finish();
