@@ -124,11 +124,11 @@ export class Tau2RetailEnvironment implements Environment<Tau2EnvState> {
     return this.errorText;
   }
 
-  /** End the episode because the agent failed (its policy threw); graded as agent_error (reward 0). */
+  /** End the episode because the agent's policy threw: an infrastructure error (reward 0, not graded). */
   async abort(error: string): Promise<void> {
     if (this.done) return;
     this.errorText = error;
-    this.finish("agent_error");
+    this.finish("infrastructure_error");
     await this.grade();
   }
 
@@ -246,7 +246,7 @@ export class Tau2RetailEnvironment implements Environment<Tau2EnvState> {
       text = await this.userSim.reply(agentText);
     } catch (e) {
       this.errorText = `user simulator: ${e instanceof Error ? e.message : String(e)}`;
-      this.finish("user_error");
+      this.finish("infrastructure_error");
       return null;
     }
     const m: Message = { role: "user", content: text };
@@ -270,10 +270,23 @@ export class Tau2RetailEnvironment implements Environment<Tau2EnvState> {
   }
 
   private async grade(): Promise<void> {
-    this.rewardInfo = await evaluateEpisode(this.options.task, this.messages, this.termination ?? "agent_error", {
-      version: this.taskVersion,
-      judge: this.options.judge,
-      db: this.baseDb,
-    });
+    try {
+      this.rewardInfo = await evaluateEpisode(this.options.task, this.messages, this.termination ?? "agent_error", {
+        version: this.taskVersion,
+        judge: this.options.judge,
+        db: this.baseDb,
+      });
+    } catch (e) {
+      // The judge failed (server error, unparseable verdict): the episode cannot be scored.
+      this.errorText = `judge: ${e instanceof Error ? e.message : String(e)}`;
+      this.termination = "infrastructure_error";
+      this.rewardInfo = {
+        reward: 0,
+        basis: [],
+        terminationReason: "infrastructure_error",
+        skippedComponents: [],
+        note: `not graded: ${this.errorText}`,
+      };
+    }
   }
 }

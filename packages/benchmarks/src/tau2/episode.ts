@@ -128,7 +128,7 @@ export async function runTau2EpisodeRecord(options: Tau2EpisodeOptions): Promise
     prompt: reset.messages,
     turns,
     outcome: {
-      status: policyError !== undefined ? "error" : "done",
+      status: result.terminationReason === "infrastructure_error" ? "error" : "done",
       totalReward: result.reward,
       score: result.reward,
       scores,

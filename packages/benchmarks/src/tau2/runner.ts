@@ -1,11 +1,13 @@
 import type { GenerateParams, Policy, Trajectory } from "@kiln/rollout";
 import { type RetailDb, loadRetailDb } from "./db.js";
 import { type Tau2EpisodeResult, runTau2EpisodeRecord } from "./episode.js";
+import { Tau2Error } from "./errors.js";
 import { summarizePassHatK } from "./pass-k.js";
 import { upstreamTrialSeeds } from "./python-random.js";
 import type { Tau2RunResult } from "./report.js";
 import { type Tau2SplitName, type Tau2Task, loadSplitTasks } from "./tasks.js";
 import type { Tau2TaskVersion } from "./tool-specs.js";
+import { INFRASTRUCTURE_ERROR } from "./trajectory.js";
 
 // tasks × trials with upstream's trial seeds, bounded concurrency and progress callbacks.
 // Defaults follow the OEL evaluation: the 40-task test split, 3 trials, greedy decoding,
@@ -36,6 +38,8 @@ export interface Tau2RunOptions {
   concurrency?: number;
   maxSteps?: number;
   maxErrors?: number;
+  /** Reruns of an episode that ended in an infrastructure error (default 2); still-failing ones are dropped from the metrics. */
+  maxRetries?: number;
   agentParams?: GenerateParams;
   userParams?: GenerateParams;
   dataDir?: string;
@@ -73,21 +77,31 @@ export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
     while (next < jobs.length) {
       const i = next++;
       const { task, trial } = jobs[i];
-      const { result: r, trajectory } = await runTau2EpisodeRecord({
-        task,
-        version,
-        agent: typeof options.agent === "function" ? options.agent(task) : options.agent,
-        user: typeof options.user === "function" ? options.user(task) : options.user,
-        judge: options.judge,
-        maxSteps: options.maxSteps,
-        maxErrors: options.maxErrors,
-        agentParams: options.agentParams,
-        userParams: options.userParams,
-        seed: seeds[trial % seeds.length],
-        trial,
-        dataDir: options.dataDir,
-        db,
-      });
+      const episode = () =>
+        runTau2EpisodeRecord({
+          task,
+          version,
+          agent: typeof options.agent === "function" ? options.agent(task) : options.agent,
+          user: typeof options.user === "function" ? options.user(task) : options.user,
+          judge: options.judge,
+          maxSteps: options.maxSteps,
+          maxErrors: options.maxErrors,
+          agentParams: options.agentParams,
+          userParams: options.userParams,
+          seed: seeds[trial % seeds.length],
+          trial,
+          dataDir: options.dataDir,
+          db,
+        });
+      let rec = await episode();
+      for (
+        let retry = 0;
+        retry < (options.maxRetries ?? 2) && rec.result.terminationReason === INFRASTRUCTURE_ERROR;
+        retry++
+      ) {
+        rec = await episode();
+      }
+      const { result: r, trajectory } = rec;
       if (options.sink && !options.sink.has?.(trajectory.episodeId)) await options.sink.append(trajectory);
       results[i] = r;
       done++;
@@ -96,7 +110,20 @@ export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 4, jobs.length)) }, worker));
-  const metrics = summarizePassHatK(results.map((r) => ({ taskId: r.taskId, reward: r.reward, success: r.success })));
+  // Upstream drops simulations that still end in infrastructure errors before counting.
+  const dropped = results.filter((r) => r.terminationReason === INFRASTRUCTURE_ERROR);
+  const counted = results.filter((r) => r.terminationReason !== INFRASTRUCTURE_ERROR);
+  if (counted.length === 0) {
+    throw new Tau2Error(
+      `tau2 run: all ${results.length} simulations ended in infrastructure errors (first: ${dropped[0]?.error ?? "unknown"})`,
+    );
+  }
+  const metrics = summarizePassHatK(counted.map((r) => ({ taskId: r.taskId, reward: r.reward, success: r.success })));
+  if (dropped.length > 0) {
+    metrics.warnings.push(
+      `${dropped.length} simulation(s) dropped after infrastructure errors: ${dropped.map((r) => `task ${r.taskId} trial ${r.trial} (${r.error})`).join("; ")}`,
+    );
+  }
   return {
     config: {
       benchmark: "tau2-retail",

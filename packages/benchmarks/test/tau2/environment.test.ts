@@ -152,7 +152,7 @@ describe("episode protocol", () => {
     expect(r2.terminationReason).toBe("max_steps");
   });
 
-  it("an empty agent message or a failing agent policy ends the run as agent_error", async () => {
+  it("an empty agent message is an agent_error; a failing policy an infrastructure_error", async () => {
     const r = await runTau2Episode({
       task: task("62"),
       agent: agentFrom([{ role: "assistant", content: "" }]),
@@ -168,8 +168,11 @@ describe("episode protocol", () => {
       },
     };
     const r2 = await runTau2Episode({ task: task("62"), agent: failing, user: recordingUser(["hi"]), seed: 1 });
-    expect(r2.terminationReason).toBe("agent_error");
+    expect(r2.terminationReason).toBe("infrastructure_error");
     expect(r2.error).toBe("agent: connection refused");
+    const r3 = await runTau2Episode({ task: task("62"), agent: agentFrom([say("hi")]), user: failing, seed: 1 });
+    expect(r3.terminationReason).toBe("infrastructure_error");
+    expect(r3.error).toBe("user simulator: connection refused");
   });
 
   it("state round-trips: a restored environment carries the DB changes", async () => {

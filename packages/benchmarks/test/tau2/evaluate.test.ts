@@ -197,6 +197,71 @@ describe("runner and results files", () => {
   });
 });
 
+describe("infrastructure errors", () => {
+  it("are retried, then dropped from the metrics with a warning", async () => {
+    let calls = 0;
+    const flaky: Policy = {
+      id: "flaky",
+      async generate(messages, tools, params) {
+        calls++;
+        if (calls <= 2) throw new Error("503 from server");
+        return oracleAgent(byId(v02, "36")).generate(messages, tools, params);
+      },
+    };
+    const run = await runTau2({
+      tasks: [byId(v02, "36")],
+      version: "v0.2.0",
+      agent: flaky,
+      user: (t) => scriptedUser(t),
+      numTrials: 1,
+      maxRetries: 2,
+    });
+    expect(run.episodes[0].success).toBe(true);
+    const down: Policy = {
+      id: "down",
+      async generate() {
+        throw new Error("connection refused");
+      },
+    };
+    const run2 = await runTau2({
+      tasks: [byId(v02, "36"), byId(v02, "62")],
+      version: "v0.2.0",
+      agent: (t) => (t.id === "36" ? down : oracleAgent(t)),
+      user: (t) => scriptedUser(t),
+      numTrials: 1,
+      maxRetries: 1,
+    });
+    expect(run2.metrics.numTasks).toBe(1);
+    expect(run2.metrics.warnings[0]).toMatch(
+      /1 simulation\(s\) dropped after infrastructure errors: task 36 trial 0 \(agent: connection refused\)/,
+    );
+    await expect(
+      runTau2({
+        tasks: [byId(v02, "36")],
+        version: "v0.2.0",
+        agent: down,
+        user: (t) => scriptedUser(t),
+        numTrials: 1,
+        maxRetries: 0,
+      }),
+    ).rejects.toThrow(/all 1 simulations ended in infrastructure errors/);
+  });
+
+  it("a failing judge makes the episode an infrastructure error", async () => {
+    const t = byId(v1, "36");
+    const broken = scriptedPolicy("broken-judge", () => ({ role: "assistant", content: "no json" }));
+    const r = await runTau2({
+      tasks: [t],
+      agent: oracleAgent,
+      user: (x) => scriptedUser(x),
+      judge: broken,
+      numTrials: 1,
+      maxRetries: 0,
+    }).catch((e) => e);
+    expect(String(r)).toMatch(/infrastructure errors \(first: judge: NL judge reply: no JSON object/);
+  });
+});
+
 describe("data directory", () => {
   it("resolves the shipped data from src/ and from both dist layouts", () => {
     const dir = resolveDataDir();
