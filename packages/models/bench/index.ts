@@ -9,8 +9,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { convertLlama2cToHf, serializeSafetensors } from "@kiln/hub-io";
 import { Tensor, initBackend, noGrad, setBackend } from "@kiln/tensor";
-import { BenchReporter, summarize } from "../../../tooling/src/bench.ts";
-import { type Model, argmaxOf, createModel, loadModel } from "../src/index.ts";
+import { BenchReporter, summarize } from "../../../tooling/src/bench.js";
+import { type Model, argmaxOf, createModel, loadModel } from "../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const PROMPT = 128;
