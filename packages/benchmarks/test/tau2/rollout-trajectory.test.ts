@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TrajectoryWriter, readTrajectories, trajectoryMessages } from "@kiln/rollout";
+import { TrajectoryWriter, readTrajectories, runEpisode, trajectoryMessages } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
-import { oracleAgent, runTau2, scriptedUser } from "../../src/tau2/index.js";
+import { Tau2RetailEnvironment, loadTasks, oracleAgent, runTau2, scriptedUser } from "../../src/tau2/index.js";
 
 // tau2 episodes are recorded as @kiln/rollout trajectory records and written with rollout's
 // TrajectoryWriter; rollout's reader validates them and rebuilds the agent's conversation.
@@ -52,5 +52,17 @@ describe("rollout trajectory records", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("the environment runs under @kiln/rollout's own episode loop", async () => {
+    const task = loadTasks("v0.2.0").find((t) => t.id === "36");
+    if (!task) throw new Error("task 36 missing");
+    const env = new Tau2RetailEnvironment({ task, version: "v0.2.0", user: scriptedUser(task) });
+    const traj = await runEpisode({ env, policy: oracleAgent(task), seed: 626729, limits: { maxTurns: 20 } });
+    expect(traj.outcome.status).toBe("done");
+    expect(traj.outcome.totalReward).toBe(1);
+    expect(traj.turns.map((t) => t.action.map((a) => a.name))).toEqual([["modify_pending_order_items"], []]);
+    expect(env.terminationReason).toBe("user_stop");
+    expect(env.reward?.db?.reward).toBe(1);
   });
 });
