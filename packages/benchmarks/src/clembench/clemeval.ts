@@ -301,3 +301,18 @@ export function formatRawCsv(rows: ScoreRow[]): string {
   });
   return `${lines.join("\n")}\n`;
 }
+
+/**
+ * Playpen's two scores from one set of rows: clemscore over the interactive games and statscore, the same
+ * formula over the static benchmarks (`playpen/cli.py`: two suites, two tables).
+ */
+export function clemAndStatScore(
+  rowsWithPlayed: ScoreRow[],
+  staticGames: readonly string[] = ["bbh", "cladder", "eqbench", "ifeval", "mmlu_pro"],
+): { clem: ClemTable; stat: ClemTable } {
+  const isStatic = (r: ScoreRow) => staticGames.includes(r.game);
+  return {
+    clem: clemTable(rowsWithPlayed.filter((r) => !isStatic(r))),
+    stat: clemTable(rowsWithPlayed.filter(isStatic)),
+  };
+}

@@ -12,6 +12,8 @@ export interface GameContext {
 export interface GameDefinition {
   /** Directory name in results and in data/clembench (e.g. "wordle_withclue"). */
   readonly name: string;
+  /** Folder below data/clembench holding instances.json (default: `name`). */
+  readonly dataPath?: string;
   /** Number of LLM players (programmatic partners are not counted). */
   readonly players: number;
   /** Roles of the LLM players, in call order. */

@@ -3,6 +3,7 @@ import type { GameDefinition } from "./game.js";
 import { imagegame } from "./games/imagegame.js";
 import { privateshared } from "./games/privateshared.js";
 import { referencegame } from "./games/referencegame.js";
+import { bbh, eqbench } from "./games/static-benchmarks.js";
 import { taboo } from "./games/taboo.js";
 import { wordle, wordleWithClue, wordleWithCritic } from "./games/wordle.js";
 
@@ -17,10 +18,18 @@ export const GAMES: Readonly<Record<string, GameDefinition>> = {
   privateshared,
 };
 
+/** The static benchmarks of statscore that are ported (bbh, eqbench; see README for the others). */
+export const STATIC_GAMES: Readonly<Record<string, GameDefinition>> = { bbh, eqbench };
+
+/** The statscore suite of Playpen (`static_1.0` plus bbh); only bbh and eqbench are playable here. */
+export const STATSCORE_GAMES = ["bbh", "cladder", "eqbench", "ifeval", "mmlu_pro"] as const;
+
 /** Look a game up by name; the error lists what exists. */
 export function getGame(name: string): GameDefinition {
-  const g = GAMES[name];
+  const g = GAMES[name] ?? STATIC_GAMES[name];
   if (!g)
-    throw new RunnerOptionsError(`unknown clembench game "${name}"; implemented: ${Object.keys(GAMES).join(", ")}`);
+    throw new RunnerOptionsError(
+      `unknown clembench game "${name}"; implemented: ${[...Object.keys(GAMES), ...Object.keys(STATIC_GAMES)].join(", ")}`,
+    );
   return g;
 }

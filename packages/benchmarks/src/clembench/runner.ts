@@ -96,7 +96,8 @@ export async function runBenchmark(opts: RunOptions): Promise<RunSummary> {
       throw new RunnerOptionsError(
         `${def.name} has ${def.players} LLM role(s) (${def.roles.join(", ")}); got ${backends.length} players`,
       );
-    for (const spec of listEpisodes(def.name, loadInstances(def.name, dataDir), opts.filter)) jobs.push({ def, spec });
+    for (const spec of listEpisodes(def.name, loadInstances(def.dataPath ?? def.name, dataDir), opts.filter))
+      jobs.push({ def, spec });
   }
   let done = 0;
   const results = await pool(jobs, opts.concurrency ?? 1, async ({ def, spec }) => {

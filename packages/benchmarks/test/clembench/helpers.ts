@@ -1,6 +1,7 @@
 import {
   type EpisodeResult,
   type GameDefinition,
+  getGame,
   listEpisodes,
   loadInstances,
   type PlayerBackend,
@@ -13,7 +14,7 @@ export const dataDir = resolveDataDir();
 
 /** The spec of one instance (by experiment index and position). */
 export function spec(game: string, exp = 0, idx = 0) {
-  const file = loadInstances(game, dataDir);
+  const file = loadInstances(getGame(game).dataPath ?? game, dataDir);
   const e = file.experiments[exp];
   return listEpisodes(game, file, { experiments: [e.name] })[idx];
 }
