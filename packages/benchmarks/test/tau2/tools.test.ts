@@ -292,6 +292,47 @@ describe("write tools", () => {
     ).toBe("Error: Non-pending order cannot be modified");
   });
 
+  it("modify_pending_order_items with a gift card: balance must cover the difference; balance −= diff rounded", () => {
+    const { tools } = setup();
+    const found = Array.from(tools.db.orderEntries()).find(
+      ([, o]) =>
+        o.status === "pending" &&
+        o.payment_history.length === 1 &&
+        o.payment_history[0].payment_method_id.startsWith("gift_card"),
+    );
+    const [oid, order] = found as [string, Order];
+    const pid = order.payment_history[0].payment_method_id;
+    const item = order.items[0];
+    const variants = Array.from(tools.db.product(item.product_id)?.variants.values() ?? []).filter(
+      (v) => v.available && v.item_id !== item.item_id,
+    );
+    const dearer = variants.find((v) => v.price > item.price);
+    if (!dearer) throw new Error("fixture: no dearer variant");
+    tools.db.userForWrite(order.user_id).payment_methods[pid] = { source: "gift_card", id: pid, balance: 0 };
+    expect(
+      tools.invoke("modify_pending_order_items", {
+        order_id: oid,
+        item_ids: [item.item_id],
+        new_item_ids: [dearer.item_id],
+        payment_method_id: pid,
+      }).content,
+    ).toBe("Error: Insufficient gift card balance to pay for the new item");
+    tools.db.userForWrite(order.user_id).payment_methods[pid] = { source: "gift_card", id: pid, balance: 1000 };
+    const out = tools.invoke("modify_pending_order_items", {
+      order_id: oid,
+      item_ids: [item.item_id],
+      new_item_ids: [dearer.item_id],
+      payment_method_id: pid,
+    });
+    expect(out.error, out.content).toBe(false);
+    expect(giftBalance(tools, order.user_id, pid)).toBe(Math.round((1000 - (dearer.price - item.price)) * 100) / 100);
+    expect((tools.db.order(oid) as Order).payment_history.at(-1)).toEqual({
+      transaction_type: "payment",
+      amount: dearer.price - item.price,
+      payment_method_id: pid,
+    });
+  });
+
   it("modify_pending_order_payment: one payment, a different method, gift card balances", () => {
     const { tools } = setup();
     expect(
