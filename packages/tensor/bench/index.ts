@@ -1,6 +1,6 @@
 // `pnpm bench tensor [--json]`: @kiln/tensor benchmarks against peers in the same run.
-import { BenchReporter } from "../../../tooling/src/bench.ts";
-import { benchMatmul } from "./matmul.ts";
+import { BenchReporter } from "../../../tooling/src/bench.js";
+import { benchMatmul } from "./matmul.js";
 
 const reporter = new BenchReporter("tensor");
 await benchMatmul(reporter);

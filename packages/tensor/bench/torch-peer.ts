@@ -34,12 +34,13 @@ export class TorchPeer {
     return new TorchPeer(child, lines, JSON.parse(first.value).torch);
   }
 
-  /** Median milliseconds of `reps` matmuls of n x n. */
-  async time(n: number, reps: number): Promise<number> {
+  /** Median wall and process-CPU milliseconds of `reps` matmuls of n x n. */
+  async time(n: number, reps: number): Promise<{ wall: number; cpu: number }> {
     this.child.stdin.write(`${n} ${reps}\n`);
     const line = await this.lines.next();
     if (line.done) throw new Error("torch peer exited");
-    return JSON.parse(line.value).median_s * 1000;
+    const r = JSON.parse(line.value);
+    return { wall: r.median_s * 1000, cpu: r.median_cpu_s * 1000 };
   }
 
   close(): void {

@@ -2,7 +2,7 @@
 
 Serves timing requests so the benchmark can interleave it with the kiln kernels (the machine is shared,
 so measurements taken minutes apart are not comparable). Protocol, one line each way:
-  stdin  "N REPS"   ->  stdout {"n": N, "median_s": seconds, "min_s": seconds}
+  stdin  "N REPS"   ->  stdout {"n": N, "median_s": wall seconds, "min_s": ..., "median_cpu_s": process CPU seconds}
 The first stdout line is {"torch": version, "threads": torch threads}. EOF on stdin ends the process.
 Torch runs with 1 intra-op thread (js-stack spec §5: 2 torch threads fight OpenBLAS's own threads);
 OpenBLAS's thread count comes from OPENBLAS_NUM_THREADS, set by the caller.
@@ -25,8 +25,12 @@ for line in sys.stdin:
     a, b, out = cache[n]
     torch.matmul(a, b, out=out)
     samples = []
+    cpu = []
     for _ in range(reps):
+        c = time.process_time()
         t = time.perf_counter()
         torch.matmul(a, b, out=out)
         samples.append(time.perf_counter() - t)
-    print(json.dumps({"n": n, "median_s": statistics.median(samples), "min_s": min(samples)}), flush=True)
+        cpu.append(time.process_time() - c)
+    result = {"n": n, "median_s": statistics.median(samples), "min_s": min(samples), "median_cpu_s": statistics.median(cpu)}
+    print(json.dumps(result), flush=True)
