@@ -45,6 +45,20 @@ export function encodeGzipMember(data: Uint8Array, level: 0 | 1 | 2 | 3 | 4 | 5 
   return out;
 }
 
+/** Bytes a sized member needs before its size can be read. */
+export const GZIP_MEMBER_HEADER_BYTES = HEADER_BYTES;
+
+/**
+ * Total size of the member starting at `header[0]` when it is one of ours (has the "KL" size),
+ * null for any other gzip member. `header` must hold at least GZIP_MEMBER_HEADER_BYTES bytes.
+ */
+export function sizedMemberLength(header: Uint8Array): number | null {
+  if (header.length < HEADER_BYTES || header[0] !== 0x1f || header[1] !== 0x8b || header[3] !== 0x04) return null;
+  const view = new DataView(header.buffer, header.byteOffset, HEADER_BYTES);
+  if (view.getUint16(10, true) !== 8 || header[12] !== 0x4b || header[13] !== 0x4c) return null;
+  return view.getUint32(16, true);
+}
+
 export interface DecodedMembers {
   /** Decompressed payload of every complete member, in order. */
   payloads: Uint8Array[];

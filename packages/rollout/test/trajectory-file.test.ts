@@ -13,6 +13,7 @@ import {
   readTrajectories,
   runEpisodes,
   ScriptedPolicy,
+  scanTrajectories,
   TrajectoryFileError,
   TrajectoryWriter,
 } from "../src/index.js";
@@ -79,6 +80,32 @@ describe("TrajectoryWriter", () => {
       expect(all.trajectories.map((t) => t.episodeId)).toEqual([0, 1, 2, 3, 4].map((i) => `episode-0000${i}`));
     });
   }
+
+  it("streams files larger than its read buffer, with records larger than it too", async () => {
+    const run = await runEpisodes({ makeEnv: () => new GuessNumberEnv(), policy: policy(), episodes: 30 });
+    const big = structuredClone(run.trajectories[0]);
+    big.episodeId = "big";
+    big.metadata.blob = "x".repeat(1_500_000); // one record beyond the 1 MiB buffer
+    for (const ext of [".jsonl", ".jsonl.gz"]) {
+      const path = join(dir, `large${ext}`);
+      const w = await TrajectoryWriter.open(path, { mode: "overwrite", sync: false });
+      for (const t of run.trajectories.slice(0, 15)) await w.append(t);
+      await w.append(big);
+      for (const t of run.trajectories.slice(15)) await w.append(t);
+      await w.close();
+      if (ext === ".jsonl") expect(statSync(path).size).toBeGreaterThan(2 * 1024 * 1024);
+      const seen: string[] = [];
+      const scan = await scanTrajectories(path, (t) => seen.push(t.episodeId));
+      expect(scan).toEqual({ count: 31, torn: false, validBytes: statSync(path).size });
+      expect(seen).toEqual([
+        ...run.trajectories.slice(0, 15).map((t) => t.episodeId),
+        "big",
+        ...run.trajectories.slice(15).map((t) => t.episodeId),
+      ]);
+      const back = await readTrajectories(path);
+      expect((back.trajectories[15].metadata.blob as string).length).toBe(1_500_000);
+    }
+  });
 
   it("rejects records of a newer schema version and non-trajectories", async () => {
     const good = (await runEpisodes({ makeEnv: () => new GuessNumberEnv(), policy: policy(), episodes: 1 }))
