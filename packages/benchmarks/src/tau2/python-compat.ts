@@ -69,8 +69,9 @@ export function pyJsonString(s: string): string {
     const esc = ESCAPES[ch];
     if (esc !== undefined) out += esc;
     else if (code < 0x20 || code > 0x7e) {
-      // UTF-16 code units: astral characters become surrogate pairs, as in CPython.
-      out += code === 0x7f ? ch : `\\u${code.toString(16).padStart(4, "0")}`;
+      // Everything outside " ".."~" (DEL included), per UTF-16 unit: astral characters become
+      // surrogate pairs, as in CPython's ESCAPE_ASCII.
+      out += `\\u${code.toString(16).padStart(4, "0")}`;
     } else out += ch;
   }
   return `${out}"`;

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { RetailTools, hashRetailDb, loadRetailDb, pyFloatRepr, pyRound2 } from "../../src/tau2/index.js";
+import { RetailTools, hashRetailDb, loadRetailDb, pyFloatRepr, pyJsonDumps, pyRound2 } from "../../src/tau2/index.js";
 
 // Reference values come from fixtures/make_fixtures.py (CPython json.dumps + hashlib).
 const ref = JSON.parse(readFileSync(new URL("./fixtures/reference.json", import.meta.url), "utf8")) as {
@@ -12,6 +12,7 @@ const ref = JSON.parse(readFileSync(new URL("./fixtures/reference.json", import.
   }[];
   float_repr: string[];
   round2: [string, string][];
+  json_strings: [string, string][];
 };
 
 describe("Python number formatting", () => {
@@ -20,6 +21,15 @@ describe("Python number formatting", () => {
   });
   it("pyRound2 equals CPython round(x, 2), ties to even", () => {
     for (const [x, r] of ref.round2) expect(pyFloatRepr(pyRound2(Number(x)))).toBe(r);
+  });
+});
+
+describe("Python json.dumps strings", () => {
+  it("escapes like ensure_ascii (DEL, controls, non-ASCII, surrogate pairs)", () => {
+    for (const [s, dumped] of ref.json_strings) expect(pyJsonDumps(s)).toBe(dumped);
+    expect(pyJsonDumps({ b: [1.5, null, true], a: "x" }, { sortKeys: true })).toBe(
+      '{"a": "x", "b": [1.5, null, true]}',
+    );
   });
 });
 
