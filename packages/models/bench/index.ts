@@ -2,7 +2,8 @@
 // PyTorch transcription running the same weights in the same run (bench/torch_decoder.py).
 // Models: stories260K (llama2.c, converted by hub-io) and the tensor benchmark's reference
 // decoder (4 layers, d=256, 4 heads, FFN 688, vocab 2048, untied) as a LlamaForCausalLM.
-import { spawnSync } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -15,7 +16,7 @@ import { type Model, argmaxOf, createModel, loadModel } from "../src/index.js";
 const here = dirname(fileURLToPath(import.meta.url));
 const PROMPT = 128;
 const STEPS = 64;
-const REPS = 3;
+const REPS = 5;
 
 const REFERENCE_CONFIG = {
   architectures: ["LlamaForCausalLM"],
@@ -49,56 +50,75 @@ function writeModelDir(model: Model): string {
   return dir;
 }
 
-interface Timed {
+interface Rep {
   prefillMs: number;
   decodeMs: number;
   tokens: number[];
 }
 
-function timeKiln(model: Model): Timed {
+/** One rep: prefill PROMPT tokens (logits of the last only), then STEPS greedy KV-cache steps. */
+function kilnRep(model: Model): Rep {
   const V = model.config.vocabSize;
   const ids = Int32Array.from({ length: PROMPT }, (_, i) => (i * 7 + 3) % V);
-  const pre: number[] = [];
-  const dec: number[] = [];
-  let tokens: number[] = [];
-  noGrad(() => {
-    for (let r = 0; r <= REPS; r++) {
-      const cache = model.newCache(1);
-      const t0 = performance.now();
-      let logits = model.forward(new Tensor(ids, [1, PROMPT], "i32"), { cache, logitsToKeep: 1 });
-      const t1 = performance.now();
-      tokens = [];
-      for (let s = 0; s < STEPS; s++) {
-        const tok = argmaxOf(logits.toFloat32Array());
-        tokens.push(tok);
-        logits = model.forward(new Tensor(Int32Array.of(tok), [1, 1], "i32"), { cache });
-      }
-      const t2 = performance.now();
-      if (r > 0) {
-        pre.push(t1 - t0);
-        dec.push(t2 - t1);
-      }
+  return noGrad(() => {
+    const cache = model.newCache(1);
+    const t0 = performance.now();
+    let logits = model.forward(new Tensor(ids, [1, PROMPT], "i32"), { cache, logitsToKeep: 1 });
+    const t1 = performance.now();
+    const tokens: number[] = [];
+    for (let s = 0; s < STEPS; s++) {
+      const tok = argmaxOf(logits.toFloat32Array());
+      tokens.push(tok);
+      logits = model.forward(new Tensor(Int32Array.of(tok), [1, 1], "i32"), { cache });
     }
+    return { prefillMs: t1 - t0, decodeMs: performance.now() - t1, tokens };
   });
-  return { prefillMs: summarize(pre).median, decodeMs: summarize(dec).median, tokens };
 }
 
-function timeTorch(dir: string): (Timed & { version: string }) | null {
-  const res = spawnSync(
-    "/usr/bin/python3",
-    [join(here, "torch_decoder.py"), dir, String(PROMPT), String(STEPS), String(REPS)],
-    {
-      encoding: "utf8",
+/** bench/torch_decoder.py as a long-lived child, one rep per request. */
+class TorchPeer {
+  private constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly lines: AsyncIterator<string>,
+    readonly version: string,
+  ) {}
+
+  static async start(dir: string): Promise<TorchPeer | null> {
+    const child = spawn("/usr/bin/python3", [join(here, "torch_decoder.py"), dir, String(PROMPT), String(STEPS)], {
       env: { ...process.env, OMP_NUM_THREADS: "1", OPENBLAS_NUM_THREADS: "1" },
-    },
-  );
-  if (res.status !== 0) {
-    process.stderr.write(`  torch peer missing: ${(res.stderr || String(res.error)).trim().split("\n").pop()}\n`);
-    return null;
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const failed = new Promise<null>((resolve) => {
+      child.on("error", () => resolve(null));
+      child.on("exit", () => resolve(null));
+    });
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const first = await Promise.race([lines.next(), failed]);
+    if (!first || first.done) {
+      process.stderr.write(`  torch peer missing: ${stderr.trim().split("\n").pop() ?? "python3 did not start"}\n`);
+      child.kill();
+      return null;
+    }
+    return new TorchPeer(child, lines, JSON.parse(first.value).torch);
   }
-  const j = JSON.parse(res.stdout.trim().split("\n").pop() ?? "{}");
-  return { prefillMs: j.prefill_ms, decodeMs: j.decode_ms, tokens: j.tokens, version: j.torch };
+
+  async rep(): Promise<Rep> {
+    this.child.stdin.write("run\n");
+    const line = await this.lines.next();
+    if (line.done) throw new Error("torch peer exited");
+    const j = JSON.parse(line.value);
+    return { prefillMs: j.prefill_ms, decodeMs: j.decode_ms, tokens: j.tokens };
+  }
+
+  close(): void {
+    this.child.stdin.end();
+  }
 }
+
+const median = (xs: number[]) => summarize(xs).median;
 
 const reporter = new BenchReporter("models");
 const stories = convertLlama2cToHf(
@@ -112,39 +132,47 @@ const cases: [string, Model][] = [
 await initBackend("wasm", { threads: 1, activate: false });
 for (const [name, model] of cases) {
   const dir = writeModelDir(model);
+  const peer = await TorchPeer.start(dir);
   try {
-    const peer = timeTorch(dir);
+    const kiln: Record<string, Rep[]> = { js: [], wasm: [] };
+    const torch: Rep[] = [];
     for (const backend of ["js", "wasm"]) {
       setBackend(backend);
-      const k = timeKiln(model);
-      const agree = peer ? k.tokens.join() === peer.tokens.join() : null;
-      process.stderr.write(
-        `  ${name} ${backend}: greedy tokens ${agree === null ? "unchecked" : agree ? "equal torch's" : "DIFFER from torch's"}\n`,
-      );
-      const note = `B=1, prompt ${PROMPT}, ${STEPS} greedy steps, 1 thread; greedy tokens ${agree === null ? "unchecked" : agree ? "equal torch's" : "DIFFER from torch's"}`;
-      const peerName = peer ? `torch ${peer.version} (1 thread)` : "torch";
-      reporter.add({
-        case: `${name} ${backend}`,
-        metric: "prefill",
-        unit: "tok/s",
-        better: "higher",
-        kiln: (PROMPT / k.prefillMs) * 1000,
-        peer: peerName,
-        peer_value: peer ? (PROMPT / peer.prefillMs) * 1000 : null,
-        note,
-      });
-      reporter.add({
-        case: `${name} ${backend}`,
-        metric: "decode",
-        unit: "tok/s",
-        better: "higher",
-        kiln: (STEPS / k.decodeMs) * 1000,
-        peer: peerName,
-        peer_value: peer ? (STEPS / peer.decodeMs) * 1000 : null,
-        note,
-      });
+      kilnRep(model); // warm-up
+    }
+    // Interleave: every round runs one rep of each, so load changes hit all of them alike.
+    for (let r = 0; r < REPS; r++) {
+      for (const backend of ["js", "wasm"]) {
+        setBackend(backend);
+        kiln[backend].push(kilnRep(model));
+      }
+      if (peer) torch.push(await peer.rep());
+    }
+    const peerName = peer ? `torch ${peer.version} (1 thread)` : "torch";
+    const tp = torch.length ? median(torch.map((t) => t.prefillMs)) : null;
+    const td = torch.length ? median(torch.map((t) => t.decodeMs)) : null;
+    for (const backend of ["js", "wasm"]) {
+      const reps = kiln[backend];
+      const agree = torch.length ? reps[0].tokens.join() === torch[0].tokens.join() : null;
+      const check = agree === null ? "unchecked" : agree ? "equal torch's" : "DIFFER from torch's";
+      process.stderr.write(`  ${name} ${backend}: greedy tokens ${check}\n`);
+      const note = `B=1, prompt ${PROMPT}, ${STEPS} greedy steps, 1 thread, ${REPS} interleaved reps; greedy tokens ${check}`;
+      const row = (metric: string, tokens: number, kilnMs: number, peerMs: number | null) =>
+        reporter.add({
+          case: `${name} ${backend}`,
+          metric,
+          unit: "tok/s",
+          better: "higher",
+          kiln: (tokens / kilnMs) * 1000,
+          peer: peerName,
+          peer_value: peerMs === null ? null : (tokens / peerMs) * 1000,
+          note,
+        });
+      row("prefill", PROMPT, median(reps.map((k) => k.prefillMs)), tp);
+      row("decode", STEPS, median(reps.map((k) => k.decodeMs)), td);
     }
   } finally {
+    peer?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

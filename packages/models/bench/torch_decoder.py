@@ -3,9 +3,11 @@
 model.safetensors written by bench/index.ts), fp32, 1 torch thread, eager attention with a
 KV cache (transformers LlamaForCausalLM semantics, numerics.md §5).
 
-usage: torch_decoder.py MODEL_DIR PROMPT_LEN DECODE_STEPS REPS
-Prints one JSON line: median prefill ms, median decode ms (DECODE_STEPS single-token steps
-after the prefill), and the greedy tokens of the last rep (a cross-check against kiln).
+usage: torch_decoder.py MODEL_DIR PROMPT_LEN DECODE_STEPS
+Prints a JSON line with the torch version once loaded (after a warm-up rep), then, for each
+line read from stdin, runs one rep and prints {prefill_ms, decode_ms, tokens}: DECODE_STEPS
+greedy single-token steps after the prefill, and the greedy tokens (a cross-check against kiln).
+The driver interleaves these reps with kiln's, so both see the same machine load.
 """
 import json
 import math
@@ -86,14 +88,14 @@ class Llama:
 
 
 def main():
-    dir_, prompt_len, steps, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    dir_, prompt_len, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     cfg, w = load(dir_)
     m = Llama(cfg, w)
     V = cfg["vocab_size"]
     ids = torch.tensor([[(i * 7 + 3) % V for i in range(prompt_len)]])
-    pre, dec, tokens = [], [], []
-    with torch.no_grad():
-        for r in range(reps + 1):
+
+    def rep():
+        with torch.no_grad():
             t0 = time.perf_counter()
             logits, cache = m.forward(ids, None)
             t1 = time.perf_counter()
@@ -103,10 +105,12 @@ def main():
                 tokens.append(tok)
                 logits, cache = m.forward(torch.tensor([[tok]]), cache)
             t2 = time.perf_counter()
-            if r > 0:  # first rep is warm-up
-                pre.append((t1 - t0) * 1000)
-                dec.append((t2 - t1) * 1000)
-    print(json.dumps(dict(torch=torch.__version__, prefill_ms=float(np.median(pre)), decode_ms=float(np.median(dec)), tokens=tokens)))
+        return dict(prefill_ms=(t1 - t0) * 1000, decode_ms=(t2 - t1) * 1000, tokens=tokens)
+
+    rep()  # warm-up
+    print(json.dumps(dict(torch=torch.__version__)), flush=True)
+    for _ in sys.stdin:
+        print(json.dumps(rep()), flush=True)
 
 
 if __name__ == "__main__":
