@@ -1,7 +1,9 @@
-// `pnpm bench losses [--json] [--tokens N] [--vocab V] [--reps R] [--jsd]`: cross-entropy and
-// full-vocabulary KL, forward + backward, kiln vs PyTorch (one thread) in the same run. Each side
-// runs every case in its own child process, so peak memory is the increase over that process's
-// baseline after its inputs exist. PyTorch is reported missing when python3/torch is absent.
+// `pnpm bench losses [--json] [--tokens N] [--vocab V] [--reps R] [--backend wasm|js|both] [--jsd]`:
+// cross-entropy and full-vocabulary KL, forward + backward, kiln vs PyTorch (one thread) in the
+// same run. Each side runs every case in its own child process, so peak memory is the increase
+// over that process's baseline after its inputs exist. kiln runs on the wasm SIMD backend with one
+// thread (like the peer) and/or the plain-js backend. PyTorch is reported missing when
+// python3/torch is absent.
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,7 +17,9 @@ const opt = (name: string, dflt: number): number => {
 };
 const T = opt("tokens", 2048);
 const V = opt("vocab", 151_936);
-const reps = opt("reps", 3);
+const reps = opt("reps", 2);
+const backendArg = argv.includes("--backend") ? argv[argv.indexOf("--backend") + 1] : "both";
+const backends = backendArg === "both" ? ["wasm", "js"] : [backendArg];
 const cases: { kind: string; label: string }[] = [
   { kind: "ce", label: "cross-entropy" },
   { kind: "kl", label: "full-vocab forward KL" },
@@ -45,49 +49,52 @@ const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
 const python = process.env.PYTHON ?? "/usr/bin/python3";
 const peer = "pytorch-1thread";
 for (const c of cases) {
-  const kiln = runJson(tsx, [
-    "--expose-gc",
-    "--conditions=source",
-    join(here, "kiln-case.ts"),
-    c.kind,
-    String(T),
-    String(V),
-    String(reps),
-  ]);
   const torch = runJson(python, [join(here, "torch_case.py"), c.kind, String(T), String(V), String(reps)], {
     ...process.env,
     OMP_NUM_THREADS: "1",
   });
-  const name = `${c.label} fwd+bwd T=${T} V=${V}`;
-  // Speed as a ratio ≥ 1 = kiln faster: report throughput (tokens/s), higher is better.
-  const tps = (r: CaseResult | null) => (r ? (T / r.median_ms) * 1000 : null);
-  reporter.add({
-    case: name,
-    metric: "throughput",
-    unit: "tok/s",
-    better: "higher",
-    kiln: tps(kiln),
-    peer,
-    peer_value: tps(torch),
-  });
-  reporter.add({
-    case: name,
-    metric: "time (median)",
-    unit: "ms",
-    better: "lower",
-    kiln: kiln?.median_ms ?? null,
-    peer,
-    peer_value: torch?.median_ms ?? null,
-  });
-  reporter.add({
-    case: name,
-    metric: "peak memory over inputs",
-    unit: "MiB",
-    better: "lower",
-    kiln: kiln?.peak_delta_mib ?? null,
-    peer,
-    peer_value: torch?.peak_delta_mib ?? null,
-    note: `one [T×V] f32 = ${((T * V * 4) / 2 ** 20).toFixed(0)} MiB`,
-  });
+  for (const backend of backends) {
+    const kiln = runJson(tsx, [
+      "--expose-gc",
+      "--conditions=source",
+      join(here, "kiln-case.ts"),
+      c.kind,
+      String(T),
+      String(V),
+      String(reps),
+      backend,
+    ]);
+    const name = `${c.label} fwd+bwd T=${T} V=${V} [kiln ${backend === "wasm" ? "wasm, 1 thread" : "js"}]`;
+    // Throughput (tokens/s, higher is better): a ratio ≥ 1 means kiln is faster.
+    const tps = (r: CaseResult | null) => (r ? (T / r.median_ms) * 1000 : null);
+    reporter.add({
+      case: name,
+      metric: "throughput",
+      unit: "tok/s",
+      better: "higher",
+      kiln: tps(kiln),
+      peer,
+      peer_value: tps(torch),
+    });
+    reporter.add({
+      case: name,
+      metric: "time (median)",
+      unit: "ms",
+      better: "lower",
+      kiln: kiln?.median_ms ?? null,
+      peer,
+      peer_value: torch?.median_ms ?? null,
+    });
+    reporter.add({
+      case: name,
+      metric: "peak memory over inputs",
+      unit: "MiB",
+      better: "lower",
+      kiln: kiln?.peak_delta_mib ?? null,
+      peer,
+      peer_value: torch?.peak_delta_mib ?? null,
+      note: `one [T×V] f32 = ${((T * V * 4) / 2 ** 20).toFixed(0)} MiB`,
+    });
+  }
 }
 reporter.finish();

@@ -3,7 +3,7 @@
 // no intermediate tensors are recorded. Reference log-probs are constants.
 import { Tensor, narrow, noGrad, record } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
-import { fmt } from "./inputs.js";
+import { fmt, maskValues } from "./inputs.js";
 import type { LossResult } from "./result.js";
 import { sequenceLogProbs } from "./sequence-log-probs.js";
 
@@ -214,5 +214,29 @@ export function dpoLossFromLogits(batch: DpoBatch, options: DpoOptions = {}): Lo
   let n = 0;
   for (const c of policy.tokens) n += c;
   result.metrics.num_tokens = n;
+  // TRL logits/chosen|rejected: mean logit over the positions that score completion tokens.
+  const [meanChosen, meanRejected] = meanCompletionLogits(policyLogits, batch.completionMask, P);
+  result.metrics["logits/chosen"] = meanChosen;
+  result.metrics["logits/rejected"] = meanRejected;
   return result;
+}
+
+function meanCompletionLogits(logits: Tensor, completionMask: Tensor, P: number): [number, number] {
+  const [B, T, V] = logits.shape;
+  const mask = maskValues("dpoLossFromLogits", "completionMask", completionMask, B * T);
+  const d = logits.data as Float32Array;
+  const sums = [0, 0];
+  const counts = [0, 0];
+  for (let b = 0; b < B; b++) {
+    const half = b < P ? 0 : 1;
+    for (let t = 0; t + 1 < T; t++) {
+      if (!mask[b * T + t + 1]) continue;
+      const o = (b * T + t) * V;
+      let s = 0;
+      for (let j = 0; j < V; j++) s += d[o + j];
+      sums[half] += s;
+      counts[half] += V;
+    }
+  }
+  return [sums[0] / counts[0], sums[1] / counts[1]];
 }

@@ -187,6 +187,20 @@ describe("sequenceLogProbs and dpoLossFromLogits", () => {
     );
     expect(a.loss.item()).toBeCloseTo(b.loss.item(), 6);
     expect(a.metrics.num_tokens).toBe(11);
+    // logits/chosen: mean over the rows that score a completion token (rows t with mask[t+1] = 1)
+    const rowMean = (b: number) => {
+      let s = 0;
+      let n = 0;
+      for (let t = 0; t + 1 < T; t++) {
+        if (!mask[b * T + t + 1]) continue;
+        for (let j = 0; j < V; j++) s += logits[(b * T + t) * V + j];
+        n += V;
+      }
+      return [s, n];
+    };
+    const [s0, n0] = rowMean(0);
+    const [s1, n1] = rowMean(1);
+    expect(a.metrics["logits/chosen"]).toBeCloseTo((s0 + s1) / (n0 + n1), 6);
     const ref = refSeq(refLogits, false);
     const f = (vals: number[]) => {
       const s = refSeq(vals, false);
