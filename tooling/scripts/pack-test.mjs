@@ -19,11 +19,17 @@ const packages = readdirSync(join(root, "packages")).map((dir) => {
 });
 const files = [];
 for (const { dir } of packages) {
-  const out = execFileSync("pnpm", ["pack", "--pack-destination", tarballs], { cwd: join(root, "packages", dir), encoding: "utf8" });
+  const out = execFileSync("pnpm", ["pack", "--pack-destination", tarballs], {
+    cwd: join(root, "packages", dir),
+    encoding: "utf8",
+  });
   const tgz = out.trim().split("\n").pop().trim();
   files.push(tgz.startsWith("/") ? tgz : join(tarballs, tgz.split("/").pop()));
 }
-writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "kiln-pack-test", private: true, version: "0.0.0" }));
+writeFileSync(
+  join(scratch, "package.json"),
+  JSON.stringify({ name: "kiln-pack-test", private: true, version: "0.0.0" }),
+);
 execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...files], {
   cwd: scratch,
   stdio: "inherit",
