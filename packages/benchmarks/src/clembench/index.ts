@@ -20,6 +20,7 @@ export {
 export { GameScorer, type ScoresFile } from "./scorer.js";
 export * from "./episode.js";
 export * from "./games/imagegame.js";
+export * from "./games/matchit-ascii.js";
 export * from "./games/privateshared.js";
 export * from "./games/referencegame.js";
 export * from "./games/taboo.js";

@@ -1,6 +1,7 @@
 import { RunnerOptionsError } from "./errors.js";
 import type { GameDefinition } from "./game.js";
 import { imagegame } from "./games/imagegame.js";
+import { matchitAscii } from "./games/matchit-ascii.js";
 import { privateshared } from "./games/privateshared.js";
 import { referencegame } from "./games/referencegame.js";
 import { bbh, eqbench } from "./games/static-benchmarks.js";
@@ -16,6 +17,7 @@ export const GAMES: Readonly<Record<string, GameDefinition>> = {
   referencegame,
   imagegame,
   privateshared,
+  matchit_ascii: matchitAscii,
 };
 
 /** The static benchmarks of statscore that are ported (bbh, eqbench; see README for the others). */

@@ -166,3 +166,27 @@ export function privateSharedOracle(instance: GameInstance): ScriptedBackend {
     return `ANSWER: ${slots[slot]}`;
   });
 }
+
+/**
+ * matchit_ascii player: describes its grid verbatim (rows joined by " / "), asks for the other's grid,
+ * answers with its own, and decides by comparing its grid with the other's description.
+ */
+export function gridComparingMatchItPlayer(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const mine = (/This is your grid:\n([\s\S]*)$/.exec(messages[0]?.content ?? "")?.[1] ?? "")
+      .trim()
+      .split("\n")
+      .join(" / ");
+    const ctx = lastUser(messages);
+    if (ctx.includes("come to a decision")) {
+      const theirs = messages
+        .filter((m) => m.role === "user")
+        .map((m) => /This is my DESCRIPTION: my grid is (.+)/.exec(m.content)?.[1])
+        .find((x) => x !== undefined);
+      return `DECISION: ${theirs?.trim() === mine ? "same grid" : "different grids"}`;
+    }
+    if (ctx.includes('Start your answer with "ANSWER:"')) return `ANSWER: my grid is ${mine}`;
+    if (ctx.includes('Start with "QUESTION:"')) return "QUESTION: what exactly is your grid?";
+    return `DESCRIPTION: my grid is ${mine}`;
+  });
+}
