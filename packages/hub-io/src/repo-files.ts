@@ -119,3 +119,21 @@ export async function readRepoConfigs(dir: string): Promise<RepoConfigs> {
   else if (typeof out.tokenizerConfig?.chat_template === "string") out.chatTemplate = out.tokenizerConfig.chat_template;
   return out;
 }
+
+/**
+ * The files of a model repo as transformers / tokenizers would save them, ready for writeRepoFiles.
+ * A `chatTemplate` goes to chat_template.jinja (transformers ≥ 4.43 layout), not into tokenizer_config.json.
+ */
+export function buildRepoFiles(configs: Partial<RepoConfigs> & { modelCard?: string }): RepoFileMap {
+  const files: RepoFileMap = new Map();
+  if (configs.config) files.set(REPO_FILES.config, serializeModelConfig(configs.config));
+  if (configs.generationConfig)
+    files.set(REPO_FILES.generationConfig, serializeGenerationConfig(configs.generationConfig));
+  if (configs.tokenizer) files.set(REPO_FILES.tokenizer, serializeTokenizerJson(configs.tokenizer));
+  if (configs.tokenizerConfig) files.set(REPO_FILES.tokenizerConfig, serializeTokenizerConfig(configs.tokenizerConfig));
+  if (configs.specialTokensMap)
+    files.set(REPO_FILES.specialTokensMap, serializeTokenizerConfig(configs.specialTokensMap));
+  if (configs.chatTemplate !== undefined) files.set(REPO_FILES.chatTemplate, configs.chatTemplate);
+  if (configs.modelCard !== undefined) files.set(REPO_FILES.modelCard, configs.modelCard);
+  return files;
+}

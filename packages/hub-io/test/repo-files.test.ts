@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   ModelCardError,
+  buildRepoFiles,
   RepoFileError,
   makeModelCard,
   parseModelCard,
@@ -76,6 +77,11 @@ describe("repo files", () => {
     repo = await readRepoConfigs(dir);
     expect(repo.chatTemplate).toContain("{% for m in messages %}");
     expect(repo.generationConfig).toEqual({ bos_token_id: 1 });
+    // Round trip through buildRepoFiles gives the same configs back.
+    const dir2 = join(tmp.dir, "repo2");
+    await writeRepoFiles(dir2, buildRepoFiles({ ...repo, modelCard: "---\nlicense: mit\n---\n" }));
+    const again = await readRepoConfigs(dir2);
+    expect(again).toEqual(repo);
   });
 
   it("refuses bad repo files with the file named", async () => {
