@@ -35,6 +35,8 @@ export interface EpisodeLimits {
   maxEpisodeTokens?: number;
   /** Abort after this many malformed replies in a row (default 3). */
   maxConsecutiveMalformed?: number;
+  /** Fail the episode (policy error) when one reply takes longer than this (default: no limit). */
+  turnTimeoutMs?: number;
 }
 
 export interface EpisodeOptions {
@@ -60,6 +62,7 @@ export interface ResolvedLimits {
   maxTurns: number;
   maxEpisodeTokens: number;
   maxConsecutiveMalformed: number;
+  turnTimeoutMs: number;
 }
 
 export function resolveLimits(limits: EpisodeLimits = {}): ResolvedLimits {
@@ -67,6 +70,7 @@ export function resolveLimits(limits: EpisodeLimits = {}): ResolvedLimits {
     maxTurns: limits.maxTurns ?? 32,
     maxEpisodeTokens: limits.maxEpisodeTokens ?? Number.POSITIVE_INFINITY,
     maxConsecutiveMalformed: limits.maxConsecutiveMalformed ?? 3,
+    turnTimeoutMs: limits.turnTimeoutMs ?? Number.POSITIVE_INFINITY,
   };
   for (const [k, v] of Object.entries(out)) {
     if (!(v >= 1)) throw new RolloutConfigError(`episode limit ${k} must be >= 1, got ${v}`);
@@ -159,7 +163,10 @@ export async function continueEpisode(
     const g0 = performance.now();
     let gen: Generation;
     try {
-      gen = await policy.generate(cloneMessages(progress.messages), tools, { ...options.params, seed });
+      gen = await withTimeout(
+        policy.generate(cloneMessages(progress.messages), tools, { ...options.params, seed }),
+        limits.turnTimeoutMs,
+      );
     } catch (err) {
       return finish(progress, env, "error", { kind: "policy", message: errorText(err), turn }, t0);
     }
@@ -198,7 +205,8 @@ export async function continueEpisode(
     record.action = calls;
     const s0 = performance.now();
     try {
-      const result = await env.step({ message: cloneMessage(message), toolCalls: calls });
+      // The environment gets copies: whatever it does to them, the record stays as the agent replied.
+      const result = await env.step({ message: cloneMessage(message), toolCalls: structuredClone(calls) });
       record.observations = cloneMessages(result.observations);
       record.reward = result.reward;
       record.done = result.done;
@@ -328,4 +336,14 @@ export function finish(
 export function errorText(err: unknown): string {
   if (err instanceof Error) return `${err.name}: ${err.message}`;
   return String(err);
+}
+
+/** Rejects when `promise` takes longer than `ms` (the work itself cannot be cancelled). */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  if (!Number.isFinite(ms)) return promise;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply within turnTimeoutMs = ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -14,6 +14,7 @@ import {
   readReply,
   resolveLimits,
   turnSeed,
+  withTimeout,
 } from "./episode.js";
 import { RolloutConfigError } from "./errors.js";
 import { cloneMessage, cloneMessages } from "./messages.js";
@@ -109,10 +110,10 @@ export async function runGame(options: GameOptions): Promise<Trajectory> {
     const g0 = performance.now();
     let gen: Generation;
     try {
-      gen = await options.policies[player].generate(cloneMessages(conversations[player]), tools, {
-        ...options.params,
-        seed,
-      });
+      gen = await withTimeout(
+        options.policies[player].generate(cloneMessages(conversations[player]), tools, { ...options.params, seed }),
+        limits.turnTimeoutMs,
+      );
     } catch (err) {
       return finish(progress, game, "error", { kind: "policy", message: `${player}: ${errorText(err)}`, turn }, t0);
     }
@@ -165,7 +166,7 @@ export async function runGame(options: GameOptions): Promise<Trajectory> {
     record.action = calls;
     const s0 = performance.now();
     try {
-      const result = await game.step(player, { message: cloneMessage(message), toolCalls: calls });
+      const result = await game.step(player, { message: cloneMessage(message), toolCalls: structuredClone(calls) });
       for (const [p, msgs] of Object.entries(result.observations)) {
         if (!(p in conversations)) throw new RolloutConfigError(`step() sent observations to unknown player "${p}"`);
         record.observationsByPlayer![p] = cloneMessages(msgs);

@@ -111,6 +111,13 @@ describe("runEpisode", () => {
     expect(traj.turns).toHaveLength(1);
   });
 
+  it("fails a turn that exceeds turnTimeoutMs", async () => {
+    const slow = new ScriptedPolicy({ id: "slow", script: guessNumberScript(), latencyMs: 200 });
+    const traj = await runEpisode({ env: new GuessNumberEnv(), policy: slow, seed: 1, limits: { turnTimeoutMs: 20 } });
+    expect(traj.outcome).toMatchObject({ status: "error", error: { kind: "policy", turn: 0 } });
+    expect(traj.outcome.error!.message).toContain("turnTimeoutMs = 20 ms");
+  });
+
   it("records an environment error", async () => {
     const env = new GuessNumberEnv();
     const broken: Environment = Object.assign(Object.create(Object.getPrototypeOf(env)), env, {
