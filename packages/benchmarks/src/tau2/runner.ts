@@ -119,6 +119,12 @@ export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
     );
   }
   const metrics = summarizePassHatK(counted.map((r) => ({ taskId: r.taskId, reward: r.reward, success: r.success })));
+  const nlSkipped = counted.filter((r) => r.rewardInfo.skippedComponents.includes("NL_ASSERTION")).length;
+  if (nlSkipped > 0) {
+    metrics.warnings.push(
+      `NL_ASSERTION skipped on ${nlSkipped} simulation(s) (no judge): those rewards omit it, so they are not upstream's ${version} scores`,
+    );
+  }
   if (dropped.length > 0) {
     metrics.warnings.push(
       `${dropped.length} simulation(s) dropped after infrastructure errors: ${dropped.map((r) => `task ${r.taskId} trial ${r.trial} (${r.error})`).join("; ")}`,
