@@ -152,6 +152,31 @@ describe("OpenAI-compatible server", () => {
     expect(ok.json.choices[0].message.role).toBe("assistant");
   });
 
+  it("cuts off an oversized chunked upload that declares no length", async () => {
+    const url = new URL(server.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: "/v1/chat/completions",
+          method: "POST",
+          headers: { "transfer-encoding": "chunked" },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.write('{"messages": [{"role": "user", "content": "');
+      for (let i = 0; i < 20; i++) req.write("y".repeat(8 * 1024)); // 160 KiB > the 64 KiB limit
+      req.end('"}]}');
+    });
+    expect(status).toBe(413);
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+
   it("survives clients that disconnect mid-upload and mid-stream", async () => {
     const url = new URL(server.url);
     // Mid-upload: promise a large body, send a little, then vanish.
