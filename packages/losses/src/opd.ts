@@ -27,6 +27,11 @@ export interface OpdAdvantageOptions {
   clamp?: number;
   /** Weight of turn k's tokens (missing turns weigh 1). The seed weighted early turns by 1.5. */
   turnWeights?: readonly number[];
+  /**
+   * Tinker `kl_discount_factor` γ (default 0 = off): the per-token term becomes
+   * Σ_{k≥0} γ^k x_{t+k} within each sequence (last axis of the inputs), before clamp and weights.
+   */
+  discount?: number;
 }
 
 export interface OpdAdvantages {
@@ -65,6 +70,16 @@ export function opdAdvantages(inputs: OpdAdvantageInputs, options: OpdAdvantageO
     for (const w of options.turnWeights)
       if (!Number.isFinite(w)) throw new LossOptionError(`${op}: turnWeights must be finite, got ${w}`);
   }
+  const gamma = options.discount ?? 0;
+  if (!(gamma >= 0 && gamma < 1)) throw new LossOptionError(`${op}: discount must be in [0, 1), got ${gamma}`);
+  // x_t = −λ·mask·rkl, discounted within each sequence when γ > 0.
+  const x = new Float64Array(n);
+  for (let i = 0; i < n; i++) if (mask[i]) x[i] = -lambda * (q[i] - p[i]);
+  if (gamma > 0) {
+    const shape = inputs.samplerLogps.shape;
+    const T = shape.length > 0 ? shape[shape.length - 1] : 1;
+    for (let o = 0; o < n; o += T) for (let t = T - 2; t >= 0; t--) x[o + t] += gamma * x[o + t + 1];
+  }
   const adv = new Float32Array(n);
   let klSum = 0;
   let count = 0;
@@ -78,7 +93,7 @@ export function opdAdvantages(inputs: OpdAdvantageInputs, options: OpdAdvantageO
     const rkl = q[i] - p[i];
     klSum += rkl;
     count++;
-    let a = -lambda * rkl;
+    let a = x[i];
     if (c !== undefined && (a > c || a < -c)) {
       a = a > c ? c : -c;
       clamped++;

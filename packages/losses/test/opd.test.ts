@@ -77,6 +77,36 @@ describe("opdAdvantages", () => {
     expect(weighted.metrics["advantage/max"]).toBeCloseTo(Math.max(...exp2.filter((_, i) => mask[i])), 6);
   });
 
+  it("kl discount γ sums γ^k·x_{t+k} within each sequence (Tinker kl_discount_factor)", () => {
+    const q = [-1, -2, -0.5, -3, -1, -1];
+    const p = [-2, -2.5, -0.5, -1, -4, -2];
+    const m = [1, 1, 1, 1, 0, 1];
+    const { advantages } = opdAdvantages(
+      {
+        samplerLogps: tensor(Float32Array.from(q), [2, 3]),
+        teacherLogps: tensor(Float32Array.from(p), [2, 3]),
+        mask: m,
+      },
+      { discount: 0.5 },
+    );
+    const x = q.map((v, i) => (m[i] ? p[i] - v : 0));
+    const expected = [
+      x[0] + 0.5 * x[1] + 0.25 * x[2],
+      x[1] + 0.5 * x[2],
+      x[2],
+      x[3] + 0.5 * x[4] + 0.25 * x[5],
+      0,
+      x[5],
+    ];
+    expectClose(advantages.data as Float32Array, expected, 1e-6);
+    expect(() =>
+      opdAdvantages(
+        { samplerLogps: tensor(Float32Array.from(q)), teacherLogps: tensor(Float32Array.from(p)) },
+        { discount: 1 },
+      ),
+    ).toThrow(LossOptionError);
+  });
+
   it("rejects a non-positive clamp and turn weights without turn indices", () => {
     const t = tensor(Float32Array.from([0, 0]));
     expect(() => opdAdvantages({ samplerLogps: t, teacherLogps: t }, { clamp: 0 })).toThrow(LossOptionError);
