@@ -45,7 +45,10 @@ const ADDRESS = [
   s("zip", "The zip code, such as '12345'."),
 ];
 
-/** All 16 retail tools, in name order. */
+/**
+ * All 16 retail tools, in upstream's definition order (tools.py), which is the order the
+ * toolkit's dict, and so the agent's tool list, has.
+ */
 export const RETAIL_TOOL_SPECS: readonly ToolSpec[] = [
   {
     name: "calculate",
@@ -90,12 +93,6 @@ export const RETAIL_TOOL_SPECS: readonly ToolSpec[] = [
     ],
   },
   {
-    name: "find_user_id_by_email",
-    kind: "READ",
-    short: "Find user id by email. If the user is not found, the function will return an error message.",
-    params: [s("email", "The email of the user, such as 'something@example.com'.")],
-  },
-  {
     name: "find_user_id_by_name_zip",
     kind: "READ",
     short: "Find user id by first name, last name, and zip code. If the user is not found, the function",
@@ -107,13 +104,10 @@ export const RETAIL_TOOL_SPECS: readonly ToolSpec[] = [
     ],
   },
   {
-    name: "get_item_details",
+    name: "find_user_id_by_email",
     kind: "READ",
-    short: "Get the inventory details of an item.",
-    params: [
-      s("item_id", "The item id, such as '6086499569'. Be careful the item id is different from the product id."),
-    ],
-    since: "v1.0",
+    short: "Find user id by email. If the user is not found, the function will return an error message.",
+    params: [s("email", "The email of the user, such as 'something@example.com'.")],
   },
   {
     name: "get_order_details",
@@ -128,6 +122,15 @@ export const RETAIL_TOOL_SPECS: readonly ToolSpec[] = [
     params: [
       s("product_id", "The product id, such as '6086499569'. Be careful the product id is different from the item id."),
     ],
+  },
+  {
+    name: "get_item_details",
+    kind: "READ",
+    short: "Get the inventory details of an item.",
+    params: [
+      s("item_id", "The item id, such as '6086499569'. Be careful the item id is different from the product id."),
+    ],
+    since: "v1.0",
   },
   {
     name: "get_user_details",

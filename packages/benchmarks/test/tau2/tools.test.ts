@@ -27,7 +27,25 @@ const giftBalance = (t: RetailTools, user: string, id: string) =>
 
 describe("tool declarations", () => {
   it("has 16 tools in v1.0 and 15 (no get_item_details) in v0.2.0", () => {
-    expect(retailToolSpecs("v1.0")).toHaveLength(16);
+    // Upstream's definition order in tools.py (the agent's tool list order).
+    expect(retailToolSpecs("v1.0").map((t) => t.name)).toEqual([
+      "calculate",
+      "cancel_pending_order",
+      "exchange_delivered_order_items",
+      "find_user_id_by_name_zip",
+      "find_user_id_by_email",
+      "get_order_details",
+      "get_product_details",
+      "get_item_details",
+      "get_user_details",
+      "list_all_product_types",
+      "modify_pending_order_address",
+      "modify_pending_order_items",
+      "modify_pending_order_payment",
+      "modify_user_address",
+      "return_delivered_order_items",
+      "transfer_to_human_agents",
+    ]);
     const v02 = retailToolSpecs("v0.2.0").map((t) => t.name);
     expect(v02).toHaveLength(15);
     expect(v02).not.toContain("get_item_details");
