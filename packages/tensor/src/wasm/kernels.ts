@@ -66,27 +66,17 @@ class Kernels implements WasmKernels {
     private readonly pool: ThreadPool | null,
   ) {}
 
-  /** Runs `op` over rows [0, rows): part t gets [start, end) (ends rounded to `align`), the caller part 0. */
-  private parallel(
-    op: WorkerOp,
-    rows: number,
-    parts: number,
-    align: number,
-    args: (row0: number, row1: number, t: number) => number[],
-  ): void {
-    const per = Math.ceil(rows / parts / align) * align;
-    const ranges: [number, number][] = [];
-    for (let start = 0; start < rows; start += per) ranges.push([start, Math.min(rows, start + per)]);
-    const fn = this.exports[op as keyof Exports];
-    for (let t = 1; t < ranges.length; t++) this.pool!.start(t - 1, op, args(ranges[t][0], ranges[t][1], t));
+  /** Runs `op(...argsFor(t))` on threads t = 0 (the caller) .. parts-1 (workers t-1) and waits for all. */
+  private runOnThreads(op: WorkerOp, parts: number, argsFor: (t: number) => number[]): void {
+    for (let t = 1; t < parts; t++) this.pool!.start(t - 1, op, argsFor(t));
     let error: unknown = null;
     try {
-      fn(...args(ranges[0][0], ranges[0][1], 0));
+      this.exports[op as keyof Exports](...argsFor(0));
     } catch (err) {
       error = err;
     }
     // Always join every worker before returning: they write into the shared memory.
-    for (let t = 1; t < ranges.length; t++) {
+    for (let t = 1; t < parts; t++) {
       try {
         this.pool!.join(t - 1);
       } catch (err) {
@@ -94,6 +84,20 @@ class Kernels implements WasmKernels {
       }
     }
     if (error) throw error;
+  }
+
+  /** Static split of rows [0, rows) into at most `parts` ranges (sizes rounded up to `align`). */
+  private splitRows(
+    op: WorkerOp,
+    rows: number,
+    parts: number,
+    align: number,
+    args: (r0: number, r1: number) => number[],
+  ) {
+    const per = Math.ceil(rows / parts / align) * align;
+    const ranges: [number, number][] = [];
+    for (let start = 0; start < rows; start += per) ranges.push([start, Math.min(rows, start + per)]);
+    this.runOnThreads(op, ranges.length, (t) => args(ranges[t][0], ranges[t][1]));
   }
 
   private partsFor(work: number, threshold: number, rows: number, align: number): number {
@@ -167,7 +171,7 @@ class Kernels implements WasmKernels {
       // each, because every chunk re-packs its B blocks.
       const chunk = alignUp(Math.max(Math.ceil(rows / (3 * parts)), Math.min(64, Math.ceil(rows / parts))), GEMM_MR);
       this.heap.i32()[WORK_COUNTER >>> 2] = 0;
-      this.parallel("gemm", parts, parts, 1, (_t0, _t1, t) => [
+      this.runOnThreads("gemm", parts, (t) => [
         pa,
         pb,
         pc,
@@ -212,7 +216,7 @@ class Kernels implements WasmKernels {
     f32.set(x, px >>> 2);
     f32.set(w.length === dim ? w : w.subarray(0, dim), pw >>> 2);
     const parts = this.partsFor(x.length, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    this.parallel("rmsnorm", rows, parts, 1, (r0, r1) => [px, pw, po, pr, dim, eps, zeroCentered ? 1 : 0, r0, r1]);
+    this.splitRows("rmsnorm", rows, parts, 1, (r0, r1) => [px, pw, po, pr, dim, eps, zeroCentered ? 1 : 0, r0, r1]);
     const view = this.heap.f32();
     out.set(view.subarray(po >>> 2, (po >>> 2) + x.length));
     rstd.set(view.subarray(pr >>> 2, (pr >>> 2) + rows));
@@ -252,7 +256,7 @@ class Kernels implements WasmKernels {
     this.heap.f32().set(logits.subarray(0, rows * vocab), pl >>> 2);
     this.heap.i32().set(targets.subarray(0, rows), pt >>> 2);
     const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    this.parallel("ce_fwd", rows, parts, 1, (r0, r1) => [pl, pt, ploss, plse, vocab, ignoreIndex, r0, r1]);
+    this.splitRows("ce_fwd", rows, parts, 1, (r0, r1) => [pl, pt, ploss, plse, vocab, ignoreIndex, r0, r1]);
     const view = this.heap.f32();
     loss.set(view.subarray(ploss >>> 2, (ploss >>> 2) + rows));
     lse.set(view.subarray(plse >>> 2, (plse >>> 2) + rows));
@@ -286,7 +290,7 @@ class Kernels implements WasmKernels {
     f32.set(lse.subarray(0, rows), plse >>> 2);
     f32.set(gradLoss.subarray(0, rows), pg >>> 2);
     const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    this.parallel("ce_bwd", rows, parts, 1, (r0, r1) => [pl, pt, plse, pg, pd, vocab, ignoreIndex, r0, r1]);
+    this.splitRows("ce_bwd", rows, parts, 1, (r0, r1) => [pl, pt, plse, pg, pd, vocab, ignoreIndex, r0, r1]);
     dlogits.set(this.heap.f32().subarray(pd >>> 2, (pd >>> 2) + rows * vocab));
   }
 
