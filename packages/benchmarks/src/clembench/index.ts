@@ -10,6 +10,8 @@ export * as metrics from "./metrics.js";
 export * from "./player.js";
 export {
   npRound,
+  pyListRepr,
+  pyStrRepr,
   PyFloat,
   parsePyJson,
   pyFloat,
@@ -19,6 +21,7 @@ export {
 } from "./py.js";
 export { GameScorer, type ScoresFile } from "./scorer.js";
 export * from "./episode.js";
+export * from "./games/guesswhat.js";
 export * from "./games/imagegame.js";
 export * from "./games/matchit-ascii.js";
 export * from "./games/privateshared.js";

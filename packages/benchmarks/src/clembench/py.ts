@@ -372,3 +372,25 @@ export function parsePyJson(text: string): unknown {
     return v;
   });
 }
+
+/** Python `repr(str)`: single quotes unless the text has a single and no double quote; escapes as CPython. */
+export function pyStrRepr(s: string): string {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === "\\") out += "\\\\";
+    else if (ch === quote) out += `\\${quote}`;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, "0")}`;
+    else out += ch;
+  }
+  return out + quote;
+}
+
+/** Python `str(list_of_str)`, e.g. `['Copper', 'Lead']`. */
+export function pyListRepr(xs: string[]): string {
+  return `[${xs.map(pyStrRepr).join(", ")}]`;
+}

@@ -1,5 +1,6 @@
 import { RunnerOptionsError } from "./errors.js";
 import type { GameDefinition } from "./game.js";
+import { guesswhat } from "./games/guesswhat.js";
 import { imagegame } from "./games/imagegame.js";
 import { matchitAscii } from "./games/matchit-ascii.js";
 import { privateshared } from "./games/privateshared.js";
@@ -18,6 +19,7 @@ export const GAMES: Readonly<Record<string, GameDefinition>> = {
   imagegame,
   privateshared,
   matchit_ascii: matchitAscii,
+  guesswhat,
 };
 
 /** The static benchmarks of statscore that are ported (bbh, eqbench; see README for the others). */

@@ -190,3 +190,27 @@ export function gridComparingMatchItPlayer(): ScriptedBackend {
     return `DESCRIPTION: my grid is ${mine}`;
   });
 }
+
+/** guesswhat guesser: asks about one candidate per turn ("QUESTION: Is it related to X?"), guesses on a yes. */
+export function candidateByCandidateGuesser(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const list = /List of candidate words: \[(.*)\]/.exec(messages[0]?.content ?? "")?.[1] ?? "";
+    const candidates = [...list.matchAll(/'([^']*)'|"([^"]*)"/g)].map((m) => m[1] ?? m[2]);
+    const asked = messages.filter((m) => m.role === "assistant").map((m) => /related to (.+)\?$/.exec(m.content)?.[1]);
+    const last = asked[asked.length - 1];
+    if (last && /yes/i.test(lastUser(messages))) return `GUESS: ${last}`;
+    const remaining = candidates.filter((c) => !asked.includes(c));
+    if (remaining.length === 1) return `GUESS: ${remaining[0]}`;
+    return `QUESTION: Is it related to ${remaining[0]}?`;
+  });
+}
+
+/** guesswhat answerer: "ANSWER: yes" iff the question names the target word. */
+export function targetNamingAnswerer(): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const target =
+      /Target Word: (.+)$/.exec(messages[0]?.content.split("\n\n").slice(0, -1).join("\n\n") ?? "")?.[1] ?? "";
+    const question = lastUser(messages).split("\n\n").pop() ?? "";
+    return question.toLowerCase().includes(target.toLowerCase()) ? "ANSWER: yes" : "ANSWER: no";
+  });
+}
