@@ -2,11 +2,12 @@
 // h = x + Attn(RMSNorm(x)); out = h + MLP(RMSNorm(h)).
 // A Qwen3.5 Gated DeltaNet layer is a sibling DecoderBlock with the same two-norm shape.
 import { type Tensor, add, rmsNorm } from "@kiln/tensor";
-import type { SelfAttention } from "./attention.js";
+import { SelfAttention } from "./attention.js";
+import type { BlockType } from "./block-types.js";
 import type { DecoderConfig } from "./config.js";
 import type { DecoderBlock, LayerContext } from "./layer-context.js";
-import type { Linear } from "./linear.js";
-import type { SwiGluMlp } from "./mlp.js";
+import { Linear, pushLinear } from "./linear.js";
+import { SwiGluMlp } from "./mlp.js";
 
 export class AttentionBlock implements DecoderBlock {
   readonly layerType = "full_attention";
@@ -39,7 +40,46 @@ export class AttentionBlock implements DecoderBlock {
   }
 }
 
-export function pushLinear(out: [string, Tensor][], name: string, lin: Linear): void {
-  out.push([`${name}.weight`, lin.weight]);
-  if (lin.bias) out.push([`${name}.bias`, lin.bias]);
-}
+/** The "full_attention" layer type of the block registry (block-types.ts). */
+export const FULL_ATTENTION_BLOCK: BlockType = {
+  layerType: "full_attention",
+  shapes(c, p) {
+    const D = c.hiddenSize;
+    const qDim = c.numHeads * c.headDim;
+    const kvDim = c.numKvHeads * c.headDim;
+    const out: [string, number[]][] = [[`${p}input_layernorm.weight`, [D]]];
+    const lin = (name: string, o: number, i: number, bias: boolean) => {
+      out.push([`${p}${name}.weight`, [o, i]]);
+      if (bias) out.push([`${p}${name}.bias`, [o]]);
+    };
+    lin("self_attn.q_proj", qDim, D, c.qkvBias);
+    lin("self_attn.k_proj", kvDim, D, c.qkvBias);
+    lin("self_attn.v_proj", kvDim, D, c.qkvBias);
+    lin("self_attn.o_proj", D, qDim, c.oBias);
+    if (c.qkNorm) out.push([`${p}self_attn.q_norm.weight`, [c.headDim]], [`${p}self_attn.k_norm.weight`, [c.headDim]]);
+    out.push([`${p}post_attention_layernorm.weight`, [D]]);
+    lin("mlp.gate_proj", c.intermediateSize, D, c.mlpBias);
+    lin("mlp.up_proj", c.intermediateSize, D, c.mlpBias);
+    lin("mlp.down_proj", D, c.intermediateSize, c.mlpBias);
+    return out;
+  },
+  build(c, p, take, maybe) {
+    const lin = (name: string) => new Linear(take(`${p}${name}.weight`), maybe(`${p}${name}.bias`));
+    const attn = new SelfAttention(c, {
+      qProj: lin("self_attn.q_proj"),
+      kProj: lin("self_attn.k_proj"),
+      vProj: lin("self_attn.v_proj"),
+      oProj: lin("self_attn.o_proj"),
+      qNorm: c.qkNorm ? take(`${p}self_attn.q_norm.weight`) : null,
+      kNorm: c.qkNorm ? take(`${p}self_attn.k_norm.weight`) : null,
+    });
+    const mlp = new SwiGluMlp(lin("mlp.gate_proj"), lin("mlp.up_proj"), lin("mlp.down_proj"));
+    return new AttentionBlock(
+      c,
+      take(`${p}input_layernorm.weight`),
+      attn,
+      take(`${p}post_attention_layernorm.weight`),
+      mlp,
+    );
+  },
+};

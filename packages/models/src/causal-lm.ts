@@ -1,13 +1,11 @@
 // A decoder-only causal LM assembled from HF-named weights: embed → blocks → norm → lm_head.
 import { type Tensor, checkpoint, embedding, narrow, rmsNorm } from "@kiln/tensor";
-import { SelfAttention } from "./attention.js";
-import { AttentionBlock, pushLinear } from "./attention-block.js";
+import { blockType } from "./block-types.js";
 import type { DecoderConfig } from "./config.js";
 import { GenerationError, WeightLoadError } from "./errors.js";
 import { KVCache } from "./kv-cache.js";
 import type { DecoderBlock, LayerContext } from "./layer-context.js";
-import { Linear } from "./linear.js";
-import { SwiGluMlp } from "./mlp.js";
+import { Linear, pushLinear } from "./linear.js";
 import { computeInvFreq } from "./rope.js";
 
 export interface ForwardOptions {
@@ -51,28 +49,11 @@ export class CausalLM {
       return t;
     };
     const maybe = (name: string): Tensor | null => tensors.get(name) ?? null;
-    const lin = (name: string) => new Linear(take(`${name}.weight`), maybe(`${name}.bias`));
-    const layers: DecoderBlock[] = config.layerTypes.map((_, l) => {
-      const p = `model.layers.${l}.`;
-      const attn = new SelfAttention(config, {
-        qProj: lin(`${p}self_attn.q_proj`),
-        kProj: lin(`${p}self_attn.k_proj`),
-        vProj: lin(`${p}self_attn.v_proj`),
-        oProj: lin(`${p}self_attn.o_proj`),
-        qNorm: config.qkNorm ? take(`${p}self_attn.q_norm.weight`) : null,
-        kNorm: config.qkNorm ? take(`${p}self_attn.k_norm.weight`) : null,
-      });
-      const mlp = new SwiGluMlp(lin(`${p}mlp.gate_proj`), lin(`${p}mlp.up_proj`), lin(`${p}mlp.down_proj`));
-      return new AttentionBlock(
-        config,
-        take(`${p}input_layernorm.weight`),
-        attn,
-        take(`${p}post_attention_layernorm.weight`),
-        mlp,
-      );
-    });
+    const layers = config.layerTypes.map((type, l) => blockType(type).build(config, `model.layers.${l}.`, take, maybe));
     const embed = take("model.embed_tokens.weight");
-    const head = config.tieWordEmbeddings ? new Linear(embed) : lin("lm_head");
+    const head = config.tieWordEmbeddings
+      ? new Linear(embed)
+      : new Linear(take("lm_head.weight"), maybe("lm_head.bias"));
     return new CausalLM(config, embed, layers, take("model.norm.weight"), head);
   }
 

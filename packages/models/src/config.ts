@@ -1,5 +1,6 @@
 // config.json → a normalised decoder config (numerics.md §5). Field names and defaults follow
 // transformers' configuration_llama.py / configuration_qwen2.py / configuration_qwen3.py.
+import { hasBlockType, registeredBlockTypes } from "./block-types.js";
 import { ModelConfigError, UnsupportedArchitectureError } from "./errors.js";
 
 /** Architectures (config.json `architectures[0]`) this package builds. */
@@ -25,10 +26,10 @@ export type RopeScaling =
     };
 
 /**
- * Layer kinds. Dense models use only "full_attention"; the Qwen3.5 hybrid adds "linear_attention"
- * (Gated DeltaNet), which a new block type will implement (see decoder-block.ts).
+ * Layer kinds (config `layer_types`). Dense models use only "full_attention"; the Qwen3.5 hybrid
+ * adds "linear_attention" (Gated DeltaNet) as a new registered block type (block-types.ts).
  */
-export type LayerType = "full_attention" | "linear_attention";
+export type LayerType = "full_attention" | "linear_attention" | (string & {});
 
 export interface DecoderConfig {
   architecture: Architecture;
@@ -159,15 +160,15 @@ export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig 
   const attentionBias = raw.attention_bias === true;
   const isQwen2 = architecture === "Qwen2ForCausalLM";
   const layerTypes: LayerType[] = Array.isArray(raw.layer_types)
-    ? (raw.layer_types as string[]).map((t, i) => {
-        if (t !== "full_attention") {
+    ? (raw.layer_types as unknown[]).map((t, i) => {
+        if (typeof t !== "string" || !hasBlockType(t)) {
           throw new ModelConfigError(
-            `config.json: layer_types[${i}] = "${t}" is not supported by ${architecture}; only "full_attention"`,
+            `config.json: layer_types[${i}] = ${JSON.stringify(t)} is not supported; supported: ${registeredBlockTypes().join(", ")}`,
           );
         }
         return t;
       })
-    : Array.from({ length: numLayers }, () => "full_attention" as const);
+    : Array.from({ length: numLayers }, () => "full_attention");
   if (layerTypes.length !== numLayers) {
     throw new ModelConfigError(`config.json: layer_types has ${layerTypes.length} entries for ${numLayers} layers`);
   }

@@ -2,12 +2,13 @@
 export * from "./errors.js";
 export * from "./config.js";
 export { computeInvFreq } from "./rope.js";
-export { Linear, type LinearAdapter } from "./linear.js";
+export { Linear, pushLinear, type LinearAdapter } from "./linear.js";
 export { KVCache, type AttentionLayerCache, type LayerCache, type OtherLayerCache } from "./kv-cache.js";
 export type { DecoderBlock, LayerContext } from "./layer-context.js";
 export { SelfAttention } from "./attention.js";
 export { SwiGluMlp } from "./mlp.js";
-export { AttentionBlock } from "./attention-block.js";
+export { AttentionBlock, FULL_ATTENTION_BLOCK } from "./attention-block.js";
+export { type BlockType, blockType, registerBlockType } from "./block-types.js";
 export { parameterShapes } from "./parameter-shapes.js";
 export { CausalLM, type ForwardOptions } from "./causal-lm.js";
 export { ModelFileError, type ModelFileMap, type ModelSource } from "./model-files.js";

@@ -32,3 +32,9 @@ export class Linear {
     return y;
   }
 }
+
+/** Appends a linear's HF state-dict entries (`name.weight`, `name.bias`). */
+export function pushLinear(out: [string, Tensor][], name: string, lin: Linear): void {
+  out.push([`${name}.weight`, lin.weight]);
+  if (lin.bias) out.push([`${name}.bias`, lin.bias]);
+}

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseSafetensors, serializeSafetensors, type TensorData } from "@kiln/hub-io";
-import { Tensor, backward, noGrad, sum, tokenLogProbs } from "@kiln/tensor";
+import { Tensor, backward, mul, noGrad, sum, tokenLogProbs } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import {
   type Linear,
@@ -12,6 +12,7 @@ import {
   createModel,
   loadModel,
   parseDecoderConfig,
+  registerBlockType,
 } from "../src/index.js";
 import { maxAbsDiff, tinyDir } from "./helpers.js";
 
@@ -127,6 +128,36 @@ describe("weights", () => {
         noGrad(() => plain.forward(ids)).toFloat32Array(),
       ),
     ).toBe(0);
+  });
+});
+
+describe("block types", () => {
+  it("a registered block type is built, run and named like the built-in one", () => {
+    registerBlockType({
+      layerType: "test_scale",
+      shapes: (c, p) => [[`${p}scale.weight`, [c.hiddenSize]]],
+      build: (_c, p, take) => {
+        const w = take(`${p}scale.weight`);
+        return {
+          layerType: "test_scale",
+          forward: (x) => mul(x, w),
+          namedLinears: () => [],
+          namedParameters: (prefix) => [[`${prefix}scale.weight`, w]],
+        };
+      },
+    });
+    const config = {
+      ...JSON.parse(readFileSync(join(tinyDir("llama"), "config.json"), "utf8")),
+      layer_types: ["full_attention", "test_scale"],
+    };
+    const model = createModel(config, { seed: 2 });
+    expect(model.namedParameters().map(([n]) => n)).toContain("model.layers.1.scale.weight");
+    expect(model.namedLinears().some(([n]) => n.startsWith("model.layers.1."))).toBe(false);
+    const logits = noGrad(() => model.forward(new Tensor(Int32Array.from([1, 2]), [1, 2], "i32")));
+    expect(logits.shape).toEqual([1, 2, 96]);
+    expect(() => parseDecoderConfig({ ...config, layer_types: ["full_attention", "linear_attention"] })).toThrow(
+      /"linear_attention" is not supported; supported: full_attention, test_scale/,
+    );
   });
 });
 

@@ -1,0 +1,46 @@
+// Block types by config `layer_types` entry. Dense models use "full_attention" only; the
+// Qwen3.5 hybrid adds "linear_attention" (Gated DeltaNet, numerics.md §5) by registering a
+// BlockType here: its parameter shapes, and how to build it from HF-named tensors. The
+// decoder stack, loader, namedLinears/namedParameters and the KV cache (LayerCache kinds)
+// need no change for a new block type.
+import type { Tensor } from "@kiln/tensor";
+import { FULL_ATTENTION_BLOCK } from "./attention-block.js";
+import type { DecoderConfig } from "./config.js";
+import { ModelConfigError } from "./errors.js";
+import type { DecoderBlock } from "./layer-context.js";
+
+export interface BlockType {
+  readonly layerType: string;
+  /** HF state-dict keys and shapes of one layer under `prefix` ("model.layers.3."). */
+  shapes(config: DecoderConfig, prefix: string): [string, number[]][];
+  /** Build the layer; `take` throws on a missing tensor, `maybe` returns null. */
+  build(
+    config: DecoderConfig,
+    prefix: string,
+    take: (name: string) => Tensor,
+    maybe: (name: string) => Tensor | null,
+  ): DecoderBlock;
+}
+
+const registry = new Map<string, BlockType>([[FULL_ATTENTION_BLOCK.layerType, FULL_ATTENTION_BLOCK]]);
+
+export function registerBlockType(type: BlockType): void {
+  registry.set(type.layerType, type);
+}
+
+export function blockType(layerType: string): BlockType {
+  const t = registry.get(layerType);
+  if (!t)
+    throw new ModelConfigError(
+      `layer type "${layerType}" is not supported; supported: ${[...registry.keys()].join(", ")}`,
+    );
+  return t;
+}
+
+export function hasBlockType(layerType: string): boolean {
+  return registry.has(layerType);
+}
+
+export function registeredBlockTypes(): string[] {
+  return [...registry.keys()];
+}
