@@ -344,3 +344,56 @@ export function fromFloat32(values: Float32Array | readonly number[], dtype: Flo
       throw new SafetensorsError("UnsupportedConversion", `cannot encode float32 as ${String(dtype)}`);
   }
 }
+
+export type NativeArray =
+  | Uint8Array
+  | Int8Array
+  | Uint16Array
+  | Int16Array
+  | Uint32Array
+  | Int32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array;
+
+/**
+ * The tensor's elements in their storage type without conversion: BF16 and F16 as Uint16Array bits
+ * (for kernels that widen on the fly), 8-bit floats and BOOL as Uint8Array, I64/U64 as BigInt arrays.
+ * A view on `data` when aligned, else a copy. F4/F6 (packed) and C64 have no element view.
+ */
+export function typedView(tensor: Pick<TensorData, "dtype" | "data">): NativeArray {
+  const { dtype, data } = tensor;
+  switch (dtype) {
+    case "F32":
+      return view(data, 4, (b, o, l) => new Float32Array(b, o, l));
+    case "F64":
+      return view(data, 8, (b, o, l) => new Float64Array(b, o, l));
+    case "BF16":
+    case "F16":
+    case "U16":
+      return view(data, 2, (b, o, l) => new Uint16Array(b, o, l));
+    case "I16":
+      return view(data, 2, (b, o, l) => new Int16Array(b, o, l));
+    case "I32":
+      return view(data, 4, (b, o, l) => new Int32Array(b, o, l));
+    case "U32":
+      return view(data, 4, (b, o, l) => new Uint32Array(b, o, l));
+    case "I64":
+      return view(data, 8, (b, o, l) => new BigInt64Array(b, o, l));
+    case "U64":
+      return view(data, 8, (b, o, l) => new BigUint64Array(b, o, l));
+    case "I8":
+      return new Int8Array(data.buffer, data.byteOffset, data.byteLength);
+    case "U8":
+    case "BOOL":
+    case "F8_E5M2":
+    case "F8_E4M3":
+    case "F8_E8M0":
+    case "F8_E4M3FNUZ":
+    case "F8_E5M2FNUZ":
+      return data;
+    default:
+      throw new SafetensorsError("UnsupportedConversion", `${dtype} has no element-wise typed array`);
+  }
+}

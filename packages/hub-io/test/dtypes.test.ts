@@ -9,6 +9,7 @@ import {
   floatToF16Bits,
   fromFloat32,
   toFloat32,
+  typedView,
 } from "../src/index.js";
 
 const fixture = JSON.parse(readFileSync(new URL("./fixtures/conversions.json", import.meta.url), "utf8"));
@@ -97,6 +98,16 @@ describe("dtypes", () => {
     const c = toFloat32({ dtype: "F32", data: odd.subarray(1) });
     expect([...c]).toEqual([1, 2]);
     expect(c.buffer).not.toBe(odd.buffer);
+  });
+
+  it("typedView gives storage-typed views without conversion", () => {
+    const bits = new Uint16Array([0x3f80, 0xc000]);
+    const v = typedView({ dtype: "BF16", data: new Uint8Array(bits.buffer) });
+    expect(v).toBeInstanceOf(Uint16Array);
+    expect([...v]).toEqual([0x3f80, 0xc000]);
+    expect(v.buffer).toBe(bits.buffer);
+    expect(typedView({ dtype: "I64", data: new Uint8Array(new BigInt64Array([-5n]).buffer) })[0]).toBe(-5n);
+    expect(() => typedView({ dtype: "C64", data: new Uint8Array(8) })).toThrow(/UnsupportedConversion/);
   });
 
   it("refuses conversions that have no float32 form", () => {
