@@ -138,7 +138,7 @@ for (const [name, model] of cases) {
     const torch: Rep[] = [];
     for (const backend of ["js", "wasm"]) {
       setBackend(backend);
-      kilnRep(model); // warm-up
+      for (let w = 0; w < 3; w++) kilnRep(model); // warm-up (JIT)
     }
     // Interleave: every round runs one rep of each, so load changes hit all of them alike.
     for (let r = 0; r < REPS; r++) {

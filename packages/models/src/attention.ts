@@ -39,10 +39,11 @@ export class SelfAttention {
   forward(x: Tensor, ctx: LayerContext): Tensor {
     const { numHeads: H, numKvHeads: Hkv, headDim: d, rmsNormEps: eps } = this.config;
     const [B, T] = x.shape;
+    // [B, T, n·d] → [B, n, T, d]; with T = 1 the two layouts share memory order, so no copy.
     const heads = (t: Tensor, n: number, norm: Tensor | null): Tensor => {
       let h = reshape(t, [B, T, n, d]);
       if (norm) h = rmsNorm(h, norm, { eps, zeroCentered: this.config.zeroCenteredNorm });
-      return permute(h, [0, 2, 1, 3]);
+      return T === 1 ? reshape(h, [B, n, 1, d]) : permute(h, [0, 2, 1, 3]);
     };
     const rotaryDim = ctx.invFreq.length * 2;
     let q = rope(heads(this.qProj.forward(x), H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
@@ -50,7 +51,7 @@ export class SelfAttention {
     let v = heads(this.vProj.forward(x), Hkv, null);
     if (ctx.cache) ({ k, v } = ctx.cache.appendAttention(ctx.layerIndex, k, v));
     q = attention(q, k, v, { causal: true, keyMask: ctx.keyMask });
-    return this.oProj.forward(reshape(permute(q, [0, 2, 1, 3]), [B, T, H * d]));
+    return this.oProj.forward(reshape(T === 1 ? q : permute(q, [0, 2, 1, 3]), [B, T, H * d]));
   }
 
   namedLinears(prefix: string): [string, Linear][] {
