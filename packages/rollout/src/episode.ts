@@ -265,8 +265,8 @@ function malformedObservations(
 
 function tokenFields(gen: Generation): Partial<TurnRecord> {
   const out: Partial<TurnRecord> = {};
-  if (gen.promptTokenIds) out.promptTokenIds = [...gen.promptTokenIds];
-  if (gen.completionTokenIds) out.completionTokenIds = [...gen.completionTokenIds];
+  if (gen.promptTokenIds) out.promptTokenIds = gen.promptTokenIds.slice();
+  if (gen.completionTokenIds) out.completionTokenIds = gen.completionTokenIds.slice();
   else if (gen.logprobs && gen.logprobs.length > 0 && gen.logprobs.every((l) => l.tokenId !== undefined)) {
     out.completionTokenIds = gen.logprobs.map((l) => l.tokenId!);
   }
@@ -286,7 +286,9 @@ function tokenFields(gen: Generation): Partial<TurnRecord> {
 function pushTurn(progress: EpisodeProgress, record: TurnRecord): void {
   progress.trajectory.turns.push(record);
   progress.trajectory.outcome.totalReward += record.reward;
-  progress.messages.push(cloneMessage(record.message), ...cloneMessages(record.observations));
+  // Shared with the record on purpose: nothing mutates either while the episode runs, and the
+  // policy and the environment only ever see copies.
+  progress.messages.push(record.message, ...record.observations);
 }
 
 export function emptyStats(): EpisodeStats {
