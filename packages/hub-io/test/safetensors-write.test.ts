@@ -47,6 +47,16 @@ describe("safetensors writer", () => {
     });
   }
 
+  for (const file of ["voices.safetensors", "jfk-codes.safetensors"]) {
+    it(`re-serializes a file written by the reference implementation byte for byte: ${file}`, () => {
+      const original = new Uint8Array(readFileSync(new URL(`./fixtures/safetensors/${file}`, import.meta.url)));
+      const { metadata, tensors } = parseSafetensors(original);
+      const again = serializeSafetensors(tensors, metadata);
+      expect(again.byteLength).toBe(original.byteLength);
+      expect(Buffer.from(again).equals(original)).toBe(true);
+    });
+  }
+
   it("orders by dtype descending (reference enum) then name by code point, contiguous, 8-aligned", () => {
     const t = (dtype: Dtype, n: number) => ({ dtype, shape: [n], data: new Uint8Array(byteSize(dtype, [n])) });
     const out = serializeSafetensors({
