@@ -254,14 +254,16 @@ export async function writePeftAdapter(
 
 /**
  * Check an adapter against its base model: every LoRA module must be a 2-D `<module>.weight` of the
- * base with shape [out, in] equal to [B.shape[0], A.shape[1]]. `baseShape` looks a base tensor up by
+ * base with shape [out, in] ([in, out] with fan_in_fan_out) matching [B.shape[0], A.shape[1]]. `baseShape` looks a base tensor up by
  * its HF name (e.g. from SafetensorsFile.info) and returns undefined when it is absent.
  */
 export function checkAdapterAgainstBase(adapter: PeftAdapter, baseShape: (name: string) => number[] | undefined): void {
   for (const [module, l] of adapter.layers) {
     const w = baseShape(`${module}.weight`);
     if (!w) throw new PeftError(`module "${module}": the base model has no tensor "${module}.weight"`);
-    if (w.length !== 2 || w[0] !== l.B.shape[0] || w[1] !== l.A.shape[1]) {
+    // fan_in_fan_out: the base stores [in, out] (GPT-2's Conv1D); LoRA's A/B keep nn.Linear shapes.
+    const [out, inF] = adapter.config.fan_in_fan_out ? [w[1], w[0]] : [w[0], w[1]];
+    if (w.length !== 2 || out !== l.B.shape[0] || inF !== l.A.shape[1]) {
       throw new PeftError(
         `module "${module}": base weight is [${w}] but lora_B·lora_A is [${l.B.shape[0]}, ${l.A.shape[1]}]`,
       );

@@ -147,3 +147,43 @@ describe("PEFT adapter files", () => {
     expect(() => parsePeftAdapter(serializeAdapterConfig(cfg), badRank)).toThrow(/rank 2 but the config says r = 4/);
   });
 });
+
+describe("an adapter saved by PEFT (GPT-2, SEQ_CLS, fan_in_fan_out)", () => {
+  const dir = new URL("./fixtures/peft/gpt2-seqcls/", import.meta.url);
+  const configText = readFileSync(new URL("adapter_config.json", dir), "utf8");
+  const header = new Uint8Array(readFileSync(new URL("adapter_model.header.bin", dir)));
+
+  it("re-serializes adapter_config.json byte for byte", () => {
+    const cfg = parseAdapterConfig(configText);
+    expect(cfg).toMatchObject({
+      r: 8,
+      lora_alpha: 8,
+      fan_in_fan_out: true,
+      target_modules: ["c_attn"],
+      task_type: "SEQ_CLS",
+    });
+    expect(serializeAdapterConfig(cfg)).toBe(configText);
+  });
+
+  it("writes the same safetensors header for the same tensors, and reads the layers back", () => {
+    const n = Number(new DataView(header.buffer, header.byteOffset).getBigUint64(0, true));
+    const entries = Object.entries(JSON.parse(new TextDecoder().decode(header.subarray(8, 8 + n)))).filter(
+      ([k]) => k !== "__metadata__",
+    ) as [string, { dtype: "F32"; shape: number[]; data_offsets: [number, number] }][];
+    const tensors = new Map(
+      entries.map(([k, v]) => [
+        k,
+        { dtype: v.dtype, shape: v.shape, data: new Uint8Array(v.data_offsets[1] - v.data_offsets[0]) },
+      ]),
+    );
+    const bytes = serializeSafetensors(tensors, { format: "pt" });
+    expect(Buffer.from(bytes.subarray(0, header.byteLength)).equals(header)).toBe(true);
+    const adapter = parsePeftAdapter(configText, bytes);
+    expect(adapter.layers.size).toBe(12);
+    expect(adapter.layers.get("transformer.h.11.attn.c_attn")?.B.shape).toEqual([2304, 8]);
+    expect([...adapter.other.keys()]).toEqual(["base_model.model.score.weight"]);
+    // GPT-2's Conv1D stores c_attn as [in 768, out 2304].
+    checkAdapterAgainstBase(adapter, (name) => (name.endsWith("c_attn.weight") ? [768, 2304] : undefined));
+    expect(() => checkAdapterAgainstBase(adapter, () => [2304, 768])).toThrow(/base weight is \[2304,768\]/);
+  });
+});
