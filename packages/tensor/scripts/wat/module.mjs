@@ -1,6 +1,7 @@
 // Assembles the kernel module text. Variants: plain SIMD vs relaxed SIMD (f32x4.relaxed_madd in the
 // GEMM micro-kernel), and a shared memory import (threads) vs a plain one (for pages that are not
 // cross-origin isolated, where SharedArrayBuffer is unavailable). Every variant exports the same functions.
+import { attentionWat } from "./attention.mjs";
 import { crossEntropyWat } from "./cross-entropy.mjs";
 import { resetLabels } from "./dsl.mjs";
 import { gemmWat } from "./gemm.mjs";
@@ -19,6 +20,7 @@ ${vexpWat()}
 ${gemmWat({ relaxed })}
 ${rmsNormWat()}
 ${crossEntropyWat()}
+${attentionWat()}
 )
 `;
 }

@@ -18,7 +18,7 @@ import {
   WASM_SIMD_SHARED,
 } from "./kernels.generated.js";
 import { ThreadPool } from "./thread-pool.js";
-import type { MatmulShape, WasmKernelOptions, WasmKernels } from "./types.js";
+import type { AttentionShape, MatmulShape, WasmKernelOptions, WasmKernels } from "./types.js";
 import type { WorkerOp } from "./worker-source.js";
 
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
@@ -26,12 +26,7 @@ const GEMM_PARALLEL_FLOPS = 1 << 22;
 /** Below this many elements a row kernel runs on the calling thread only. */
 const ROWS_PARALLEL_ELEMENTS = 1 << 16;
 
-interface Exports {
-  gemm(...args: number[]): void;
-  rmsnorm(...args: number[]): void;
-  ce_fwd(...args: number[]): void;
-  ce_bwd(...args: number[]): void;
-}
+type Exports = Record<Exclude<WorkerOp, "">, (...args: number[]) => void>;
 
 async function defaultThreads(): Promise<number> {
   let cores = 1;
@@ -71,7 +66,7 @@ class Kernels implements WasmKernels {
     for (let t = 1; t < parts; t++) this.pool!.start(t - 1, op, argsFor(t));
     let error: unknown = null;
     try {
-      this.exports[op as keyof Exports](...argsFor(0));
+      this.exports[op as Exclude<WorkerOp, "">](...argsFor(0));
     } catch (err) {
       error = err;
     }
@@ -92,12 +87,12 @@ class Kernels implements WasmKernels {
     rows: number,
     parts: number,
     align: number,
-    args: (r0: number, r1: number) => number[],
+    args: (r0: number, r1: number, t: number) => number[],
   ) {
     const per = Math.ceil(rows / parts / align) * align;
     const ranges: [number, number][] = [];
     for (let start = 0; start < rows; start += per) ranges.push([start, Math.min(rows, start + per)]);
-    this.runOnThreads(op, ranges.length, (t) => args(ranges[t][0], ranges[t][1]));
+    this.runOnThreads(op, ranges.length, (t) => args(ranges[t][0], ranges[t][1], t));
   }
 
   private partsFor(work: number, threshold: number, rows: number, align: number): number {
@@ -292,6 +287,154 @@ class Kernels implements WasmKernels {
     const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
     this.splitRows("ce_bwd", rows, parts, 1, (r0, r1) => [pl, pt, plse, pg, pd, vocab, ignoreIndex, r0, r1]);
     dlogits.set(this.heap.f32().subarray(pd >>> 2, (pd >>> 2) + rows * vocab));
+  }
+
+  private checkAttention(op: string, shape: AttentionShape) {
+    const { batch, heads, tq, tk, dim } = shape;
+    const kvHeads = shape.kvHeads ?? heads;
+    for (const [name, v] of [
+      ["batch", batch],
+      ["heads", heads],
+      ["kvHeads", kvHeads],
+      ["tq", tq],
+      ["tk", tk],
+      ["dim", dim],
+    ] as const)
+      checkCount(op, name, v);
+    if (heads === 0 || kvHeads === 0 || dim === 0)
+      throw new ShapeError(`${op}: heads, kvHeads and dim must be positive, got ${heads}, ${kvHeads}, ${dim}`);
+    if (heads % kvHeads !== 0) throw new ShapeError(`${op}: kvHeads=${kvHeads} must divide heads=${heads}`);
+    if (tk > GEMM_SCRATCH_BYTES / 4)
+      throw new ShapeError(`${op}: tk=${tk} exceeds the per-thread score row of ${GEMM_SCRATCH_BYTES / 4} keys`);
+    const scale = shape.scale ?? 1 / Math.sqrt(dim);
+    if (!Number.isFinite(scale)) throw new ShapeError(`${op}: scale must be finite, got ${scale}`);
+    return {
+      kvHeads,
+      scale,
+      qLen: batch * heads * tq * dim,
+      kvLen: batch * kvHeads * tk * dim,
+      rows: batch * heads * tq,
+    };
+  }
+
+  attentionForward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    lse: Float32Array,
+    shape: AttentionShape,
+  ): void {
+    const op = "attentionForward";
+    this.live(op);
+    const { kvHeads, scale, qLen, kvLen, rows } = this.checkAttention(op, shape);
+    checkLength(op, "q", q, qLen);
+    checkLength(op, "k", k, kvLen);
+    checkLength(op, "v", v, kvLen);
+    checkLength(op, "out", out, qLen);
+    checkLength(op, "lse", lse, rows);
+    if (rows === 0) return;
+    const [pq, pk, pv, po, pl] = this.heap.layout([qLen * 4, kvLen * 4, kvLen * 4, qLen * 4, rows * 4]);
+    const f32 = this.heap.f32();
+    f32.set(q.subarray(0, qLen), pq >>> 2);
+    f32.set(k.subarray(0, kvLen), pk >>> 2);
+    f32.set(v.subarray(0, kvLen), pv >>> 2);
+    const { batch, heads, tq, tk, dim } = shape;
+    const units = batch * heads;
+    const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
+    // the score row of each thread lives in its GEMM packing scratch
+    this.splitRows("attn_fwd", units, parts, 1, (u0, u1, t) => [
+      pq,
+      pk,
+      pv,
+      po,
+      pl,
+      heads,
+      kvHeads,
+      tq,
+      tk,
+      dim,
+      shape.causal ? 1 : 0,
+      scale,
+      this.heap.scratch(t),
+      u0,
+      u1,
+    ]);
+    const view = this.heap.f32();
+    out.set(view.subarray(po >>> 2, (po >>> 2) + qLen));
+    lse.set(view.subarray(pl >>> 2, (pl >>> 2) + rows));
+  }
+
+  attentionBackward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    dout: Float32Array,
+    lse: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
+    shape: AttentionShape,
+  ): void {
+    const op = "attentionBackward";
+    this.live(op);
+    const { kvHeads, scale, qLen, kvLen, rows } = this.checkAttention(op, shape);
+    checkLength(op, "q", q, qLen);
+    checkLength(op, "k", k, kvLen);
+    checkLength(op, "v", v, kvLen);
+    checkLength(op, "out", out, qLen);
+    checkLength(op, "dout", dout, qLen);
+    checkLength(op, "lse", lse, rows);
+    checkLength(op, "dq", dq, qLen);
+    checkLength(op, "dk", dk, kvLen);
+    checkLength(op, "dv", dv, kvLen);
+    if (qLen === 0 && kvLen === 0) return;
+    const [pq, pk, pv, po, pdo, pl, pdq, pdk, pdv] = this.heap.layout([
+      qLen * 4,
+      kvLen * 4,
+      kvLen * 4,
+      qLen * 4,
+      qLen * 4,
+      rows * 4,
+      qLen * 4,
+      kvLen * 4,
+      kvLen * 4,
+    ]);
+    const f32 = this.heap.f32();
+    f32.set(q.subarray(0, qLen), pq >>> 2);
+    f32.set(k.subarray(0, kvLen), pk >>> 2);
+    f32.set(v.subarray(0, kvLen), pv >>> 2);
+    f32.set(out.subarray(0, qLen), po >>> 2);
+    f32.set(dout.subarray(0, qLen), pdo >>> 2);
+    f32.set(lse.subarray(0, rows), pl >>> 2);
+    const { batch, heads, tq, tk, dim } = shape;
+    const units = batch * kvHeads;
+    const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
+    this.splitRows("attn_bwd", units, parts, 1, (u0, u1) => [
+      pq,
+      pk,
+      pv,
+      po,
+      pdo,
+      pl,
+      pdq,
+      pdk,
+      pdv,
+      heads,
+      kvHeads,
+      tq,
+      tk,
+      dim,
+      shape.causal ? 1 : 0,
+      scale,
+      u0,
+      u1,
+    ]);
+    const view = this.heap.f32();
+    dq.set(view.subarray(pdq >>> 2, (pdq >>> 2) + qLen));
+    dk.set(view.subarray(pdk >>> 2, (pdk >>> 2) + kvLen));
+    dv.set(view.subarray(pdv >>> 2, (pdv >>> 2) + kvLen));
   }
 
   dispose(): void {

@@ -10,6 +10,7 @@ import {
   CTL_DONE,
   CTL_OP,
   CTL_SEQ,
+  MAX_ARGS,
   WORKER_OPS,
   WORKER_SOURCE,
   type WorkerOp,
@@ -85,7 +86,11 @@ export class ThreadPool {
         const control = new SharedArrayBuffer(CONTROL_BYTES);
         const init = { module, memory, control };
         const terminate = await (node ? spawnNode(init) : spawnBrowser(init));
-        return { ctl: new Int32Array(control, 0, 16), args: new Float64Array(control, ARGS_OFFSET, 16), terminate };
+        return {
+          ctl: new Int32Array(control, 0, 16),
+          args: new Float64Array(control, ARGS_OFFSET, MAX_ARGS),
+          terminate,
+        };
       }),
     );
     return new ThreadPool(spawned);
@@ -95,6 +100,8 @@ export class ThreadPool {
   start(index: number, op: WorkerOp, args: readonly number[]): void {
     if (this.disposed) throw new BackendError("wasm kernels: used after dispose()");
     const w = this.workers[index];
+    if (args.length > MAX_ARGS)
+      throw new BackendError(`wasm kernels: ${op} takes ${args.length} arguments, max ${MAX_ARGS}`);
     w.args.set(args);
     w.ctl[CTL_OP] = WORKER_OPS.indexOf(op);
     w.ctl[CTL_ARGC] = args.length;

@@ -17,6 +17,24 @@ export interface MatmulShape {
   accumulate?: boolean;
 }
 
+/**
+ * Fused attention layout: q/out/dout/dq [batch][heads][tq][dim], k/v/dk/dv [batch][kvHeads][tk][dim],
+ * lse [batch][heads][tq]. Query head h uses kv head floor(h / (heads / kvHeads)) (grouped-query attention).
+ */
+export interface AttentionShape {
+  batch: number;
+  heads: number;
+  /** Default heads; must divide heads. */
+  kvHeads?: number;
+  tq: number;
+  tk: number;
+  dim: number;
+  /** Query i sees keys j <= i + tk - tq (queries aligned to the end of the keys, as with a KV cache). */
+  causal?: boolean;
+  /** Default 1 / sqrt(dim). */
+  scale?: number;
+}
+
 export interface WasmKernels {
   /** Threads that share a call (the calling thread included). */
   readonly threads: number;
@@ -55,6 +73,28 @@ export interface WasmKernels {
     rows: number,
     vocab: number,
     ignoreIndex: number,
+  ): void;
+  /** out = softmax(scale·q·kᵀ [+ causal mask])·v without materialising the scores; lse = per-row log-sum-exp of the scaled scores (-inf for a row that sees no key). */
+  attentionForward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    lse: Float32Array,
+    shape: AttentionShape,
+  ): void;
+  /** Gradients of attentionForward from its saved out and lse: dq, and dk, dv summed over the query heads that share a kv head. */
+  attentionBackward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    dout: Float32Array,
+    lse: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
+    shape: AttentionShape,
   ): void;
   /** Stops the workers; the object must not be used afterwards. */
   dispose(): void;

@@ -9,10 +9,11 @@
 //   Int32 [3] argc  number of arguments in the Float64 args area
 //   Float64 args from byte 64 on (f64 holds every i32 pointer and f32 scalar exactly)
 
-/** Export names, indexed by op code. Keep in sync with the worker text below. */
-export const WORKER_OPS = ["", "gemm", "rmsnorm", "ce_fwd", "ce_bwd"] as const;
+/** Export names, indexed by op code (embedded into the worker text below). */
+export const WORKER_OPS = ["", "gemm", "rmsnorm", "ce_fwd", "ce_bwd", "attn_fwd", "attn_bwd"] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
-export const CONTROL_BYTES = 64 + 16 * 8;
+export const MAX_ARGS = 32;
+export const CONTROL_BYTES = 64 + MAX_ARGS * 8;
 export const CTL_SEQ = 0;
 export const CTL_DONE = 1;
 export const CTL_OP = 2;
@@ -23,9 +24,9 @@ export const WORKER_SOURCE = `"use strict";
 function kilnWasmWorker(init, ready) {
   const instance = new WebAssembly.Instance(init.module, { env: { memory: init.memory, log: Math.log } });
   const ex = instance.exports;
-  const fns = [null, ex.gemm, ex.rmsnorm, ex.ce_fwd, ex.ce_bwd];
+  const fns = ${JSON.stringify(WORKER_OPS)}.map((name) => ex[name]);
   const ctl = new Int32Array(init.control, 0, 16);
-  const args = new Float64Array(init.control, ${ARGS_OFFSET}, 16);
+  const args = new Float64Array(init.control, ${ARGS_OFFSET}, ${MAX_ARGS});
   ready();
   // seq starts at 0; reading it here instead would lose a job posted right after "ready".
   let seen = 0;

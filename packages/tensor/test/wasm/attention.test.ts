@@ -1,0 +1,122 @@
+// Fused attention against a float64 reference that materialises the score matrix.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ShapeError } from "../../src/errors.js";
+import { type AttentionShape, type WasmKernels, createWasmKernels } from "../../src/wasm/index.js";
+import { randomF32, rng } from "./reference.js";
+
+const SEED = Date.now() % 1_000_000;
+const next = rng(SEED);
+
+function attentionRef(q: Float32Array, k: Float32Array, v: Float32Array, dout: Float32Array, s: AttentionShape) {
+  const { batch, heads, tq, tk, dim } = s;
+  const kvHeads = s.kvHeads ?? heads;
+  const scale = s.scale ?? 1 / Math.sqrt(dim);
+  const out = new Float64Array(batch * heads * tq * dim);
+  const lse = new Float64Array(batch * heads * tq);
+  const dq = new Float64Array(out.length);
+  const dk = new Float64Array(batch * kvHeads * tk * dim);
+  const dv = new Float64Array(dk.length);
+  for (let b = 0; b < batch; b++)
+    for (let h = 0; h < heads; h++) {
+      const kv = b * kvHeads + Math.floor(h / (heads / kvHeads));
+      const qo = (b * heads + h) * tq * dim;
+      const ko = kv * tk * dim;
+      for (let i = 0; i < tq; i++) {
+        const visible = (j: number) => !s.causal || j <= i + tk - tq;
+        const sc = new Float64Array(tk).fill(Number.NEGATIVE_INFINITY);
+        for (let j = 0; j < tk; j++) {
+          if (!visible(j)) continue;
+          let d = 0;
+          for (let c = 0; c < dim; c++) d += q[qo + i * dim + c] * k[ko + j * dim + c];
+          sc[j] = d * scale;
+        }
+        const mx = Math.max(...sc);
+        const row = (b * heads + h) * tq + i;
+        if (mx === Number.NEGATIVE_INFINITY) {
+          lse[row] = Number.NEGATIVE_INFINITY;
+          continue;
+        }
+        let sum = 0;
+        for (let j = 0; j < tk; j++) sum += Math.exp(sc[j] - mx);
+        lse[row] = mx + Math.log(sum);
+        const p = Array.from(sc, (x) => Math.exp(x - lse[row]));
+        for (let j = 0; j < tk; j++) for (let c = 0; c < dim; c++) out[qo + i * dim + c] += p[j] * v[ko + j * dim + c];
+        // backward with the textbook formulas: dP = dO·Vᵀ, dS = P ∘ (dP − Σ_j P dP)
+        const dp = p.map((_, j) => {
+          let d = 0;
+          for (let c = 0; c < dim; c++) d += dout[qo + i * dim + c] * v[ko + j * dim + c];
+          return d;
+        });
+        const pdp = p.reduce((acc, pj, j) => acc + pj * dp[j], 0);
+        for (let j = 0; j < tk; j++) {
+          const ds = p[j] * (dp[j] - pdp) * scale;
+          for (let c = 0; c < dim; c++) {
+            dq[qo + i * dim + c] += ds * k[ko + j * dim + c];
+            dk[ko + j * dim + c] += ds * q[qo + i * dim + c];
+            dv[ko + j * dim + c] += p[j] * dout[qo + i * dim + c];
+          }
+        }
+      }
+    }
+  return { out, lse, dq, dk, dv };
+}
+
+function maxAbs(got: ArrayLike<number>, want: ArrayLike<number>): number {
+  let e = 0;
+  for (let i = 0; i < want.length; i++) {
+    if (want[i] === got[i]) continue; // equal infinities
+    e = Math.max(e, Math.abs(got[i] - want[i]));
+  }
+  return e;
+}
+
+const cases: AttentionShape[] = [
+  { batch: 1, heads: 1, tq: 1, tk: 1, dim: 1 },
+  { batch: 1, heads: 2, tq: 5, tk: 5, dim: 5, causal: true },
+  { batch: 2, heads: 4, kvHeads: 2, tq: 3, tk: 7, dim: 8, causal: true }, // GQA, queries at the end of the keys
+  { batch: 1, heads: 3, kvHeads: 1, tq: 6, tk: 9, dim: 6, scale: 0.3 },
+  { batch: 1, heads: 1, tq: 4, tk: 2, dim: 4, causal: true }, // the first rows see no key
+  { batch: 2, heads: 4, tq: 32, tk: 32, dim: 16, causal: true }, // large enough to split across threads
+];
+
+describe.each([1, 2])("wasm fused attention, threads=%i", (threads) => {
+  let kernels: WasmKernels;
+  beforeAll(async () => {
+    kernels = await createWasmKernels({ threads });
+  });
+  afterAll(() => kernels.dispose());
+
+  for (const shape of cases)
+    it(`forward + backward ${JSON.stringify(shape)} (seed ${SEED})`, () => {
+      const kvHeads = shape.kvHeads ?? shape.heads;
+      const qLen = shape.batch * shape.heads * shape.tq * shape.dim;
+      const kvLen = shape.batch * kvHeads * shape.tk * shape.dim;
+      const q = randomF32(qLen, next, 2);
+      const k = randomF32(kvLen, next, 2);
+      const v = randomF32(kvLen, next);
+      const dout = randomF32(qLen, next);
+      const out = new Float32Array(qLen).fill(Number.NaN);
+      const lse = new Float32Array(qLen / shape.dim).fill(Number.NaN);
+      kernels.attentionForward(q, k, v, out, lse, shape);
+      const dq = new Float32Array(qLen).fill(Number.NaN);
+      const dk = new Float32Array(kvLen).fill(Number.NaN);
+      const dv = new Float32Array(kvLen).fill(Number.NaN);
+      kernels.attentionBackward(q, k, v, out, dout, lse, dq, dk, dv, shape);
+      const want = attentionRef(q, k, v, dout, shape);
+      expect(maxAbs(lse, want.lse)).toBeLessThan(1e-5);
+      expect(maxAbs(out, want.out)).toBeLessThan(1e-5);
+      expect(maxAbs(dq, want.dq)).toBeLessThan(1e-4);
+      expect(maxAbs(dk, want.dk)).toBeLessThan(1e-4);
+      expect(maxAbs(dv, want.dv)).toBeLessThan(1e-5);
+    });
+
+  it("rejects kvHeads that do not divide heads and short arrays", () => {
+    const a = new Float32Array(64);
+    expect(() =>
+      kernels.attentionForward(a, a, a, a, a, { batch: 1, heads: 3, kvHeads: 2, tq: 2, tk: 2, dim: 2 }),
+    ).toThrow(/kvHeads=2 must divide heads=3/);
+    expect(() =>
+      kernels.attentionForward(a, new Float32Array(3), a, a, a, { batch: 1, heads: 1, tq: 2, tk: 2, dim: 2 }),
+    ).toThrow(ShapeError);
+  });
+});
