@@ -381,6 +381,24 @@ describe("HttpPolicy", () => {
     expect(err.message).toContain("bad field");
   });
 
+  it("honours Retry-After on 429 (capped by maxBackoffMs)", async () => {
+    let calls = 0;
+    const sleeps: number[] = [];
+    const busy: typeof fetch = async (input, init) => {
+      if (++calls === 1) return new Response("{}", { status: 429, headers: { "retry-after": "2" } });
+      return fetch(input, init);
+    };
+    const http = new HttpPolicy({
+      baseUrls: server.url,
+      model: "m",
+      fetch: busy,
+      sleep: async (ms) => void sleeps.push(ms),
+      maxBackoffMs: 1500,
+    });
+    await http.generate([userMessage("between 1 and 9")], [], { seed: 1 });
+    expect(sleeps).toEqual([1500]);
+  });
+
   it("turns a timeout into a recorded episode error without stopping the batch", async () => {
     const slow = await createOpenAIServer({ policy: player("hermes", 400) });
     const http = new HttpPolicy({ baseUrls: slow.url, model: "m", timeoutMs: 100, retries: 0 });

@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { gunzipSync } from "fflate";
+import { gunzipSync, gzipSync } from "fflate";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   decodeGzipMembers,
@@ -105,6 +105,18 @@ describe("TrajectoryWriter", () => {
       const back = await readTrajectories(path);
       expect((back.trajectories[15].metadata.blob as string).length).toBe(1_500_000);
     }
+  });
+
+  it("reads gzip files written by other tools (plain multi-member gzip)", async () => {
+    const run = await runEpisodes({ makeEnv: () => new GuessNumberEnv(), policy: policy(), episodes: 3 });
+    const lines = run.trajectories.map((t) => `${JSON.stringify(t)}\n`);
+    const a = gzipSync(new TextEncoder().encode(lines[0] + lines[1]));
+    const b = gzipSync(new TextEncoder().encode(lines[2]));
+    const path = join(dir, "foreign.jsonl.gz");
+    writeFileSync(path, new Uint8Array([...a, ...b]));
+    const back = await readTrajectories(path);
+    expect(back.trajectories.map((t) => t.episodeId)).toEqual(run.trajectories.map((t) => t.episodeId));
+    expect(back.torn).toBe(false);
   });
 
   it("rejects records of a newer schema version and non-trajectories", async () => {
