@@ -90,6 +90,23 @@ describe("runGame", () => {
     expect(() => trajectoryMessages(traj, "nobody")).toThrow(/no player "nobody"/);
   });
 
+  it("answers a player's malformed reply to that player only and stops at the per-player limit", async () => {
+    const broken = new ScriptedPolicy({ id: "broken", script: () => '<tool_call>{"name": "say", "arguments": {' });
+    const echoer = new ScriptedPolicy({ id: "echoer", script: () => "never asked" });
+    const traj = await runGame({
+      game: new EchoGame(),
+      policies: { teller: broken, echoer },
+      seed: 1,
+      limits: { maxConsecutiveMalformed: 2 },
+    });
+    expect(traj.outcome.status).toBe("malformed_limit");
+    expect(traj.turns.map((t) => t.player)).toEqual(["teller", "teller"]);
+    expect(traj.turns[0].toolCallIssues[0].kind).toBe("unclosed_tag");
+    expect(Object.keys(traj.turns[0].observationsByPlayer!)).toEqual(["teller"]);
+    expect(trajectoryMessages(traj, "echoer")).toHaveLength(1);
+    expect(traj.stats.malformedCalls).toEqual({ unclosed_tag: 2 });
+  });
+
   it("refuses a game without a policy for every player", async () => {
     const p = new ScriptedPolicy({ id: "x", script: () => "hi" });
     await expect(runGame({ game: new EchoGame(), policies: { teller: p }, seed: 1 })).rejects.toThrow(
