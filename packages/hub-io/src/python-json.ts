@@ -15,6 +15,115 @@ export class PyFloat {
 
 export const pyFloat = (value: number): PyFloat => new PyFloat(value);
 
+/**
+ * Keys (or array indices) of an object parsed by parsePythonJson whose numbers were written as floats
+ * (`0.0`, `1e-05`). Stored under a non-enumerable symbol, so the object still reads as plain data;
+ * pythonJsonDumps uses it to write `0.0` back instead of `0`. Spreading or cloning drops it.
+ */
+export const FLOAT_KEYS: unique symbol = Symbol.for("kiln.hub-io.pythonFloatKeys") as never;
+
+function markFloat(container: object, key: string | number): void {
+  let set = (container as { [FLOAT_KEYS]?: Set<string | number> })[FLOAT_KEYS];
+  if (!set) {
+    set = new Set();
+    Object.defineProperty(container, FLOAT_KEYS, { value: set, enumerable: false });
+  }
+  set.add(key);
+}
+
+/** JSON.parse that remembers which numbers were floats (see FLOAT_KEYS); throws SyntaxError with the offset. */
+export function parsePythonJson(text: string): unknown {
+  let i = 0;
+  const fail = (what: string): never => {
+    throw new SyntaxError(`${what} at offset ${i}`);
+  };
+  const ws = () => {
+    while (i < text.length && (text[i] === " " || text[i] === "\n" || text[i] === "\r" || text[i] === "\t")) i++;
+  };
+  const NUM = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?/y;
+  const STR = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+  const value = (container?: object, key?: string | number): unknown => {
+    ws();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      const obj: Record<string, unknown> = {};
+      ws();
+      if (text[i] === "}") {
+        i++;
+        return obj;
+      }
+      for (;;) {
+        ws();
+        STR.lastIndex = i;
+        const m = STR.exec(text);
+        if (!m) fail("expected a string key");
+        i += m![0].length;
+        const k = JSON.parse(m![0]) as string;
+        ws();
+        if (text[i] !== ":") fail('expected ":"');
+        i++;
+        Object.defineProperty(obj, k, { value: value(obj, k), enumerable: true, writable: true, configurable: true });
+        ws();
+        if (text[i] === ",") i++;
+        else if (text[i] === "}") {
+          i++;
+          return obj;
+        } else fail('expected "," or "}"');
+      }
+    }
+    if (c === "[") {
+      i++;
+      const arr: unknown[] = [];
+      ws();
+      if (text[i] === "]") {
+        i++;
+        return arr;
+      }
+      for (;;) {
+        arr.push(value(arr, arr.length));
+        ws();
+        if (text[i] === ",") i++;
+        else if (text[i] === "]") {
+          i++;
+          return arr;
+        } else fail('expected "," or "]"');
+      }
+    }
+    if (c === '"') {
+      STR.lastIndex = i;
+      const m = STR.exec(text);
+      if (!m) fail("bad string");
+      i += m![0].length;
+      return JSON.parse(m![0]);
+    }
+    for (const [lit, v] of [
+      ["true", true],
+      ["false", false],
+      ["null", null],
+      ["NaN", Number.NaN],
+      ["Infinity", Number.POSITIVE_INFINITY],
+      ["-Infinity", Number.NEGATIVE_INFINITY],
+    ] as const) {
+      if (text.startsWith(lit, i)) {
+        i += lit.length;
+        if (typeof v === "number" && container !== undefined) markFloat(container, key!);
+        return v;
+      }
+    }
+    NUM.lastIndex = i;
+    const m = NUM.exec(text);
+    if (!m) fail("unexpected character");
+    i += m![0].length;
+    if ((m![1] || m![2]) && container !== undefined) markFloat(container, key!);
+    return Number(m![0]);
+  };
+  const v = value();
+  ws();
+  if (i !== text.length) fail("trailing characters");
+  return v;
+}
+
 /** Python's `repr(float)`: shortest round-trip digits, scientific below 1e-4 and from 1e16. */
 export function pythonFloatRepr(x: number): string {
   if (Number.isNaN(x)) return "NaN";
@@ -75,6 +184,9 @@ export function pythonJsonDumps(value: unknown, opts: PythonJsonOptions = {}): s
   const { indent, sortKeys = false, ensureAscii = true } = opts;
   const nl = (level: number) => (indent === undefined ? "" : `\n${" ".repeat(indent * level)}`);
   const itemSep = indent === undefined ? ", " : ",";
+  const floats = (c: unknown) => (c as { [FLOAT_KEYS]?: Set<string | number> })[FLOAT_KEYS];
+  const item = (c: object, k: string | number, v: unknown, level: number) =>
+    typeof v === "number" && Number.isFinite(v) && floats(c)?.has(k) ? pythonFloatRepr(v) : walk(v, level);
   const walk = (v: unknown, level: number): string => {
     if (v === null || v === undefined) return "null";
     if (v instanceof PyFloat) return pythonFloatRepr(v.value);
@@ -84,14 +196,15 @@ export function pythonJsonDumps(value: unknown, opts: PythonJsonOptions = {}): s
     if (typeof v === "string") return pyString(v, ensureAscii);
     if (Array.isArray(v)) {
       if (v.length === 0) return "[]";
-      return `[${v.map((x) => nl(level + 1) + walk(x, level + 1)).join(itemSep)}${nl(level)}]`;
+      return `[${v.map((x, i) => nl(level + 1) + item(v, i, x, level + 1)).join(itemSep)}${nl(level)}]`;
     }
     if (typeof v === "object") {
       let keys = Object.keys(v as object).filter((k) => (v as Record<string, unknown>)[k] !== undefined);
       if (sortKeys) keys = keys.sort(byCodePoint);
       if (keys.length === 0) return "{}";
       const body = keys.map(
-        (k) => `${nl(level + 1)}${pyString(k, ensureAscii)}: ${walk((v as Record<string, unknown>)[k], level + 1)}`,
+        (k) =>
+          `${nl(level + 1)}${pyString(k, ensureAscii)}: ${item(v, k, (v as Record<string, unknown>)[k], level + 1)}`,
       );
       return `{${body.join(itemSep)}${nl(level)}}`;
     }

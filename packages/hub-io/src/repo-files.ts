@@ -4,7 +4,7 @@
 
 import { readFileText, writeFileAtomic } from "./atomic-file.js";
 import { RepoFileError } from "./errors.js";
-import { pythonJsonDumps } from "./python-json.js";
+import { parsePythonJson, pythonJsonDumps } from "./python-json.js";
 
 export const REPO_FILES = {
   config: "config.json",
@@ -20,11 +20,14 @@ export const REPO_FILES = {
 
 export type JsonObject = Record<string, unknown>;
 
-/** Parse a repo JSON file; it must be a JSON object. */
+/**
+ * Parse a repo JSON file; it must be a JSON object. Numbers written as floats (`0.0`) are remembered
+ * (python-json.ts FLOAT_KEYS), so serializing the object again reproduces transformers' file exactly.
+ */
 export function parseJsonObject(text: string, file: string): JsonObject {
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = parsePythonJson(text);
   } catch (e) {
     throw new RepoFileError(`${file}: not valid JSON (${(e as Error).message})`);
   }

@@ -1,4 +1,4 @@
-import { writeFileSync, mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -8,6 +8,7 @@ import {
   makeModelCard,
   parseModelCard,
   parseModelConfig,
+  parsePythonJson,
   pyFloat,
   pythonFloatRepr,
   pythonJsonDumps,
@@ -82,6 +83,24 @@ describe("repo files", () => {
     await writeRepoFiles(dir2, buildRepoFiles({ ...repo, modelCard: "---\nlicense: mit\n---\n" }));
     const again = await readRepoConfigs(dir2);
     expect(again).toEqual(repo);
+  });
+
+  it("re-serializes a config.json saved by transformers byte for byte (floats like 0.0 kept)", () => {
+    const text = readFileSync(new URL("./fixtures/repo/pythia-410m-seqcls.config.json", import.meta.url), "utf8");
+    const cfg = parseModelConfig(text);
+    expect(cfg.attention_dropout).toBe(0);
+    expect(cfg.id2label).toEqual({ 0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2" });
+    expect(serializeModelConfig(cfg)).toBe(text);
+    // Without the parser's float marks the same values would print as 0.
+    expect(serializeModelConfig({ ...cfg })).not.toBe(text);
+  });
+
+  it("parsePythonJson agrees with JSON.parse and reports syntax errors", () => {
+    const text = '{"a": [1, 2.5, -0.0, 1e-05, {"b": null}], "c": "\\u00e9\\n", "d": true, "__proto__": 1}';
+    expect(JSON.stringify(parsePythonJson(text))).toBe(JSON.stringify(JSON.parse(text)));
+    expect(pythonJsonDumps(parsePythonJson("[1.0, 2, 3e0]"))).toBe("[1.0, 2, 3.0]");
+    for (const bad of ["{", '{"a" 1}', "[1,]", "01", '"\\x"', "{} x"])
+      expect(() => parsePythonJson(bad), bad).toThrow(SyntaxError);
   });
 
   it("refuses bad repo files with the file named", async () => {
