@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseSafetensors, serializeSafetensors, type TensorData } from "@kiln/hub-io";
+import { fromFloat32, parseSafetensors, serializeSafetensors, type TensorData, toFloat32 } from "@kiln/hub-io";
 import { Tensor, backward, mul, noGrad, sum, tokenLogProbs } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import {
@@ -104,6 +104,35 @@ describe("weights", () => {
     expect(err.unexpected).toEqual(["model.layers.0.mlp.extra.weight"]);
     expect(err.mismatched[0]).toMatch(/q_proj\.weight: checkpoint \[32, 64\] vs model \[64, 32\]/);
     expect(err.message).toMatch(/missing keys: model\.layers\.1\.self_attn\.k_norm\.weight/);
+  });
+
+  it("keeps BF16 checkpoint bits as they are under dtype bf16 and widens them under f32", async () => {
+    const files = tinyFiles("qwen3");
+    const bf16 = new Map(
+      [...checkpointTensors("qwen3")].map(([name, t]) => [
+        name,
+        { dtype: "BF16" as const, shape: t.shape, data: fromFloat32(toFloat32(t), "BF16") },
+      ]),
+    );
+    files.set("model.safetensors", serializeSafetensors(bf16));
+    const frozen = await loadModel(files, { dtype: "bf16" });
+    const wide = await loadModel(files);
+    const name = "model.layers.0.mlp.up_proj.weight";
+    const src = bf16.get(name)?.data as Uint8Array;
+    const bits = frozen.stateDict().get(name) as Tensor;
+    expect(bits.dtype).toBe("bf16");
+    expect(
+      Buffer.from(new Uint8Array(bits.data.buffer, bits.data.byteOffset, bits.data.byteLength)).equals(
+        Buffer.from(src),
+      ),
+    ).toBe(true);
+    expect(wide.stateDict().get(name)?.dtype).toBe("f32");
+    expect(wide.stateDict().get("model.layers.0.input_layernorm.weight")?.dtype).toBe("f32");
+    const ids = new Tensor(Int32Array.from([5, 6, 7]), [1, 3], "i32");
+    // Same values either way: bf16 storage widened in the kernel equals the f32 copy.
+    expect(
+      maxAbsDiff(noGrad(() => frozen.forward(ids)).toFloat32Array(), noGrad(() => wide.forward(ids)).toFloat32Array()),
+    ).toBeLessThan(1e-5);
   });
 
   it("loads sharded checkpoints through model.safetensors.index.json", async () => {
