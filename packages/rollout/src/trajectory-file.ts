@@ -3,7 +3,8 @@
 // most the episode in flight. Reopening with mode "resume" cuts a torn tail and reports which
 // episodes are finished, so a rerun skips them. Node only (node:fs).
 
-import { open, rm, stat, truncate } from "node:fs/promises";
+import { mkdir, open, rm, stat, truncate } from "node:fs/promises";
+import { dirname } from "node:path";
 import { TrajectoryFileError } from "./errors.js";
 import { GZIP_MEMBER_HEADER_BYTES, sizedMemberLength } from "./gzip-members.js";
 import { decodeJsonl, encodeJsonl, isGzipPath } from "./jsonl.js";
@@ -179,6 +180,7 @@ export class TrajectoryWriter {
   static async open(path: string, options: TrajectoryWriterOptions = {}): Promise<TrajectoryWriter> {
     const mode = options.mode ?? "resume";
     const sync = options.sync ?? true;
+    await mkdir(dirname(path), { recursive: true });
     if (mode === "overwrite") {
       await rm(path, { force: true });
       return new TrajectoryWriter(path, sync, [], false);

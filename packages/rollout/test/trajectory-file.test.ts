@@ -52,7 +52,7 @@ describe("gzip members", () => {
 describe("TrajectoryWriter", () => {
   for (const ext of [".jsonl.gz", ".jsonl"]) {
     it(`appends episodes, repairs a torn tail and resumes (${ext})`, async () => {
-      const path = join(dir, `run${ext}`);
+      const path = join(dir, "nested", "rollouts", `run${ext}`); // parent folders are created
       const w = await TrajectoryWriter.open(path, { mode: "overwrite" });
       const first = await runEpisodes({ makeEnv: () => new GuessNumberEnv(), policy: policy(), episodes: 3, sink: w });
       await w.close();
