@@ -41,7 +41,18 @@ export function parsePythonJson(text: string): unknown {
     while (i < text.length && (text[i] === " " || text[i] === "\n" || text[i] === "\r" || text[i] === "\t")) i++;
   };
   const NUM = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?/y;
-  const STR = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+  // A string token from i; JSON.parse checks its escapes.
+  const str = (): string => {
+    let j = i + 1;
+    while (j < text.length && text[j] !== '"') {
+      if (text.charCodeAt(j) < 0x20) fail("control character in string");
+      j += text[j] === "\\" ? 2 : 1;
+    }
+    if (j >= text.length) fail("unterminated string");
+    const tok = text.slice(i, j + 1);
+    i = j + 1;
+    return JSON.parse(tok) as string;
+  };
   const value = (container?: object, key?: string | number): unknown => {
     ws();
     const c = text[i];
@@ -55,11 +66,8 @@ export function parsePythonJson(text: string): unknown {
       }
       for (;;) {
         ws();
-        STR.lastIndex = i;
-        const m = STR.exec(text);
-        if (!m) fail("expected a string key");
-        i += m![0].length;
-        const k = JSON.parse(m![0]) as string;
+        if (text[i] !== '"') fail("expected a string key");
+        const k = str();
         ws();
         if (text[i] !== ":") fail('expected ":"');
         i++;
@@ -90,13 +98,7 @@ export function parsePythonJson(text: string): unknown {
         } else fail('expected "," or "]"');
       }
     }
-    if (c === '"') {
-      STR.lastIndex = i;
-      const m = STR.exec(text);
-      if (!m) fail("bad string");
-      i += m![0].length;
-      return JSON.parse(m![0]);
-    }
+    if (c === '"') return str();
     for (const [lit, v] of [
       ["true", true],
       ["false", false],
