@@ -25,6 +25,9 @@ export class WeightLoadError extends ModelsError {
   }
 }
 
+/** A model file that is missing or not valid JSON. */
+export class ModelFileError extends ModelsError {}
+
 /** tokenizer.json / tokenizer_config.json missing or unusable. */
 export class TokenizerError extends ModelsError {}
 

@@ -11,7 +11,7 @@ export { AttentionBlock, FULL_ATTENTION_BLOCK } from "./attention-block.js";
 export { type BlockType, blockType, registerBlockType } from "./block-types.js";
 export { parameterShapes } from "./parameter-shapes.js";
 export { CausalLM, type ForwardOptions } from "./causal-lm.js";
-export { ModelFileError, type ModelFileMap, type ModelSource } from "./model-files.js";
+export type { ModelFileMap, ModelSource } from "./model-files.js";
 export { loadWeights, type LoadWeightsOptions } from "./load-weights.js";
 export { createModel, loadConfig, loadModel, type LoadModelOptions, type Model } from "./load-model.js";
 export type { RandomInitOptions } from "./random-init.js";

@@ -1,13 +1,11 @@
 // Where a model's files come from: a local directory (Node) or an in-memory map of
 // repo-relative names → contents (browsers, tests, a freshly converted llama2.c model).
-import { ModelsError } from "./errors.js";
+import { ModelFileError } from "./errors.js";
 
 /** Repo-relative file name → bytes or text (the shape of hub-io's RepoFileMap). */
 export type ModelFileMap = ReadonlyMap<string, Uint8Array | string>;
 
 export type ModelSource = string | ModelFileMap;
-
-export class ModelFileError extends ModelsError {}
 
 /** Reads files of a model directory or file map; `null` when the file does not exist. */
 export interface ModelFiles {
