@@ -19,6 +19,7 @@ import {
   NC,
   NR,
 } from "./wat/gemm.mjs";
+import { ATTN_QB } from "./wat/attention.mjs";
 import { kernelsWat, MAX_PAGES, RELAXED_PROBE_WAT, SIMD_PROBE_WAT } from "./wat/module.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -69,6 +70,7 @@ export async function buildKernelsSource() {
     `export const GEMM_FLAG_BF16_B = ${FLAG_BF16_B};`,
     `export const GEMM_FLAG_ACCUMULATE = ${FLAG_ACCUMULATE};`,
     `export const WASM_MAX_PAGES = ${MAX_PAGES};`,
+    `export const ATTN_QB = ${ATTN_QB};`,
     "",
   ];
   for (const [name, text] of Object.entries(variants)) {

@@ -8,7 +8,8 @@
 // q/o/do/dq [B][H][tq][dim], k/v/dk/dv [B][KVH][tk][dim], lse [B][H][tq].
 // Forward work units are (b, h) query heads; backward units are (b, kvh) kv heads, so the dk/dv
 // sums of one kv head stay on one thread.
-import { add, forLoop, get, i32, mul, set, sub } from "./dsl.mjs";
+import { add, forLoop, get, i32, minU, mul, set, sub } from "./dsl.mjs";
+import { FLAG_ACCUMULATE, FLAG_TRANS_A, FLAG_TRANS_B } from "./gemm.mjs";
 
 const hsum = (v) =>
   `(f32.add (f32.add (f32x4.extract_lane 0 ${v}) (f32x4.extract_lane 1 ${v})) (f32.add (f32x4.extract_lane 2 ${v}) (f32x4.extract_lane 3 ${v})))`;
@@ -37,15 +38,63 @@ function helpers() {
     (i32.lt_s (local.get $lim) (i32.const 0))))`;
 }
 
+/** Query rows per block: the score block [QB][keys] goes through the GEMM (scripts/wat/gemm.mjs). */
+export const ATTN_QB = 64;
+
+const f32At = (base, idx) => add(base, mul(idx, i32(4)));
+
+/**
+ * Scales row[0, jm) by $scale in place and returns its max (-inf when jm = 0).
+ */
+function rowHelpers() {
+  return `
+(func $scale_max (param $row i32) (param $jm i32) (param $scale f32) (result f32)
+  (local $j i32) (local $j4 i32) (local $vs v128) (local $vm v128) (local $x v128) (local $mx f32) (local $p i32)
+  ${set("j4", `(i32.and ${get("jm")} (i32.const -4))`)}
+  ${set("vs", "(f32x4.splat (local.get $scale))")}
+  ${set("vm", "(f32x4.splat (f32.const -inf))")}
+  ${forLoop("j", i32(0), get("j4"), i32(4), `${set("p", f32At(get("row"), get("j")))} (local.set $x (f32x4.mul (v128.load (local.get $p)) (local.get $vs))) (v128.store (local.get $p) (local.get $x)) (local.set $vm (f32x4.max (local.get $vm) (local.get $x)))`)}
+  ${set("mx", "(f32.max (f32.max (f32x4.extract_lane 0 (local.get $vm)) (f32x4.extract_lane 1 (local.get $vm))) (f32.max (f32x4.extract_lane 2 (local.get $vm)) (f32x4.extract_lane 3 (local.get $vm))))")}
+  ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", f32At(get("row"), get("j")))} (f32.store (local.get $p) (f32.mul (f32.load (local.get $p)) (local.get $scale))) (local.set $mx (f32.max (local.get $mx) (f32.load (local.get $p))))`)}
+  (local.get $mx))
+(func $exp_sum (param $row i32) (param $jm i32) (param $shift f32) (result f32)
+  ;; row[j] = exp(row[j] - shift) for j < jm; returns the sum
+  (local $j i32) (local $j4 i32) (local $vs v128) (local $acc v128) (local $s f32) (local $p i32)
+  ${set("j4", `(i32.and ${get("jm")} (i32.const -4))`)}
+  ${set("vs", "(f32x4.splat (local.get $shift))")}
+  ${forLoop("j", i32(0), get("j4"), i32(4), `${set("p", f32At(get("row"), get("j")))} (v128.store (local.get $p) (call $vexp (f32x4.sub (v128.load (local.get $p)) (local.get $vs)))) (local.set $acc (f32x4.add (local.get $acc) (v128.load (local.get $p))))`)}
+  ${set("s", hsum(get("acc")))}
+  ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", f32At(get("row"), get("j")))} (f32.store (local.get $p) (call $exp1 (f32.sub (f32.load (local.get $p)) (local.get $shift)))) (local.set $s (f32.add (local.get $s) (f32.load (local.get $p))))`)}
+  (local.get $s))
+(func $scale_row (param $row i32) (param $n i32) (param $a f32)
+  (local $j i32) (local $j4 i32) (local $va v128) (local $p i32)
+  ${set("j4", `(i32.and ${get("n")} (i32.const -4))`)}
+  ${set("va", "(f32x4.splat (local.get $a))")}
+  ${forLoop("j", i32(0), get("j4"), i32(4), `${set("p", f32At(get("row"), get("j")))} (v128.store (local.get $p) (f32x4.mul (v128.load (local.get $p)) (local.get $va)))`)}
+  ${forLoop("j", get("j4"), get("n"), i32(1), `${set("p", f32At(get("row"), get("j")))} (f32.store (local.get $p) (f32.mul (f32.load (local.get $p)) (local.get $a)))`)})
+(func $ds_row (param $dp i32) (param $pr i32) (param $jm i32) (param $d f32) (param $scale f32)
+  ;; dp[j] = p[j] * (dp[j] - d) * scale for j < jm
+  (local $j i32) (local $j4 i32) (local $vd v128) (local $vs v128) (local $p i32) (local $q i32)
+  ${set("j4", `(i32.and ${get("jm")} (i32.const -4))`)}
+  ${set("vd", "(f32x4.splat (local.get $d))")}
+  ${set("vs", "(f32x4.splat (local.get $scale))")}
+  ${forLoop("j", i32(0), get("j4"), i32(4), `${set("p", f32At(get("dp"), get("j")))} ${set("q", f32At(get("pr"), get("j")))} (v128.store (local.get $p) (f32x4.mul (f32x4.mul (v128.load (local.get $q)) (f32x4.sub (v128.load (local.get $p)) (local.get $vd))) (local.get $vs)))`)}
+  ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", f32At(get("dp"), get("j")))} ${set("q", f32At(get("pr"), get("j")))} (f32.store (local.get $p) (f32.mul (f32.mul (f32.load (local.get $q)) (f32.sub (f32.load (local.get $p)) (local.get $d))) (local.get $scale)))`)})`;
+}
+
+/** Keys the query block [i0, i1) needs: all tk, or up to the last row's causal limit. */
+const blockKeys = `(select (call $jmax (i32.sub ${get("i1")} (i32.const 1)) ${get("tq")} ${get("tk")} ${get("causal")}) ${get("tk")} ${get("causal")})`;
+/** A pointer p shifted back by i0 rows of nb floats, so the GEMM's global row i lands at row i − i0 of p. */
+const rowBase = (p) => sub(p, mul(mul(get("i0"), get("nb")), i32(4)));
+
 function forward() {
   return `
 (func (export "attn_fwd") (param $q i32) (param $k i32) (param $v i32) (param $out i32) (param $lse i32)
   (param $heads i32) (param $kvHeads i32) (param $tq i32) (param $tk i32) (param $dim i32) (param $causal i32)
-  (param $scale f32) (param $s i32) (param $unit0 i32) (param $unit1 i32)
+  (param $scale f32) (param $scratch i32) (param $sbuf i32) (param $unit0 i32) (param $unit1 i32)
   (local $u i32) (local $b i32) (local $h i32) (local $kvh i32) (local $qh i32) (local $kh i32) (local $vh i32)
-  (local $oh i32) (local $i i32) (local $j i32) (local $jm i32) (local $j4 i32) (local $qi i32) (local $oi i32)
-  (local $mx f32) (local $x f32) (local $sum f32) (local $vm v128) (local $acc v128) (local $p i32) (local $rd i32)
-  (local $group i32)
+  (local $oh i32) (local $i i32) (local $i0 i32) (local $i1 i32) (local $nb i32) (local $jm i32) (local $row i32)
+  (local $mx f32) (local $sum f32) (local $rd i32) (local $group i32)
   ${set("rd", mul(get("dim"), i32(4)))}
   ${set("group", `(i32.div_u ${get("heads")} ${get("kvHeads")})`)}
   ${forLoop(
@@ -61,36 +110,39 @@ function forward() {
     ${set("kh", add(get("k"), mul(mul(get("kvh"), get("tk")), get("rd"))))}
     ${set("vh", add(get("v"), mul(mul(get("kvh"), get("tk")), get("rd"))))}
     ${forLoop(
-      "i",
+      "i0",
       i32(0),
       get("tq"),
-      i32(1),
-      `${set("qi", add(get("qh"), mul(get("i"), get("rd"))))}
-      ${set("oi", add(get("oh"), mul(get("i"), get("rd"))))}
-      (memory.fill (local.get $oi) (i32.const 0) (local.get $rd))
-      ${set("jm", `(call $jmax ${get("i")} ${get("tq")} ${get("tk")} ${get("causal")})`)}
-      ${set("mx", "(f32.const -inf)")}
-      ${forLoop(
-        "j",
-        i32(0),
-        get("jm"),
-        i32(1),
-        `${set("x", `(f32.mul (call $dot ${get("qi")} ${add(get("kh"), mul(get("j"), get("rd")))} ${get("dim")}) (local.get $scale))`)}
-        (f32.store ${add(get("s"), mul(get("j"), i32(4)))} (local.get $x))
-        ${set("mx", "(f32.max (local.get $mx) (local.get $x))")}`,
-      )}
-      ;; p_j = exp(s_j - max) in place, summed
-      ${set("vm", "(f32x4.splat (local.get $mx))")}
-      ${set("acc", "(v128.const i32x4 0 0 0 0)")}
-      ${set("j4", `(i32.and ${get("jm")} (i32.const -4))`)}
-      ${forLoop("j", i32(0), get("j4"), i32(4), `${set("p", add(get("s"), mul(get("j"), i32(4))))} (v128.store (local.get $p) (call $vexp (f32x4.sub (v128.load (local.get $p)) (local.get $vm)))) (local.set $acc (f32x4.add (local.get $acc) (v128.load (local.get $p))))`)}
-      ${set("sum", hsum(get("acc")))}
-      ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", add(get("s"), mul(get("j"), i32(4))))} (f32.store (local.get $p) (call $exp1 (f32.sub (f32.load (local.get $p)) (local.get $mx)))) (local.set $sum (f32.add (local.get $sum) (f32.load (local.get $p))))`)}
-      ${forLoop("j", i32(0), get("jm"), i32(1), `(call $axpy ${get("oi")} ${add(get("vh"), mul(get("j"), get("rd")))} (f32.div (f32.load ${add(get("s"), mul(get("j"), i32(4)))}) (local.get $sum)) ${get("dim")})`)}
-      (f32.store ${add(get("lse"), mul(add(mul(get("u"), get("tq")), get("i")), i32(4)))}
-        (if (result f32) (local.get $jm)
-          (then (f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $sum))))))
-          (else (f32.const -inf))))`,
+      i32(ATTN_QB),
+      `${set("i1", minU(get("tq"), add(get("i0"), i32(ATTN_QB))))}
+      ${set("nb", blockKeys)}
+      (if (i32.eqz ${get("nb")})
+        (then
+          (memory.fill ${add(get("oh"), mul(get("i0"), get("rd")))} (i32.const 0) ${mul(sub(get("i1"), get("i0")), get("rd"))})
+          ${forLoop("i", get("i0"), get("i1"), i32(1), `(f32.store ${f32At(get("lse"), add(mul(get("u"), get("tq")), get("i")))} (f32.const -inf))`)})
+        (else
+          ;; S = Q_blk · K[0:nb]ᵀ
+          (call $gemm_block ${get("qh")} ${get("kh")} ${rowBase(get("sbuf"))} ${get("tq")} ${get("nb")} ${get("dim")}
+            (i32.const ${FLAG_TRANS_B}) ${get("i0")} ${get("i1")} ${get("scratch")})
+          ${forLoop(
+            "i",
+            get("i0"),
+            get("i1"),
+            i32(1),
+            `${set("row", add(get("sbuf"), mul(mul(sub(get("i"), get("i0")), get("nb")), i32(4))))}
+            ${set("jm", `(call $jmax ${get("i")} ${get("tq")} ${get("tk")} ${get("causal")})`)}
+            ${set("mx", `(call $scale_max ${get("row")} ${get("jm")} ${get("scale")})`)}
+            ${set("sum", `(call $exp_sum ${get("row")} ${get("jm")} ${get("mx")})`)}
+            (call $scale_row ${get("row")} ${get("jm")} (f32.div (f32.const 1) ${get("sum")}))
+            (memory.fill ${f32At(get("row"), get("jm"))} (i32.const 0) ${mul(sub(get("nb"), get("jm")), i32(4))})
+            (f32.store ${f32At(get("lse"), add(mul(get("u"), get("tq")), get("i")))}
+              (if (result f32) (local.get $jm)
+                (then (f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $sum))))))
+                (else (f32.const -inf))))`,
+          )}
+          ;; O_blk = P · V[0:nb]
+          (call $gemm_block ${rowBase(get("sbuf"))} ${get("vh")} ${get("oh")} ${get("tq")} ${get("dim")} ${get("nb")}
+            (i32.const 0) ${get("i0")} ${get("i1")} ${get("scratch")})))`,
     )}`,
   )})`;
 }
@@ -99,14 +151,16 @@ function backward() {
   return `
 (func (export "attn_bwd") (param $q i32) (param $k i32) (param $v i32) (param $out i32) (param $dout i32)
   (param $lse i32) (param $dq i32) (param $dk i32) (param $dv i32) (param $heads i32) (param $kvHeads i32)
-  (param $tq i32) (param $tk i32) (param $dim i32) (param $causal i32) (param $scale f32) (param $unit0 i32)
-  (param $unit1 i32)
+  (param $tq i32) (param $tk i32) (param $dim i32) (param $causal i32) (param $scale f32) (param $scratch i32)
+  (param $sbuf i32) (param $unit0 i32) (param $unit1 i32)
   (local $u i32) (local $b i32) (local $g i32) (local $h i32) (local $hq i32) (local $group i32) (local $rd i32)
-  (local $kh i32) (local $vh i32) (local $dkh i32) (local $dvh i32) (local $i i32) (local $j i32) (local $jm i32)
-  (local $row i32) (local $qi i32) (local $oi i32) (local $doi i32) (local $dqi i32) (local $l f32) (local $dd f32)
-  (local $p f32) (local $ds f32) (local $kj i32)
+  (local $kh i32) (local $vh i32) (local $dkh i32) (local $dvh i32) (local $qh i32) (local $oh i32) (local $doh i32)
+  (local $dqh i32) (local $i i32) (local $i0 i32) (local $i1 i32) (local $nb i32) (local $jm i32) (local $pbuf i32)
+  (local $dpbuf i32) (local $prow i32) (local $dprow i32) (local $row i32) (local $l f32) (local $dd f32)
   ${set("rd", mul(get("dim"), i32(4)))}
   ${set("group", `(i32.div_u ${get("heads")} ${get("kvHeads")})`)}
+  ${set("pbuf", get("sbuf"))}
+  ${set("dpbuf", add(get("sbuf"), mul(mul(get("tk"), i32(ATTN_QB)), i32(4))))}
   ${forLoop(
     "u",
     get("unit0"),
@@ -126,37 +180,54 @@ function backward() {
       get("group"),
       i32(1),
       `${set("hq", add(mul(get("b"), get("heads")), add(mul(get("g"), get("group")), get("h"))))}
+      ${set("qh", add(get("q"), mul(mul(get("hq"), get("tq")), get("rd"))))}
+      ${set("oh", add(get("out"), mul(mul(get("hq"), get("tq")), get("rd"))))}
+      ${set("doh", add(get("dout"), mul(mul(get("hq"), get("tq")), get("rd"))))}
+      ${set("dqh", add(get("dq"), mul(mul(get("hq"), get("tq")), get("rd"))))}
+      (memory.fill (local.get $dqh) (i32.const 0) ${mul(get("tq"), get("rd"))})
       ${forLoop(
-        "i",
+        "i0",
         i32(0),
         get("tq"),
-        i32(1),
-        `${set("row", add(mul(get("hq"), get("tq")), get("i")))}
-        ${set("qi", add(get("q"), mul(get("row"), get("rd"))))}
-        ${set("oi", add(get("out"), mul(get("row"), get("rd"))))}
-        ${set("doi", add(get("dout"), mul(get("row"), get("rd"))))}
-        ${set("dqi", add(get("dq"), mul(get("row"), get("rd"))))}
-        (memory.fill (local.get $dqi) (i32.const 0) (local.get $rd))
-        ${set("l", `(f32.load ${add(get("lse"), mul(get("row"), i32(4)))})`)}
-        ${set("dd", `(call $dot ${get("doi")} ${get("oi")} ${get("dim")})`)}
-        ${set("jm", `(call $jmax ${get("i")} ${get("tq")} ${get("tk")} ${get("causal")})`)}
-        ${forLoop(
-          "j",
-          i32(0),
-          get("jm"),
-          i32(1),
-          `${set("kj", add(get("kh"), mul(get("j"), get("rd"))))}
-          ${set("p", `(call $exp1 (f32.sub (f32.mul (call $dot ${get("qi")} ${get("kj")} ${get("dim")}) (local.get $scale)) (local.get $l)))`)}
-          ${set("ds", `(f32.mul (f32.mul (local.get $p) (f32.sub (call $dot ${get("doi")} ${add(get("vh"), mul(get("j"), get("rd")))} ${get("dim")}) (local.get $dd))) (local.get $scale))`)}
-          (call $axpy ${get("dqi")} ${get("kj")} ${get("ds")} ${get("dim")})
-          (call $axpy ${add(get("dkh"), mul(get("j"), get("rd")))} ${get("qi")} ${get("ds")} ${get("dim")})
-          (call $axpy ${add(get("dvh"), mul(get("j"), get("rd")))} ${get("doi")} ${get("p")} ${get("dim")})`,
-        )}`,
+        i32(ATTN_QB),
+        `${set("i1", minU(get("tq"), add(get("i0"), i32(ATTN_QB))))}
+        ${set("nb", blockKeys)}
+        (if (local.get $nb) (then
+          ;; S = Q_blk · Kᵀ and dP = dO_blk · Vᵀ over the nb keys the block sees
+          (call $gemm_block ${get("qh")} ${get("kh")} ${rowBase(get("pbuf"))} ${get("tq")} ${get("nb")} ${get("dim")}
+            (i32.const ${FLAG_TRANS_B}) ${get("i0")} ${get("i1")} ${get("scratch")})
+          (call $gemm_block ${get("doh")} ${get("vh")} ${rowBase(get("dpbuf"))} ${get("tq")} ${get("nb")} ${get("dim")}
+            (i32.const ${FLAG_TRANS_B}) ${get("i0")} ${get("i1")} ${get("scratch")})
+          ${forLoop(
+            "i",
+            get("i0"),
+            get("i1"),
+            i32(1),
+            `${set("row", add(mul(get("hq"), get("tq")), get("i")))}
+            ${set("prow", add(get("pbuf"), mul(mul(sub(get("i"), get("i0")), get("nb")), i32(4))))}
+            ${set("dprow", add(get("dpbuf"), mul(mul(sub(get("i"), get("i0")), get("nb")), i32(4))))}
+            ${set("jm", `(call $jmax ${get("i")} ${get("tq")} ${get("tk")} ${get("causal")})`)}
+            ${set("l", `(f32.load ${f32At(get("lse"), get("row"))})`)}
+            ${set("dd", `(call $dot ${add(get("doh"), mul(get("i"), get("rd")))} ${add(get("oh"), mul(get("i"), get("rd")))} ${get("dim")})`)}
+            ;; P = exp(scale·S − lse), dS = P ∘ (dP − D)·scale; masked keys get 0
+            (call $scale_row ${get("prow")} ${get("jm")} ${get("scale")})
+            (drop (call $exp_sum ${get("prow")} ${get("jm")} ${get("l")}))
+            (call $ds_row ${get("dprow")} ${get("prow")} ${get("jm")} ${get("dd")} ${get("scale")})
+            (memory.fill ${f32At(get("prow"), get("jm"))} (i32.const 0) ${mul(sub(get("nb"), get("jm")), i32(4))})
+            (memory.fill ${f32At(get("dprow"), get("jm"))} (i32.const 0) ${mul(sub(get("nb"), get("jm")), i32(4))})`,
+          )}
+          ;; dQ_blk += dS · K;  dK[0:nb] += dSᵀ · Q_blk;  dV[0:nb] += Pᵀ · dO_blk
+          (call $gemm_block ${rowBase(get("dpbuf"))} ${get("kh")} ${get("dqh")} ${get("tq")} ${get("dim")} ${get("nb")}
+            (i32.const ${FLAG_ACCUMULATE}) ${get("i0")} ${get("i1")} ${get("scratch")})
+          (call $gemm_block ${get("dpbuf")} ${add(get("qh"), mul(get("i0"), get("rd")))} ${get("dkh")} ${get("nb")} ${get("dim")}
+            ${sub(get("i1"), get("i0"))} (i32.const ${FLAG_TRANS_A | FLAG_ACCUMULATE}) (i32.const 0) ${get("nb")} ${get("scratch")})
+          (call $gemm_block ${get("pbuf")} ${add(get("doh"), mul(get("i0"), get("rd")))} ${get("dvh")} ${get("nb")} ${get("dim")}
+            ${sub(get("i1"), get("i0"))} (i32.const ${FLAG_TRANS_A | FLAG_ACCUMULATE}) (i32.const 0) ${get("nb")} ${get("scratch")})))`,
       )}`,
     )}`,
   )})`;
 }
 
 export function attentionWat() {
-  return [helpers(), forward(), backward()].join("\n");
+  return [helpers(), rowHelpers(), forward(), backward()].join("\n");
 }

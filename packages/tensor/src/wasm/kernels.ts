@@ -5,6 +5,7 @@ import { decodeBase64 } from "./base64.js";
 import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
 import { INITIAL_DATA_BYTES, WORK_COUNTER, WasmHeap, alignUp, pagesFor } from "./heap.js";
 import {
+  ATTN_QB,
   GEMM_FLAG_ACCUMULATE,
   GEMM_FLAG_BF16_B,
   GEMM_FLAG_TRANS_A,
@@ -304,8 +305,6 @@ class Kernels implements WasmKernels {
     if (heads === 0 || kvHeads === 0 || dim === 0)
       throw new ShapeError(`${op}: heads, kvHeads and dim must be positive, got ${heads}, ${kvHeads}, ${dim}`);
     if (heads % kvHeads !== 0) throw new ShapeError(`${op}: kvHeads=${kvHeads} must divide heads=${heads}`);
-    if (tk > GEMM_SCRATCH_BYTES / 4)
-      throw new ShapeError(`${op}: tk=${tk} exceeds the per-thread score row of ${GEMM_SCRATCH_BYTES / 4} keys`);
     const scale = shape.scale ?? 1 / Math.sqrt(dim);
     if (!Number.isFinite(scale)) throw new ShapeError(`${op}: scale must be finite, got ${scale}`);
     return {
@@ -334,7 +333,16 @@ class Kernels implements WasmKernels {
     checkLength(op, "out", out, qLen);
     checkLength(op, "lse", lse, rows);
     if (rows === 0) return;
-    const [pq, pk, pv, po, pl] = this.heap.layout([qLen * 4, kvLen * 4, kvLen * 4, qLen * 4, rows * 4]);
+    // per thread: one [ATTN_QB][tk] score block
+    const blockBytes = ATTN_QB * shape.tk * 4;
+    const [pq, pk, pv, po, pl, ps] = this.heap.layout([
+      qLen * 4,
+      kvLen * 4,
+      kvLen * 4,
+      qLen * 4,
+      rows * 4,
+      blockBytes * this.threads,
+    ]);
     const f32 = this.heap.f32();
     f32.set(q.subarray(0, qLen), pq >>> 2);
     f32.set(k.subarray(0, kvLen), pk >>> 2);
@@ -342,7 +350,6 @@ class Kernels implements WasmKernels {
     const { batch, heads, tq, tk, dim } = shape;
     const units = batch * heads;
     const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
-    // the score row of each thread lives in its GEMM packing scratch
     this.splitRows("attn_fwd", units, parts, 1, (u0, u1, t) => [
       pq,
       pk,
@@ -357,6 +364,7 @@ class Kernels implements WasmKernels {
       shape.causal ? 1 : 0,
       scale,
       this.heap.scratch(t),
+      ps + t * blockBytes,
       u0,
       u1,
     ]);
@@ -390,7 +398,9 @@ class Kernels implements WasmKernels {
     checkLength(op, "dk", dk, kvLen);
     checkLength(op, "dv", dv, kvLen);
     if (qLen === 0 && kvLen === 0) return;
-    const [pq, pk, pv, po, pdo, pl, pdq, pdk, pdv] = this.heap.layout([
+    // per thread: [ATTN_QB][tk] blocks for P and dP
+    const blockBytes = 2 * ATTN_QB * shape.tk * 4;
+    const [pq, pk, pv, po, pdo, pl, pdq, pdk, pdv, ps] = this.heap.layout([
       qLen * 4,
       kvLen * 4,
       kvLen * 4,
@@ -400,6 +410,7 @@ class Kernels implements WasmKernels {
       qLen * 4,
       kvLen * 4,
       kvLen * 4,
+      blockBytes * this.threads,
     ]);
     const f32 = this.heap.f32();
     f32.set(q.subarray(0, qLen), pq >>> 2);
@@ -411,7 +422,7 @@ class Kernels implements WasmKernels {
     const { batch, heads, tq, tk, dim } = shape;
     const units = batch * kvHeads;
     const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
-    this.splitRows("attn_bwd", units, parts, 1, (u0, u1) => [
+    this.splitRows("attn_bwd", units, parts, 1, (u0, u1, t) => [
       pq,
       pk,
       pv,
@@ -428,6 +439,8 @@ class Kernels implements WasmKernels {
       dim,
       shape.causal ? 1 : 0,
       scale,
+      this.heap.scratch(t),
+      ps + t * blockBytes,
       u0,
       u1,
     ]);

@@ -77,6 +77,8 @@ const cases: AttentionShape[] = [
   { batch: 1, heads: 3, kvHeads: 1, tq: 6, tk: 9, dim: 6, scale: 0.3 },
   { batch: 1, heads: 1, tq: 4, tk: 2, dim: 4, causal: true }, // the first rows see no key
   { batch: 2, heads: 4, tq: 32, tk: 32, dim: 16, causal: true }, // large enough to split across threads
+  { batch: 1, heads: 2, kvHeads: 1, tq: 70, tk: 75, dim: 9, causal: true }, // two query blocks of the GEMM path
+  { batch: 1, heads: 1, tq: 70, tk: 3, dim: 4, causal: true }, // a whole query block that sees no key
 ];
 
 describe.each([1, 2])("wasm fused attention, threads=%i", (threads) => {
