@@ -186,8 +186,8 @@ export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig 
     ropeTheta: theta,
     ropeScaling: scaling,
     partialRotaryFactor: num(raw, "partial_rotary_factor", 1),
-    // transformers PretrainedConfig default: tie_word_embeddings = true.
-    tieWordEmbeddings: raw.tie_word_embeddings !== false,
+    // LlamaConfig / Qwen2Config / Qwen3Config default tie_word_embeddings to false.
+    tieWordEmbeddings: raw.tie_word_embeddings === true,
     qkvBias: isQwen2 || attentionBias,
     oBias: !isQwen2 && attentionBias,
     mlpBias: raw.mlp_bias === true,
