@@ -457,6 +457,21 @@ class Kernels implements WasmKernels {
   }
 }
 
+/**
+ * A shared memory reserves its whole maximum up front; where the address space is tight (32-bit or
+ * mobile browsers) that can fail, so the maximum is halved until it fits (down to the initial size).
+ */
+function createMemory(initial: number, maximum: number, shared: boolean): WebAssembly.Memory {
+  for (let max = maximum; ; max = Math.max(initial, max >> 1)) {
+    try {
+      return new WebAssembly.Memory({ initial, maximum: max, shared });
+    } catch (err) {
+      if (max === initial)
+        throw new BackendError(`wasm kernels: cannot create a ${initial * 64} KiB WebAssembly memory: ${String(err)}`);
+    }
+  }
+}
+
 /** Creates the WASM SIMD kernels (compiles the embedded module, starts `threads - 1` workers). */
 export async function createWasmKernels(options: WasmKernelOptions = {}): Promise<WasmKernels> {
   if (!wasmSimdSupported())
@@ -493,9 +508,10 @@ export async function createWasmKernels(options: WasmKernelOptions = {}): Promis
   if (!(maxMiB >= 64 && maxMiB <= 4096))
     throw new BackendError(`wasm kernels: maxMemoryMiB must be in [64, 4096], got ${maxMiB}`);
   const maximum = Math.min(WASM_MAX_PAGES, pagesFor(maxMiB * 2 ** 20));
-  const probeHeap = new WasmHeap(new WebAssembly.Memory({ initial: 1, maximum: 1 }), GEMM_SCRATCH_BYTES, threads);
-  const initial = Math.min(maximum, pagesFor(probeHeap.dataStart + INITIAL_DATA_BYTES));
-  const memory = new WebAssembly.Memory({ initial, maximum, shared: useShared });
+  const dataStart = new WasmHeap(new WebAssembly.Memory({ initial: 1, maximum: 1 }), GEMM_SCRATCH_BYTES, threads)
+    .dataStart;
+  const initial = Math.min(maximum, pagesFor(dataStart + INITIAL_DATA_BYTES));
+  const memory = createMemory(initial, maximum, useShared);
   const instance = await WebAssembly.instantiate(module, { env: { memory, log: Math.log } });
   const pool = threads > 1 ? await ThreadPool.create(threads - 1, module, memory) : null;
   return new Kernels(
