@@ -8,6 +8,7 @@ import { type Llama2cCheckpoint, llama2cHfConfig, llama2cToHfWeights, parseLlama
 import {
   LLAMA2C_SPECIAL_TOKENS_MAP,
   type Llama2cTokenizer,
+  type Llama2cTokenizerOptions,
   llama2cTokenizerConfig,
   llama2cTokenizerJson,
   parseLlama2cTokenizer,
@@ -34,7 +35,11 @@ export interface ConvertedLlama2c {
 }
 
 /** Convert llama2.c checkpoint bytes (and optionally tokenizer bytes) to HF Llama files in memory. */
-export function convertLlama2cToHf(checkpointBytes: Uint8Array, tokenizerBytes?: Uint8Array): ConvertedLlama2c {
+export function convertLlama2cToHf(
+  checkpointBytes: Uint8Array,
+  tokenizerBytes?: Uint8Array,
+  tokenizerOptions?: Llama2cTokenizerOptions,
+): ConvertedLlama2c {
   const checkpoint = parseLlama2cCheckpoint(checkpointBytes);
   const c = checkpoint.config;
   const hf = llama2cToHfWeights(checkpoint);
@@ -55,7 +60,7 @@ export function convertLlama2cToHf(checkpointBytes: Uint8Array, tokenizerBytes?:
   let tokenizer: Llama2cTokenizer | undefined;
   if (tokenizerBytes) {
     tokenizer = parseLlama2cTokenizer(tokenizerBytes, c.vocabSize);
-    files.set(REPO_FILES.tokenizer, serializeTokenizerJson(llama2cTokenizerJson(tokenizer)));
+    files.set(REPO_FILES.tokenizer, serializeTokenizerJson(llama2cTokenizerJson(tokenizer, tokenizerOptions)));
     files.set(REPO_FILES.tokenizerConfig, serializeTokenizerConfig(llama2cTokenizerConfig(c.seqLen)));
     files.set(REPO_FILES.specialTokensMap, serializeTokenizerConfig(LLAMA2C_SPECIAL_TOKENS_MAP));
   }

@@ -94,8 +94,20 @@ export function sentencePieceMerges(pieces: { piece: string; score: number; kind
   return merges.map((m) => [m.l, m.r]);
 }
 
+export interface Llama2cTokenizerOptions {
+  /**
+   * SentencePiece's `remove_extra_whitespaces` (its default, and set in llama2.c's tok512.model): drop
+   * leading and trailing spaces and collapse runs of spaces (only U+0020; tabs and newlines stay).
+   * Meta's Llama 2 tokenizer has it off. Default true.
+   */
+  removeExtraWhitespaces?: boolean;
+}
+
 /** A Llama (SentencePiece BPE, byte fallback, legacy normalizer) tokenizer.json object. */
-export function llama2cTokenizerJson(tok: Llama2cTokenizer): Record<string, unknown> {
+export function llama2cTokenizerJson(
+  tok: Llama2cTokenizer,
+  opts: Llama2cTokenizerOptions = {},
+): Record<string, unknown> {
   const pieces = sentencePieces(tok);
   const vocab: Record<string, number> = {};
   pieces.forEach((p, i) => {
@@ -119,10 +131,18 @@ export function llama2cTokenizerJson(tok: Llama2cTokenizer): Record<string, unkn
     truncation: null,
     padding: null,
     added_tokens: special,
-    // Legacy Llama normalizer: prepend "▁" (SentencePiece's dummy prefix), spaces → "▁".
+    // Legacy Llama normalizer: prepend "▁" (SentencePiece's dummy prefix), spaces → "▁". The
+    // whitespace rules use look-arounds rather than ^/$ because Oniguruma (Rust tokenizers) reads
+    // ^/$ as line anchors while JavaScript reads them as string anchors.
     normalizer: {
       type: "Sequence",
       normalizers: [
+        ...((opts.removeExtraWhitespaces ?? true)
+          ? [
+              { type: "Replace", pattern: { Regex: "(?<![\\s\\S]) +| +(?![\\s\\S])" }, content: "" },
+              { type: "Replace", pattern: { Regex: " {2,}" }, content: " " },
+            ]
+          : []),
         { type: "Prepend", prepend: SP_SPACE },
         { type: "Replace", pattern: { String: " " }, content: SP_SPACE },
       ],

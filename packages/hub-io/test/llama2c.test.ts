@@ -217,6 +217,13 @@ describe("convertLlama2c → Hugging Face Llama directory", () => {
       expect(tokenizer.decode(ids, { skip_special_tokens: true })).toBe(s);
     }
     expect(tokenizer.encode(sentences[0]).ids.length).toBeLessThan(sentences[0].length / 2);
+    // Against SentencePiece itself on tok512.model (make_sp_ids.py), whitespace rules included.
+    const sp = JSON.parse(readFileSync(new URL("./fixtures/stories260K/sp_ids.json", import.meta.url), "utf8"));
+    for (const c of sp.cases as { text: string; ids: number[]; decoded: string }[]) {
+      const ids = tokenizer.encode(c.text).ids;
+      expect(ids, JSON.stringify(c.text)).toEqual([1, ...c.ids]);
+      expect(tokenizer.decode(ids, { skip_special_tokens: true }), JSON.stringify(c.text)).toBe(c.decoded);
+    }
     // The reference greedy continuation from BOS decodes to a TinyStories opening.
     const ref = JSON.parse(readFileSync(new URL("./fixtures/stories260K/logits.json", import.meta.url), "utf8"));
     expect(tokenizer.decode(ref.tokens, { skip_special_tokens: true })).toMatch(/^Once upon a time/);
