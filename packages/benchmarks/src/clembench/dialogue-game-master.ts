@@ -60,7 +60,7 @@ export abstract class DialogueGameMaster {
 
   /** Prepare an episode for `instance` (the merged experiment + instance fields). */
   async setup(instance: GameInstance): Promise<void> {
-    this.recorder = new InteractionsRecorder(this.gameName, String(this.experiment.name), Number(instance.game_id));
+    this.recorder = new InteractionsRecorder(this.gameName, String(this.experiment.name), instance.game_id);
     this.onSetup(instance);
     this.currentPlayer = this.players[this.currentPlayerIdx];
     await this.onBeforeGame();

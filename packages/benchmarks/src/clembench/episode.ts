@@ -10,7 +10,7 @@ import type { ScoresFile } from "./scorer.js";
 export interface EpisodeResult {
   game: string;
   experiment: string;
-  gameId: number;
+  gameId: number | string;
   interactions: Interactions | null;
   /** null when the reference writes no scores.json (a scorer error, or the episode itself failed) */
   scores: ScoresFile | null;

@@ -27,6 +27,8 @@ export * from "./games/matchit-ascii.js";
 export * from "./games/privateshared.js";
 export * from "./games/referencegame.js";
 export * from "./games/taboo.js";
+export * from "./games/textmapworld.js";
+export { pyLiteralEval } from "./py-literal.js";
 export * from "./games/wordle.js";
 export { turnsCloseness, turnsStrategy, wordleFeedback } from "./games/wordle-feedback.js";
 export { NLTK_ENGLISH_STOPWORDS, snowballStem } from "./english.js";

@@ -2,7 +2,8 @@ import { readDataJson, resolveDataDir } from "./data-dir.js";
 import { InstanceError } from "./errors.js";
 
 /** One game instance from `instances.json` (game-specific fields; `game_id` always present). */
-export type GameInstance = { game_id: number } & Record<string, unknown>;
+/** textmapworld stores game_id as a string ("0"); the others as a number. */
+export type GameInstance = { game_id: number | string } & Record<string, unknown>;
 
 /** An experiment: its name, experiment-level config and instances. */
 export type Experiment = { name: string; game_instances?: GameInstance[] } & Record<string, unknown>;
@@ -28,8 +29,8 @@ export function parseInstancesFile(raw: unknown, source: string): InstancesFile 
     if (!Array.isArray(e.game_instances))
       throw new InstanceError(`${source}: experiment "${e.name}" has no "game_instances" list`);
     for (const inst of e.game_instances)
-      if (typeof inst.game_id !== "number")
-        throw new InstanceError(`${source}: an instance of experiment "${e.name}" has no numeric "game_id"`);
+      if (typeof inst.game_id !== "number" && typeof inst.game_id !== "string")
+        throw new InstanceError(`${source}: an instance of experiment "${e.name}" has no "game_id"`);
   }
   return file;
 }
@@ -43,7 +44,7 @@ export function loadInstances(game: string, dataDir?: string): InstancesFile {
 /** Which instances to play: by experiment name and/or game_id, and/or the first N per experiment. */
 export interface InstanceFilter {
   experiments?: string[];
-  gameIds?: number[];
+  gameIds?: (number | string)[];
   /** Play at most this many instances per experiment (in file order). */
   limitPerExperiment?: number;
 }
@@ -56,7 +57,7 @@ export function listEpisodes(game: string, file: InstancesFile, filter: Instance
     const { game_instances, ...experiment } = exp;
     let n = 0;
     for (const instance of game_instances ?? []) {
-      if (filter.gameIds && !filter.gameIds.includes(instance.game_id)) continue;
+      if (filter.gameIds && !filter.gameIds.some((id) => String(id) === String(instance.game_id))) continue;
       if (filter.limitPerExperiment !== undefined && n >= filter.limitPerExperiment) break;
       out.push({ game, experiment: experiment as Experiment, instance });
       n++;

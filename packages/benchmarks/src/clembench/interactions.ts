@@ -11,7 +11,7 @@ export interface GameEvent {
 export interface InteractionsMeta {
   game_name: string;
   experiment_name: string;
-  game_id: number;
+  game_id: number | string;
   results_folder: string;
   clem_version: string;
   round_count: number | null;
@@ -36,7 +36,7 @@ export class InteractionsRecorder {
   /** Injected so tests get deterministic timestamps. */
   now: () => Date = () => new Date();
 
-  constructor(gameName: string, experimentName: string, gameId: number, resultsFolder = "") {
+  constructor(gameName: string, experimentName: string, gameId: number | string, resultsFolder = "") {
     this.interactions = {
       meta: {
         game_name: gameName,

@@ -394,3 +394,17 @@ export function pyStrRepr(s: string): string {
 export function pyListRepr(xs: string[]): string {
   return `[${xs.map(pyStrRepr).join(", ")}]`;
 }
+
+/** Python `s.split()` (no argument): split on runs of whitespace, dropping empty parts. */
+export function pySplitWhitespace(s: string): string[] {
+  const out: string[] = [];
+  let cur = "";
+  for (const c of s) {
+    if (PY_WS.has(c)) {
+      if (cur) out.push(cur);
+      cur = "";
+    } else cur += c;
+  }
+  if (cur) out.push(cur);
+  return out;
+}

@@ -7,6 +7,7 @@ import { privateshared } from "./games/privateshared.js";
 import { referencegame } from "./games/referencegame.js";
 import { bbh, eqbench } from "./games/static-benchmarks.js";
 import { taboo } from "./games/taboo.js";
+import { textmapworld, textmapworldSpecificRoom } from "./games/textmapworld.js";
 import { wordle, wordleWithClue, wordleWithCritic } from "./games/wordle.js";
 
 /** The implemented clembench v2.0 text games, in the order of the issue. */
@@ -20,6 +21,8 @@ export const GAMES: Readonly<Record<string, GameDefinition>> = {
   privateshared,
   matchit_ascii: matchitAscii,
   guesswhat,
+  textmapworld,
+  textmapworld_specificroom: textmapworldSpecificRoom,
 };
 
 /** The static benchmarks of statscore that are ported (bbh, eqbench; see README for the others). */

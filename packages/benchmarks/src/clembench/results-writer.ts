@@ -14,6 +14,7 @@ export function writeFileAtomic(path: string, content: string): void {
 
 /** clemcore 3.x episode directory: `<results>/<model>/<game>/<experiment>/instance_<game_id:05d>`. */
 export function episodeDir(resultsDir: string, modelDir: string, spec: EpisodeSpec): string {
+  // clemcore formats game_id with :05d; textmapworld's string ids ("0") are padded the same way
   const id = String(spec.instance.game_id).padStart(5, "0");
   return join(resultsDir, modelDir, spec.game, spec.experiment.name, `instance_${id}`);
 }

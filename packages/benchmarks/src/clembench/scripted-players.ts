@@ -214,3 +214,69 @@ export function targetNamingAnswerer(): ScriptedBackend {
     return question.toLowerCase().includes(target.toLowerCase()) ? "ANSWER: yes" : "ANSWER: no";
   });
 }
+
+const OPPOSITE: Record<string, string> = { north: "south", south: "north", east: "west", west: "east" };
+
+interface RoomObservation {
+  room: string;
+  dirs: string[];
+  moved: boolean;
+}
+
+function observeRoom(text: string, first: boolean): RoomObservation | null {
+  if (first) {
+    const all = [...text.matchAll(/You are in the (.+?)\. Currently available directions: ([^.]+)\./g)];
+    const m = all[all.length - 1];
+    return m ? { room: m[1], dirs: m[2].split(", "), moved: true } : null;
+  }
+  const e = /entered (.+?)\. Currently available directions: ([^.]+)\./.exec(text);
+  if (e) return { room: e[1], dirs: e[2].split(", "), moved: true };
+  const s = /still in the (.+?)\. Currently available directions: ([^.]+)\./.exec(text);
+  return s ? { room: s[1], dirs: s[2].split(", "), moved: false } : null;
+}
+
+/**
+ * textmapworld explorer: depth-first search that learns where each direction leads, backtracks along the way
+ * it came, steps straight back out of an already visited room, and says DONE when nothing is left (or, with
+ * `target`, on entering the target room). Stateless: it replays the dialogue on every call.
+ */
+export function depthFirstExplorer(target?: string): ScriptedBackend {
+  return new ScriptedBackend((messages) => {
+    const users = messages.filter((m) => m.role === "user");
+    const moves = messages
+      .filter((m) => m.role === "assistant")
+      .map((m) => /GO:\s*(\w+)/i.exec(m.content)?.[1].toLowerCase() ?? "");
+    const start = observeRoom(users[0]?.content ?? "", true);
+    if (!start) return "DONE";
+    let room = start.room;
+    const dirs = new Map([[room, start.dirs]]);
+    const dest = new Map<string, Map<string, string>>();
+    const visited = new Set([room]);
+    const stack: string[] = []; // directions leading back to the parent rooms
+    let bounce: string | null = null;
+    for (let k = 0; k < moves.length; k++) {
+      const d = moves[k];
+      const o = observeRoom(users[k + 1]?.content ?? "", false);
+      if (!o || !o.moved) continue;
+      dirs.set(o.room, o.dirs);
+      const learn = (a: string, dir: string, b: string) => {
+        if (!dest.has(a)) dest.set(a, new Map());
+        dest.get(a)!.set(dir, b);
+      };
+      learn(room, d, o.room);
+      learn(o.room, OPPOSITE[d], room); // the maps are grids: the way back is the opposite direction
+      if (bounce === d) bounce = null;
+      else if (stack.length > 0 && stack[stack.length - 1] === d) stack.pop();
+      else if (visited.has(o.room)) bounce = OPPOSITE[d];
+      else stack.push(OPPOSITE[d]);
+      room = o.room;
+      visited.add(room);
+    }
+    if (target !== undefined && room === target) return "DONE";
+    if (bounce) return `GO: ${bounce}`;
+    const untried = (dirs.get(room) ?? []).find((d) => !dest.get(room)?.has(d));
+    if (untried) return `GO: ${untried}`;
+    const back = stack[stack.length - 1];
+    return back ? `GO: ${back}` : "DONE";
+  });
+}

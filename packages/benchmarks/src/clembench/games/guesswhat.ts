@@ -5,7 +5,16 @@ import { type Experiment, field, type GameInstance } from "../instances.js";
 import type { Interactions } from "../interactions.js";
 import * as M from "../metrics.js";
 import { Player, type PlayerBackend } from "../player.js";
-import { pyFloat, pyListRepr, pyMatch, pyReplace, pySearch, pyStrip, removePunctuation } from "../py.js";
+import {
+  pyFloat,
+  pyListRepr,
+  pyMatch,
+  pyReplace,
+  pySearch,
+  pySplitWhitespace,
+  pyStrip,
+  removePunctuation,
+} from "../py.js";
 import { GameScorer } from "../scorer.js";
 
 export interface GuessWhatPatterns {
@@ -148,8 +157,7 @@ export class GuessWhatMaster extends DialogueGameMaster {
       } else {
         const guess = removePunctuation(pyStrip(utterance.slice(g.length)).toLowerCase());
         this.guessWord = guess;
-        // Python's str.split() on whitespace
-        if (guess.split(/[\s\x1c-\x1f\x85]+/u).filter((x) => x.length > 0).length > 1) {
+        if (pySplitWhitespace(guess).length > 1) {
           this.invalidFormat = true;
           return false;
         }
