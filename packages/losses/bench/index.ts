@@ -1,4 +1,4 @@
-// `pnpm bench losses [--json] [--tokens N] [--vocab V] [--reps R] [--backend wasm|js|both] [--jsd]`:
+// `pnpm bench losses [--json] [--tokens N] [--vocab V] [--rounds R] [--reps R] [--backend wasm|js|both] [--jsd]`:
 // cross-entropy and full-vocabulary KL, forward + backward, kiln vs PyTorch (one thread) in the
 // same run. Each side runs every case in its own child process, so peak memory is the increase
 // over that process's baseline after its inputs exist. kiln runs on the wasm SIMD backend with one
@@ -17,7 +17,7 @@ const opt = (name: string, dflt: number): number => {
 };
 const T = opt("tokens", 2048);
 const V = opt("vocab", 151_936);
-const reps = opt("reps", 2);
+const reps = opt("reps", 1);
 const backendArg = argv.includes("--backend") ? argv[argv.indexOf("--backend") + 1] : "both";
 const backends = backendArg === "both" ? ["wasm", "js"] : [backendArg];
 const cases: { kind: string; label: string }[] = [
@@ -48,52 +48,69 @@ const reporter = new BenchReporter("losses");
 const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
 const python = process.env.PYTHON ?? "/usr/bin/python3";
 const peer = "pytorch-1thread";
+// Rounds interleave the peer and kiln so that a busy machine slows both alike; each child times
+// one forward+backward after a warm-up, and the median over rounds is reported.
+const rounds = opt("rounds", 3);
+const median = (xs: number[]): number | null => {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 for (const c of cases) {
-  const torch = runJson(python, [join(here, "torch_case.py"), c.kind, String(T), String(V), String(reps)], {
-    ...process.env,
-    OMP_NUM_THREADS: "1",
-  });
+  const torchRuns: CaseResult[] = [];
+  const kilnRuns = new Map<string, CaseResult[]>(backends.map((b) => [b, []]));
+  for (let r = 0; r < rounds; r++) {
+    const torch = runJson(python, [join(here, "torch_case.py"), c.kind, String(T), String(V), String(reps)], {
+      ...process.env,
+      OMP_NUM_THREADS: "1",
+    });
+    if (torch) torchRuns.push(torch);
+    for (const backend of backends) {
+      const args = ["--expose-gc", "--conditions=source", join(here, "kiln-case.ts"), c.kind, String(T), String(V)];
+      const kiln = runJson(tsx, [...args, String(reps), backend]);
+      if (kiln) kilnRuns.get(backend)?.push(kiln);
+    }
+    if (torchRuns.length === 0 && r === 0 && backends.every((b) => kilnRuns.get(b)?.length === 0)) break;
+  }
+  const torchMs = median(torchRuns.map((x) => x.median_ms));
+  const torchMem = torchRuns.length ? Math.max(...torchRuns.map((x) => x.peak_delta_mib)) : null;
   for (const backend of backends) {
-    const kiln = runJson(tsx, [
-      "--expose-gc",
-      "--conditions=source",
-      join(here, "kiln-case.ts"),
-      c.kind,
-      String(T),
-      String(V),
-      String(reps),
-      backend,
-    ]);
+    const runs = kilnRuns.get(backend) ?? [];
+    const kilnMs = median(runs.map((x) => x.median_ms));
+    const kilnMem = runs.length ? Math.max(...runs.map((x) => x.peak_delta_mib)) : null;
     const name = `${c.label} fwd+bwd T=${T} V=${V} [kiln ${backend === "wasm" ? "wasm, 1 thread" : "js"}]`;
     // Throughput (tokens/s, higher is better): a ratio ≥ 1 means kiln is faster.
-    const tps = (r: CaseResult | null) => (r ? (T / r.median_ms) * 1000 : null);
+    const tps = (ms: number | null) => (ms === null ? null : (T / ms) * 1000);
+    const note = `median of ${runs.length} interleaved rounds`;
     reporter.add({
       case: name,
       metric: "throughput",
       unit: "tok/s",
       better: "higher",
-      kiln: tps(kiln),
+      kiln: tps(kilnMs),
       peer,
-      peer_value: tps(torch),
+      peer_value: tps(torchMs),
+      note,
     });
     reporter.add({
       case: name,
       metric: "time (median)",
       unit: "ms",
       better: "lower",
-      kiln: kiln?.median_ms ?? null,
+      kiln: kilnMs,
       peer,
-      peer_value: torch?.median_ms ?? null,
+      peer_value: torchMs,
+      note,
     });
     reporter.add({
       case: name,
       metric: "peak memory over inputs",
       unit: "MiB",
       better: "lower",
-      kiln: kiln?.peak_delta_mib ?? null,
+      kiln: kilnMem,
       peer,
-      peer_value: torch?.peak_delta_mib ?? null,
-      note: `one [T×V] f32 = ${((T * V * 4) / 2 ** 20).toFixed(0)} MiB`,
+      peer_value: torchMem,
+      note: `max over rounds; one [T×V] f32 = ${((T * V * 4) / 2 ** 20).toFixed(0)} MiB`,
     });
   }
 }

@@ -78,7 +78,12 @@ async function useWasm(): Promise<void> {
   } catch (e) {
     if (!(e instanceof BackendError)) throw e;
     const { createWasmKernels } = await import("../../tensor/src/wasm/index.js");
-    registerKernels("wasm", await createWasmKernels({ threads: 1 }));
+    const k = await createWasmKernels({ threads: 1 });
+    // Only the kernels the losses call (the softmax cross-entropy pair).
+    registerKernels("wasm", {
+      crossEntropyForward: k.crossEntropyForward.bind(k),
+      crossEntropyBackward: k.crossEntropyBackward.bind(k),
+    });
     setBackend("wasm");
   }
 }
