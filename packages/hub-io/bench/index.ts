@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BenchReporter, type Timing, summarize } from "../../../tooling/src/bench.js";
-import { SafetensorsFile, writeSafetensorsFile } from "../src/index.js";
+import { SafetensorsFile, toFloat32, writeSafetensorsFile } from "../src/index.js";
 import { runFuzz } from "./fuzz.js";
 
 /**
@@ -111,6 +111,18 @@ try {
     7,
   );
   both(`load ${(size / 2 ** 30).toFixed(2)} GiB into Float32Arrays`, "fs.readFile raw", l);
+  const all = await interleaved(
+    async () => {
+      const f = await SafetensorsFile.open(path);
+      let n = 0;
+      for (const t of (await f.readAll()).values()) n += toFloat32(t).length;
+      await f.close();
+      return n;
+    },
+    async () => (await readFile(path)).byteLength,
+    7,
+  );
+  both(`load ${(size / 2 ** 30).toFixed(2)} GiB with readAll()`, "fs.readFile raw", all);
 
   // Peak RSS reading one 64 MiB tensor of the large file, in a fresh process.
   const tsx = join(here, "../../../node_modules/.bin/tsx");

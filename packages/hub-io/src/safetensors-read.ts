@@ -86,6 +86,21 @@ export class SafetensorsFile {
     return toFloat32({ dtype: t.dtype, data: await this.read(name) });
   }
 
+  /**
+   * Every tensor at once: the whole data section in one read into one buffer, each tensor a view
+   * on it. The fastest way to load a full model (one allocation); use `read`/`readFloat32` to load
+   * tensors one by one with memory bounded by the largest tensor.
+   */
+  async readAll(): Promise<Map<string, TensorData>> {
+    const h = this.header;
+    const data = await this.source.read(h.dataStart, this.source.size - h.dataStart);
+    const out = new Map<string, TensorData>();
+    for (const t of h.tensors) {
+      out.set(t.name, { dtype: t.dtype, shape: [...t.shape], data: data.subarray(t.dataOffsets[0], t.dataOffsets[1]) });
+    }
+    return out;
+  }
+
   async close(): Promise<void> {
     await this.source.close();
   }

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SafetensorsError, SafetensorsFile, parseSafetensors, serializeSafetensors } from "../src/index.js";
+import { SafetensorsError, SafetensorsFile, parseSafetensors, serializeSafetensors, toFloat32 } from "../src/index.js";
 import { craft, tempDir } from "./helpers.js";
 
 const tmp = tempDir();
@@ -173,6 +173,10 @@ describe("SafetensorsFile (lazy reader)", () => {
       for await (const c of f.chunks("big", 1024)) chunks.push(c.byteLength);
       expect(chunks).toEqual([1024, 1024, 1024, 928]);
       await expect(f.read("nope")).rejects.toThrow(/TensorNotFound.*"nope"/);
+      const all = await f.readAll();
+      expect([...all.keys()]).toEqual(["ids", "big", "half"]);
+      expect(toFloat32(all.get("big")!)).toEqual(values);
+      expect(all.get("half")!.data).toEqual(await f.read("half"));
       await f.close();
     }
   });
