@@ -2,7 +2,7 @@
 import { HttpPolicy, type Policy, ProgressBar } from "@kiln/rollout";
 import { RunnerOptionsError } from "./errors.js";
 import { episodeOutcome } from "./episode.js";
-import { formatResultsMarkdown, formatStatsMarkdown } from "./clemeval.js";
+import { addPlayedRows, clemAndStatScore, formatResultsMarkdown, formatStatsMarkdown, loadScores } from "./clemeval.js";
 import { GAMES } from "./registry.js";
 import { evaluateResults, runBenchmark } from "./runner.js";
 
@@ -81,6 +81,16 @@ export async function runClemCli(argv: string[], io: Io = defaultIo()): Promise<
       if (!dir) throw new RunnerOptionsError("clem score: give the results directory");
       const table = evaluateResults(dir);
       io.stdout(formatResultsMarkdown(table));
+      const { clem, stat } = clemAndStatScore(addPlayedRows(loadScores(dir)));
+      if (stat.rows.length > 0 && clem.rows.length > 0) {
+        io.stdout("\nclemscore (interactive games) / statscore (static benchmarks):\n");
+        for (const r of clem.rows) {
+          const st = stat.rows.find((x) => x.model === r.model);
+          io.stdout(
+            `${r.model}: clemscore ${r.clemscore.toFixed(2)} / statscore ${st ? st.clemscore.toFixed(2) : "-"}\n`,
+          );
+        }
+      }
       return 0;
     }
     if (cmd !== "run") throw new RunnerOptionsError(`unknown command "${cmd}" (run | score)`);

@@ -35,6 +35,16 @@ export function ensureAlternatingRoles(messages: ChatTurn[]): Message[] {
   return out;
 }
 
+/**
+ * The reply the game master sees: a thinking block the server left in the content (`<think>…</think>`, when no
+ * reasoning parser split it off) is dropped, as clemcore's HF backend does for models with a CoT tag
+ * (`split_and_clean_cot_output`), and the rest is stripped like clemcore's backends do.
+ */
+export function cleanReply(text: string): string {
+  const end = text.lastIndexOf("</think>");
+  return pyStrip(end >= 0 ? text.slice(end + "</think>".length) : text);
+}
+
 /** Sampling settings for LLM players; clembench runs use temperature 0. */
 export interface PolicyPlayerOptions {
   temperature?: number;
@@ -65,8 +75,7 @@ export class PolicyBackend implements PlayerBackend {
     if (this.options.maxTokens !== undefined) params.maxTokens = this.options.maxTokens;
     if (this.options.enableThinking !== undefined) params.enableThinking = this.options.enableThinking;
     const gen = await this.policy.generate(ensureAlternatingRoles(messages), undefined, params);
-    const text = gen.message.content ?? gen.text ?? "";
-    return pyStrip(text);
+    return cleanReply(gen.message.content ?? gen.text ?? "");
   }
 }
 

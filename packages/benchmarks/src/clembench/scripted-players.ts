@@ -257,7 +257,7 @@ export function depthFirstExplorer(target?: string): ScriptedBackend {
     for (let k = 0; k < moves.length; k++) {
       const d = moves[k];
       const o = observeRoom(users[k + 1]?.content ?? "", false);
-      if (!o || !o.moved) continue;
+      if (!o?.moved) continue;
       dirs.set(o.room, o.dirs);
       const learn = (a: string, dir: string, b: string) => {
         if (!dest.has(a)) dest.set(a, new Map());

@@ -98,3 +98,67 @@ describe("clem CLI", () => {
     expect(err.join("")).toMatch(/unknown clembench game "chess"/);
   });
 });
+
+describe("policy replies", () => {
+  it("drop a leftover <think> block and surrounding whitespace, as clemcore's backends", async () => {
+    const { cleanReply, PolicyBackend } = await import("../../src/clembench/index.js");
+    expect(cleanReply("<think>hmm\nok</think>\n\nGUESS: winter \n")).toBe("GUESS: winter");
+    expect(cleanReply("  CLUE: x\n")).toBe("CLUE: x");
+    const seen: unknown[] = [];
+    const backend = new PolicyBackend(
+      {
+        id: "p",
+        async generate(messages, _tools, params) {
+          seen.push(messages, params);
+          return { message: { role: "assistant", content: " ANSWER: yes\n" }, text: "", finishReason: "stop" };
+        },
+      },
+      { maxTokens: 5000, enableThinking: false },
+    );
+    const reply = await backend.respond([
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+      { role: "user", content: "c" },
+      { role: "user", content: "d" },
+    ]);
+    expect(reply).toBe("ANSWER: yes");
+    // consecutive user turns are merged with a blank line; temperature 0 by default
+    expect(seen[0]).toEqual([
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+      { role: "user", content: "c\n\nd" },
+    ]);
+    expect(seen[1]).toEqual({ temperature: 0, maxTokens: 5000, enableThinking: false });
+  });
+});
+
+describe("statscore", () => {
+  it("clem score splits interactive games (clemscore) from static benchmarks (statscore)", async () => {
+    const { ScriptedBackend } = await import("../../src/clembench/index.js");
+    const dir = mkdtempSync(join(tmpdir(), "clem-stat-"));
+    const fixed = new ScriptedBackend((_m, c) => (c.content.includes("emotional") ? "I cannot say." : "8"), "m");
+    const run = await runBenchmark({
+      games: ["bbh", "eqbench"],
+      players: [fixed],
+      resultsDir: dir,
+      dataDir,
+      filter: { limitPerExperiment: 2, experiments: ["object_counting", "eq_bench"] },
+    });
+    await runBenchmark({
+      games: ["wordle"],
+      players: [new ScriptedBackend(() => "explanation: x\nguess: crane", "m")],
+      resultsDir: dir,
+      dataDir,
+      filter: { experiments: ["high_frequency_words_no_clue_no_critic"], limitPerExperiment: 1 },
+    });
+    // object_counting instance 0 has target "8": one right, one wrong; eqbench aborts both
+    const bbhMain = run.results
+      .filter((r) => r.game === "bbh")
+      .map((r) => Number(r.scores?.["episode scores"]["Main Score"]));
+    expect(bbhMain).toEqual([100, 0]);
+    const { io, out } = capture();
+    expect(await runClemCli(["score", dir], io)).toBe(0);
+    // statscore: played (100 + 0)/2 = 50, quality 50 (eqbench has none) → 25; clemscore: wordle lost → 0
+    expect(out.join("")).toContain("m: clemscore 0.00 / statscore 25.00");
+  });
+});
