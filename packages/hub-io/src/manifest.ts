@@ -54,8 +54,11 @@ export async function listDirFiles(dir: string): Promise<string[]> {
   const walk = async (rel: string) => {
     for (const ent of await fs.readdir(join(dir, rel), { withFileTypes: true })) {
       const p = rel ? `${rel}/${ent.name}` : ent.name;
-      if (ent.isDirectory()) await walk(p);
-      else if (ent.isFile() && p !== MANIFEST_FILE && !/\.tmp-[^/]*$/.test(p)) out.push(p);
+      // Follow symlinks (a Hugging Face cache snapshot is a folder of links into blobs/).
+      const st = ent.isSymbolicLink() ? await fs.stat(join(dir, p)).catch(() => undefined) : ent;
+      if (!st) continue;
+      if (st.isDirectory()) await walk(p);
+      else if (st.isFile() && p !== MANIFEST_FILE && !/\.tmp-[^/]*$/.test(p)) out.push(p);
     }
   };
   await walk("");

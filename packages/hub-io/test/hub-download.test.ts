@@ -9,6 +9,8 @@ import {
   downloadSnapshot,
   readRepoConfigs,
   resolveCachedSnapshot,
+  verifyManifest,
+  writeManifest,
 } from "../src/index.js";
 import { tempDir } from "./helpers.js";
 import { type FakeRepo, startHubServer } from "./hub-server.js";
@@ -63,6 +65,10 @@ describe("hub download through @huggingface/hub against a local server", () => {
     expect(weights.info("model.embed_tokens.weight").shape).toEqual([512, 64]);
     await weights.close();
     expect(server.requests.some((r) => r.startsWith("GET /api/models/kiln-test/stories260K/revision/main"))).toBe(true);
+    // A manifest of the snapshot follows its symlinks into blobs/.
+    const entries = await writeManifest(snap);
+    expect(entries.map((e) => e.path).sort()).toEqual([...files.keys()].sort());
+    expect((await verifyManifest(snap)).ok).toBe(true);
   });
 
   it("resolves tags and commit revisions; downloads single files", async () => {
