@@ -91,11 +91,45 @@ export async function fileSource(path: string): Promise<ByteSource> {
   };
 }
 
+/**
+ * A source over an HTTP(S) URL that answers Range requests (the Hub's `resolve` URLs do), for
+ * browsers and Node: the size comes from a `bytes=0-0` probe, each read is one ranged GET.
+ */
+export async function httpSource(
+  url: string,
+  opts: { fetch?: typeof fetch; headers?: Record<string, string> } = {},
+): Promise<ByteSource> {
+  const f = opts.fetch ?? fetch;
+  const probe = await f(url, { headers: { ...opts.headers, Range: "bytes=0-0" } });
+  const range = probe.headers.get("content-range");
+  await probe.body?.cancel();
+  const m = range ? /\/(\d+)$/.exec(range) : null;
+  if (probe.status !== 206 || !m) {
+    throw new HubIoError(`${url}: server did not answer a Range request (status ${probe.status}); cannot read lazily`);
+  }
+  const size = Number(m[1]);
+  return {
+    size,
+    async read(offset, length) {
+      checkRange(size, offset, length);
+      if (length === 0) return new Uint8Array(0);
+      const res = await f(url, { headers: { ...opts.headers, Range: `bytes=${offset}-${offset + length - 1}` } });
+      if (res.status !== 206) throw new HubIoError(`${url}: ranged read answered ${res.status}`);
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      if (bytes.byteLength !== length) {
+        throw new HubIoError(`${url}: asked for ${length} bytes at ${offset}, got ${bytes.byteLength}`);
+      }
+      return bytes;
+    },
+    close: async () => {},
+  };
+}
+
 export type ByteSourceInput = string | Blob | Uint8Array | ArrayBuffer | ByteSource;
 
-/** Wrap any supported input as a ByteSource (strings are file paths). */
+/** Wrap any supported input as a ByteSource (http(s):// strings are URLs, other strings file paths). */
 export async function toByteSource(input: ByteSourceInput): Promise<ByteSource> {
-  if (typeof input === "string") return fileSource(input);
+  if (typeof input === "string") return /^https?:\/\//.test(input) ? httpSource(input) : fileSource(input);
   if (input instanceof Uint8Array || input instanceof ArrayBuffer) return bytesSource(input);
   if (typeof Blob !== "undefined" && input instanceof Blob) return blobSource(input);
   return input as ByteSource;

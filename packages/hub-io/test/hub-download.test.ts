@@ -9,6 +9,9 @@ import {
   downloadSnapshot,
   readRepoConfigs,
   resolveCachedSnapshot,
+  SafetensorsFile,
+  httpSource,
+  parseSafetensors,
   verifyManifest,
   writeManifest,
 } from "../src/index.js";
@@ -115,6 +118,22 @@ describe("hub download through @huggingface/hub against a local server", () => {
     await expect(downloadSnapshot({ repo: "kiln-test/absent", cacheDir, offline: true })).rejects.toThrow(
       /not in the cache/,
     );
+  });
+
+  it("reads one tensor of a hub file lazily over HTTP ranges (browser path)", async () => {
+    const url = `${server.url}/${repo.name}/resolve/main/model.safetensors`;
+    const before = server.requests.length;
+    const f = await SafetensorsFile.open(await httpSource(url));
+    const norm = await f.readFloat32("model.norm.weight");
+    expect(norm.length).toBe(64);
+    const local = parseSafetensors(files.get("model.safetensors")!);
+    expect(
+      Buffer.from(norm.buffer, norm.byteOffset, norm.byteLength).equals(local.tensors.get("model.norm.weight")!.data),
+    ).toBe(true);
+    expect(server.requests.length - before).toBe(4); // probe, size prefix, header, one tensor
+    await expect(httpSource(`${server.url}/nope`)).rejects.toThrow(/Range/);
+    const g = await SafetensorsFile.open(url); // a URL string works too
+    expect(g.keys().length).toBe(47);
   });
 
   it("reports hub errors as HubDownloadError", async () => {
