@@ -101,11 +101,12 @@ try {
   // Load every tensor into typed arrays vs reading the whole file with fs (page cache warm for both).
   const l = await interleaved(
     async () => {
+      // Hold every array until the end, as a model load does (the peer holds its whole buffer too).
       const f = await SafetensorsFile.open(path);
-      let n = 0;
-      for (const k of f.keys()) n += (await f.readFloat32(k)).length;
+      const arrays: Float32Array[] = [];
+      for (const k of f.keys()) arrays.push(await f.readFloat32(k));
       await f.close();
-      return n;
+      return arrays;
     },
     async () => (await readFile(path)).byteLength,
     7,
