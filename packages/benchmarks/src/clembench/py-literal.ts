@@ -2,6 +2,35 @@
 // True/False/None, lists, tuples, dicts). Tuples become arrays; dict keys that are not strings are keyed by
 // their JSON text.
 import { InstanceError } from "./errors.js";
+import { pyStrRepr } from "./py.js";
+
+/** Marks arrays that were Python tuples (so `pyRepr` prints them with parentheses). */
+export const PY_TUPLE: unique symbol = Symbol("pyTuple");
+
+/** A tuple-marked array. */
+export function pyTuple<T>(xs: T[]): T[] {
+  Object.defineProperty(xs, PY_TUPLE, { value: true, enumerable: false });
+  return xs;
+}
+
+/** Python `repr` of a literal value (str/int/float/bool/None/list/tuple/dict), as `str(dict)` prints it. */
+export function pyRepr(v: unknown): string {
+  if (v === null || v === undefined) return "None";
+  if (v === true) return "True";
+  if (v === false) return "False";
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(v);
+  if (typeof v === "string") return pyStrRepr(v);
+  if (Array.isArray(v)) {
+    const inner = v.map(pyRepr).join(", ");
+    if ((v as unknown as Record<symbol, boolean>)[PY_TUPLE]) return v.length === 1 ? `(${inner},)` : `(${inner})`;
+    return `[${inner}]`;
+  }
+  if (typeof v === "object")
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${pyStrRepr(k)}: ${pyRepr(x)}`)
+      .join(", ")}}`;
+  return String(v);
+}
 
 export function pyLiteralEval(src: string): unknown {
   let i = 0;
@@ -57,7 +86,7 @@ export function pyLiteralEval(src: string): unknown {
     }
     if (c === "(") {
       i++;
-      return seq(")");
+      return pyTuple(seq(")"));
     }
     if (c === "{") {
       i++;

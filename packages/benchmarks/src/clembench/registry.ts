@@ -7,7 +7,7 @@ import { privateshared } from "./games/privateshared.js";
 import { referencegame } from "./games/referencegame.js";
 import { bbh, eqbench } from "./games/static-benchmarks.js";
 import { taboo } from "./games/taboo.js";
-import { textmapworld, textmapworldSpecificRoom } from "./games/textmapworld.js";
+import { textmapworld, textmapworldGraphReasoning, textmapworldSpecificRoom } from "./games/textmapworld.js";
 import { wordle, wordleWithClue, wordleWithCritic } from "./games/wordle.js";
 
 /** The implemented clembench v2.0 text games, in the order of the issue. */
@@ -23,6 +23,7 @@ export const GAMES: Readonly<Record<string, GameDefinition>> = {
   guesswhat,
   textmapworld,
   textmapworld_specificroom: textmapworldSpecificRoom,
+  textmapworld_graphreasoning: textmapworldGraphReasoning,
 };
 
 /** The static benchmarks of statscore that are ported (bbh, eqbench; see README for the others). */

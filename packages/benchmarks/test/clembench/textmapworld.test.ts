@@ -62,3 +62,19 @@ describe("textmapworld episodes", () => {
     expect(r.interactions?.turns.length).toBe(20);
   });
 });
+
+describe("graph edit distance (textmapworld_graphreasoning)", () => {
+  it("equals networkx.graph_edit_distance on 60 random small graphs", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { join, dirname } = await import("node:path");
+    const { fileURLToPath } = await import("node:url");
+    const { graphEditDistance, makeGraph } = await import("../../src/clembench/index.js");
+    const file = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "reference", "ged.json");
+    const cases = JSON.parse(readFileSync(file, "utf8")) as {
+      g1: [string[], [string, string][]];
+      g2: [string[], [string, string][]];
+      ged: number;
+    }[];
+    for (const c of cases) expect(graphEditDistance(makeGraph(...c.g1), makeGraph(...c.g2))).toBe(c.ged);
+  });
+});

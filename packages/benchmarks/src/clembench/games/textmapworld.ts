@@ -9,7 +9,8 @@ import type { Interactions } from "../interactions.js";
 import * as M from "../metrics.js";
 import { Player, type PlayerBackend, ScriptedBackend } from "../player.js";
 import { pyFindAll, pyFloat, pyJsonDumps, pyReplace, pySearch, pyStrip, removePunctuation } from "../py.js";
-import { pyLiteralEval } from "../py-literal.js";
+import { graphSimilarity, makeGraph } from "../graph-edit-distance.js";
+import { pyLiteralEval, pyRepr } from "../py-literal.js";
 import { GameScorer } from "../scorer.js";
 
 type Directions = [string, string[]][];
@@ -64,10 +65,13 @@ class MapDescriber {
   current: string | null;
   oldNode: string | null = null;
   directionsNext: string | null = null;
+  /** graphreasoning: the graph of the last processable answer */
+  graphInfo: unknown = null;
   constructor(
     private readonly map: MapInstance,
     private readonly inst: GameInstance,
     private readonly caseInsensitive: boolean,
+    private readonly graphMode = false,
   ) {
     this.current = map.start;
     this.visited = [map.start];
@@ -97,9 +101,26 @@ class MapDescriber {
   }
 
   respond(context: string): string {
-    const found = pySearch(this.inst.Move_Construction as string, context, true);
+    let content = context;
+    if (this.graphMode) {
+      // graphreasoning: the answer is a Python/JSON literal {"action": ..., "graph": ...}
+      try {
+        const parsed = pyLiteralEval(context) as Record<string, unknown>;
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed) || !("action" in parsed))
+          throw new TypeError("not a dict with an action");
+        const action = parsed.action;
+        if (!("graph" in parsed)) throw new TypeError("no graph");
+        this.graphInfo = parsed.graph;
+        content = action as string;
+        if (typeof content !== "string") throw new TypeError("action is not a string");
+      } catch {
+        return "Game needs to be aborted";
+      }
+    }
+    const found = pySearch(this.inst.Move_Construction as string, content, true);
     if (!found) throw new TypeError("'NoneType' object has no attribute 'split'"); // as the reference
-    const validation = this.validate(found[1].toLowerCase());
+    // graphreasoning keeps the direction's case (then "North" is not an available "north": not valid)
+    const validation = this.validate(this.graphMode ? found[1] : found[1].toLowerCase());
     if (this.directionsNext === null || this.current === null) return "Game needs to be aborted";
     const location = this.current;
     if (validation !== "not valid")
@@ -134,6 +155,7 @@ export class TextMapWorldMaster extends DialogueGameMaster {
     experiment: Experiment,
     private readonly backends: PlayerBackend[],
     private readonly specificRoom: boolean,
+    private readonly graphMode = false,
   ) {
     super(gameName, experiment);
   }
@@ -145,7 +167,7 @@ export class TextMapWorldMaster extends DialogueGameMaster {
     if (this.reprompting || instance.Max_Turns_Reminder)
       throw new InstanceError(`${this.gameName}/${instance.game_id}: loop/max-turn reminders are not supported`);
     // main uses case-insensitive room lookup for named graphs, specificroom exact lookup
-    this.mapDescriber = new MapDescriber(this.map, instance, !this.specificRoom);
+    this.mapDescriber = new MapDescriber(this.map, instance, !this.specificRoom && !this.graphMode, this.graphMode);
     this.guesser = new Player(this.backends[0], "PathGuesser");
     this.describer = new Player(new ScriptedBackend((_m, c) => this.mapDescriber.respond(c.content)), "PathDescriber");
     this.addPlayer(this.guesser);
@@ -155,7 +177,7 @@ export class TextMapWorldMaster extends DialogueGameMaster {
   protected override onBeforeGame(): void {
     let prompt = this.inst.Prompt as string;
     if (prompt.includes("$INITIAL_ROOM$")) prompt = pyReplace(prompt, "$INITIAL_ROOM$", this.map.start);
-    const dirs = directionsOf(this.map.start, this.map.directions, !this.specificRoom);
+    const dirs = directionsOf(this.map.start, this.map.directions, !this.specificRoom && !this.graphMode);
     if (dirs === null) throw new InstanceError(`${this.gameName}/${this.inst.game_id}: start room has no directions`);
     prompt = pyReplace(prompt, "$INITIAL_DIRECTIONS$", dirs.join(", "));
     if (this.specificRoom) prompt = pyReplace(prompt, "$GOAL$", this.inst.Specific_Room as string);
@@ -182,13 +204,44 @@ export class TextMapWorldMaster extends DialogueGameMaster {
 
   protected override parseResponse(player: Player, utterance: string): string {
     if (player !== this.guesser) return utterance;
-    // the reference searches move/stop the wrong way round here, so nothing is ever extracted
-    const u = pyStrip(pyReplace(utterance, "\n", ""));
+    let u = pyStrip(pyReplace(utterance, "\n", ""));
+    if (this.graphMode) {
+      const found = pySearch(this.inst.Response_Construction as string, u, true);
+      if (found) u = found[0];
+    }
+    // (main/specificroom search move/stop the wrong way round here, so nothing is ever extracted)
     this.logToSelf("parse", u);
     return u;
   }
 
+  /** graphreasoning: the reply must match Response_Construction; its "action" is then checked as DONE or GO. */
+  private validateGraphAnswer(utterance: string): boolean {
+    const u = pyStrip(pyReplace(utterance, "\n", ""));
+    const first = pySearch(this.inst.Response_Construction as string, u, true);
+    if (!first) {
+      this.invalidResponse = true;
+      return false;
+    }
+    const action = first[1];
+    const stop = pySearch(this.inst.Stop_Construction as string, action, true);
+    const move = pySearch(this.inst.Move_Construction as string, action, true);
+    if (move && stop) {
+      this.invalidResponse = true;
+      return false;
+    }
+    if (stop) {
+      this.gameStop = true;
+      return true;
+    }
+    if (pyFindAll(this.inst.Move_Construction as string, action, true).length > 1 || !move) {
+      this.invalidResponse = true;
+      return false;
+    }
+    return true;
+  }
+
   protected validatePlayerResponse(player: Player, utterance: string): boolean {
+    if (player === this.guesser && this.graphMode) return this.validateGraphAnswer(utterance);
     if (player === this.guesser) {
       const stop = pySearch(this.inst.Stop_Construction as string, utterance, true);
       const move = pySearch(this.inst.Move_Construction as string, utterance, true);
@@ -224,9 +277,10 @@ export class TextMapWorldMaster extends DialogueGameMaster {
   protected override onAfterRound(): void {
     const from = this.mapDescriber.oldNode;
     const to = this.mapDescriber.current;
-    if (from !== to && !this.gameStop && !this.invalidResponse && !this.limitReached) {
+    if (from !== to && (this.graphMode || !this.gameStop) && !this.invalidResponse && !this.limitReached) {
       this.logToSelf("move", pyJsonDumps({ old: from, new: to }, 0));
       this.visitedNodes.push(to as string);
+      if (this.graphMode) this.logToSelf("graph", pyRepr(this.mapDescriber.graphInfo));
     }
   }
 }
@@ -244,6 +298,7 @@ export class TextMapWorldScorer extends GameScorer {
     experiment: Record<string, unknown>,
     gameInstance: GameInstance,
     private readonly specificRoom: boolean,
+    private readonly graphMode = false,
   ) {
     super(gameName, experiment, gameInstance);
     this.map = parseMap(gameInstance);
@@ -289,6 +344,12 @@ export class TextMapWorldScorer extends GameScorer {
     const good: boolean[] = [];
     const loops = [current];
     let countLoops = 0;
+    const similarities: (number | ReturnType<typeof pyFloat>)[] = [];
+    const lower = (x: unknown) => (x as string).toLowerCase();
+    const original = makeGraph(
+      this.map.nodes.map(lower),
+      this.edges.map(([a, b]) => [lower(a), lower(b)] as [string, string]),
+    );
     for (const turn of interactions.turns)
       for (const event of turn) {
         const a = event.action;
@@ -309,10 +370,27 @@ export class TextMapWorldScorer extends GameScorer {
             if (this.specificRoom) loops.length = 0;
           }
         }
+        if (a.type === "graph") {
+          try {
+            const cont = pyLiteralEval(String(a.content)) as { nodes: unknown[]; edges: Record<string, unknown[]> };
+            const edges = Object.values(cont.edges as object).flatMap((sub) => [...(sub as unknown[])]);
+            const generated = makeGraph(
+              [...cont.nodes].map(lower),
+              edges.map((e) => {
+                const item = e as string[];
+                return [lower(item[0]), lower(item[1])] as [string, string];
+              }),
+            );
+            similarities.push(pyFloat(graphSimilarity(original, generated) * 100));
+          } catch {
+            similarities.push(0); // the reference's bare except appends the int 0
+          }
+        }
         if (a.type === "stop" && a.content) stopped = true;
         if (a.type === "turns_limit") limit = true;
       }
     for (const [i, g] of good.entries()) this.logTurnScore(i, "effiencient_move", g);
+    if (this.graphMode) for (const [i, v] of similarities.entries()) this.logTurnScore(i, "similarity", v);
     let success = 0;
     if (aborted || !stopped) {
       this.logEpisodeScore(M.METRIC_ABORTED, 1);
@@ -342,6 +420,12 @@ export class TextMapWorldScorer extends GameScorer {
     this.logEpisodeScore("seen", f(seen.size, false));
     this.logEpisodeScore("efficiency", f(efficiency, good.length > 0));
     this.logEpisodeScore("exploration", f(exploration, nodes.length > 0));
+    if (this.graphMode) {
+      // graphreasoning logs graph_similarity between exploration and Main Score
+      const last = similarities[similarities.length - 1];
+      if (similarities.length > 0 && stopped) this.logEpisodeScore("graph_similarity", last);
+      else this.logEpisodeScore("graph_similarity", stopped ? 0 : Number.NaN);
+    }
     if (this.specificRoom) {
       this.logEpisodeScore("old_benchscore", f(bench, efficiency + exploration !== 0));
       this.logEpisodeScore(M.BENCH_SCORE, f(success, false));
@@ -349,15 +433,17 @@ export class TextMapWorldScorer extends GameScorer {
   }
 }
 
-function textmapGame(name: string, specificRoom: boolean): GameDefinition {
+function textmapGame(name: string, specificRoom: boolean, graphMode = false): GameDefinition {
   return {
     name,
     players: 1,
     roles: ["Explorer"],
-    createMaster: (experiment, backends) => new TextMapWorldMaster(name, experiment, backends, specificRoom),
-    createScorer: (experiment, instance) => new TextMapWorldScorer(name, experiment, instance, specificRoom),
+    createMaster: (experiment, backends) => new TextMapWorldMaster(name, experiment, backends, specificRoom, graphMode),
+    createScorer: (experiment, instance) => new TextMapWorldScorer(name, experiment, instance, specificRoom, graphMode),
   };
 }
 
 export const textmapworld = textmapGame("textmapworld", false);
 export const textmapworldSpecificRoom = textmapGame("textmapworld_specificroom", true);
+/** graphreasoning: each answer is `{"action": "GO: …", "graph": {"nodes": […], "edges": {…}}}`; graphs are scored by edit-distance similarity. */
+export const textmapworldGraphReasoning = textmapGame("textmapworld_graphreasoning", false, true);
