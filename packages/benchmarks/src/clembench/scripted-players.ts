@@ -280,3 +280,21 @@ export function depthFirstExplorer(target?: string): ScriptedBackend {
     return back ? `GO: ${back}` : "DONE";
   });
 }
+
+/**
+ * textmapworld_graphreasoning explorer: `depthFirstExplorer`'s moves wrapped in the required one-line JSON, with
+ * the rooms seen so far as the graph.
+ */
+export function graphReasoningExplorer(): ScriptedBackend {
+  const inner = depthFirstExplorer();
+  return new ScriptedBackend(async (messages, context) => {
+    const move = await inner.respond(messages, context);
+    const rooms = new Set<string>();
+    for (const m of messages)
+      if (m.role === "user")
+        for (const r of m.content.matchAll(/(?:entered|You are in the) (.+?)\. Currently available/g)) rooms.add(r[1]);
+    return JSON.stringify({ action: move, graph: { nodes: [...rooms], edges: {} } })
+      .replace(/,"/g, ', "')
+      .replace(/":/g, '": ');
+  });
+}

@@ -78,3 +78,14 @@ describe("graph edit distance (textmapworld_graphreasoning)", () => {
     for (const c of cases) expect(graphEditDistance(makeGraph(...c.g1), makeGraph(...c.g2))).toBe(c.ged);
   });
 });
+
+describe("textmapworld_graphreasoning episodes", () => {
+  it("the JSON-answering explorer visits every room and its graphs are scored", async () => {
+    const { graphReasoningExplorer, textmapworldGraphReasoning } = await import("../../src/clembench/index.js");
+    const r = await play(textmapworldGraphReasoning, [graphReasoningExplorer()]);
+    const s = ep(r);
+    expect(s).toMatchObject({ Aborted: 0, Success: 1, exploration: 100 });
+    expect(s.graph_similarity as number).toBeGreaterThan(0);
+    expect(Object.keys(s)).toContain("graph_similarity");
+  });
+});
