@@ -24,8 +24,13 @@ const MARKER = "LICENSE-clembench";
  * `dist/clembench/` are two levels below the package root, the `dist/index.*` bundle is one.
  */
 export function resolveDataDir(dataDir?: string): string {
+  if (dataDir) {
+    const dir = resolve(dataDir);
+    if (!existsSync(join(dir, MARKER)))
+      throw new ResourceError(`clembench data directory ${dir} has no ${MARKER} (is it data/clembench?)`);
+    return dir;
+  }
   const candidates: string[] = [];
-  if (dataDir) candidates.push(resolve(dataDir));
   const env = typeof process !== "undefined" ? process.env.KILN_CLEMBENCH_DATA : undefined;
   if (env) candidates.push(resolve(env));
   const here = moduleDir();
