@@ -102,7 +102,9 @@ export async function runClemCli(argv: string[], io: Io = defaultIo()): Promise<
     const apiKey = flags.get("api-key")?.at(-1) ?? process.env.OPENAI_API_KEY;
     const make =
       io.makePolicy ??
-      ((o: { model: string; baseUrls: string[]; apiKey?: string }) => new HttpPolicy({ ...o, id: o.model }));
+      ((o: { model: string; baseUrls: string[]; apiKey?: string }) =>
+        // games need text only: no vLLM-specific token-id request field
+        new HttpPolicy({ ...o, id: o.model, returnTokenIds: false }));
     const players = models.map((model) => make({ model, baseUrls: baseUrls ?? [], apiKey }));
     const thinking = flags.get("enable-thinking")?.at(-1) ?? "false";
     if (thinking !== "true" && thinking !== "false")

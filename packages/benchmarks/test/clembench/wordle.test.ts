@@ -209,6 +209,12 @@ describe("wordle_withcritic", () => {
     expect(r.interactions?.["Guesser Guesses"]).toEqual(["crane", "apple"]);
     expect(r.interactions?.["Guesser Guesses Committed"]).toEqual(["apple", t]);
   });
+  it("a717f238 variant: the critic gets no initial prompt", async () => {
+    const { wordleWithCriticNoCriticPrompt } = await import("../../src/clembench/index.js");
+    const sc = spec("wordle_withcritic");
+    const r = await play(wordleWithCriticNoCriticPrompt, [replay([g("crane"), g("crane")]), replay([crit("yes")])]);
+    expect(sentTo(r, "Player 2")[0]).toBe(`clue: ${sc.instance.target_word_clue}\nexplanation: trying\nguess: crane`);
+  });
   it("an invalid critic reply aborts immediately", async () => {
     const r = await play(wordleWithCritic, [replay([g("crane")]), replay(["explanation: hmm\nagreement: maybe"])]);
     expect(ep(r)).toMatchObject({ Aborted: 1, "Violated Request Count": 1 });

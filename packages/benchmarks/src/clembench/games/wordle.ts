@@ -347,13 +347,17 @@ export class WordleWithCriticMaster extends WordleWithClueMaster {
   protected currentAgreementExplanation: string | null = null;
   protected criticsJudgements: string[] = [];
 
+  /** a717f238 behaviour: the critic gets no initial prompt (see `wordleWithCriticNoCriticPrompt`). */
+  protected criticWithoutPrompt = false;
+
   protected override addPlayers(_instance: GameInstance): void {
     const p = this.experiment.guesser_critic_prompt as string | { content: string }[];
     this.criticInitialPrompt = typeof p === "string" ? p : p[0].content;
     this.guesser = new Player(this.backends[0], "ReflectingWordGuesser");
     this.addPlayer(this.guesser, { initialPrompt: this.guesserInitialPrompt });
     this.critic = new Player(this.backends[1] ?? this.backends[0], "WordCritic");
-    this.addPlayer(this.critic, { initialPrompt: this.criticInitialPrompt });
+    if (this.criticWithoutPrompt) this.addPlayer(this.critic);
+    else this.addPlayer(this.critic, { initialPrompt: this.criticInitialPrompt });
     this.awaitingCritic = true;
     this.commitGuess = false;
   }
@@ -568,6 +572,22 @@ function wordleGame(
 
 export const wordle = wordleGame("wordle", WordleMaster, WordleScorer, ["Guesser"]);
 export const wordleWithClue = wordleGame("wordle_withclue", WordleWithClueMaster, WordleScorer, ["Guesser"]);
+/** clembench a717f238 exactly: its critic receives no initial prompt (a regression of that commit). */
+class WordleWithCriticNoPromptMaster extends WordleWithCriticMaster {
+  protected override criticWithoutPrompt = true;
+}
+
+/**
+ * wordle_withcritic as clembench a717f238 runs it (critic without instructions). Not in GAMES; pass it to
+ * `runBenchmark({ games: [wordleWithCriticNoCriticPrompt] })` to reproduce that commit.
+ */
+export const wordleWithCriticNoCriticPrompt = wordleGame(
+  "wordle_withcritic",
+  WordleWithCriticNoPromptMaster,
+  WordleWithCriticScorer,
+  ["Guesser", "Critic"],
+);
+
 export const wordleWithCritic = wordleGame("wordle_withcritic", WordleWithCriticMaster, WordleWithCriticScorer, [
   "Guesser",
   "Critic",
