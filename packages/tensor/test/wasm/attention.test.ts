@@ -79,6 +79,8 @@ const cases: AttentionShape[] = [
   { batch: 2, heads: 4, tq: 32, tk: 32, dim: 16, causal: true }, // large enough to split across threads
   { batch: 1, heads: 2, kvHeads: 1, tq: 70, tk: 75, dim: 9, causal: true }, // two query blocks of the GEMM path
   { batch: 1, heads: 1, tq: 70, tk: 3, dim: 4, causal: true }, // a whole query block that sees no key
+  { batch: 1, heads: 1, tq: 3, tk: 2100, dim: 3, causal: true }, // keys cross the GEMM's NC = 2048 block
+  { batch: 1, heads: 2, tq: 5, tk: 6, dim: 300 }, // head size crosses the GEMM's KC = 256 block
 ];
 
 describe.each([1, 2])("wasm fused attention, threads=%i", (threads) => {
