@@ -13,7 +13,11 @@ commands:
   serve <model-dir> [--host 127.0.0.1] [--port 8000] [--adapter DIR] [--max-concurrency N]
         an OpenAI-compatible server (chat completions with tools and log-probs, completions)
   eval questworld [--policy expert|random|<model-dir>|<http-url>] [--seeds 1,2,3] [--out DIR]
-  eval tau2 [...]   eval clem [...]   (see kiln eval <benchmark> --help)
+  eval tau2 --agent oracle | --agent-url URL --agent-model NAME [--user scripted | --user-url URL ...]
+        [--split test] [--task-version v1.0|v0.2.0] [--tasks 5,9] [--trials 3] [--out runs/tau2]
+  eval clem run --model NAME [--model NAME2] --base-url URL [--games wordle,taboo] [--results DIR]
+  eval clem score RESULTS_DIR
+        (serve a local model for tau2/clem with: kiln serve <model-dir>)
   help`;
 
 export interface ParsedArgs {
@@ -81,10 +85,16 @@ export async function main(argv: string[]): Promise<number> {
         });
         return 0;
       }
+      case "eval":
+        if (rest[0] === "tau2" || rest[0] === "clem") {
+          // These benchmarks bring their own CLIs (OpenAI-compatible servers, e.g. `kiln serve`).
+          const { runBenchmarkCli } = await import("./commands.js");
+          return await runBenchmarkCli(rest[0], rest.slice(1));
+        }
+        return await (await import("./commands.js")).runCommand(command, args);
       case "convert-llama2c":
       case "generate":
-      case "serve":
-      case "eval": {
+      case "serve": {
         const { runCommand } = await import("./commands.js");
         return await runCommand(command, args);
       }

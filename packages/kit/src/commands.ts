@@ -83,6 +83,12 @@ export async function runCommand(command: string, args: ParsedArgs): Promise<num
   }
 }
 
+/** tau2 and clembench carry full CLIs of their own; kit forwards the arguments. */
+export async function runBenchmarkCli(benchmark: "tau2" | "clem", argv: string[]): Promise<number> {
+  if (benchmark === "tau2") return tau2.tau2Main(argv);
+  return clembench.runClemCli(argv);
+}
+
 async function runEval(args: ParsedArgs): Promise<number> {
   const benchmark = need(args, 0, "<benchmark> (questworld | tau2 | clem)");
   const out = strFlag(args.flags, "out", join("runs", `eval-${benchmark}`))!;
@@ -100,50 +106,6 @@ async function runEval(args: ParsedArgs): Promise<number> {
     const r = await questworld.runQuestworldEval({ policy, seeds, outDir: out, onProgress: () => bar.tick(1) });
     bar.finish();
     console.log(r.markdown);
-    return 0;
-  }
-  if (benchmark === "tau2") {
-    const agentSpec = strFlag(args.flags, "agent", "oracle")!;
-    const userSpec = strFlag(args.flags, "user", "oracle")!;
-    if (agentSpec !== "oracle" || userSpec !== "oracle") await backendFrom(args);
-    const agent =
-      agentSpec === "oracle" ? tau2.oracleAgent : await resolvePolicy(agentSpec, { model, adapter, maxTokens });
-    const user =
-      userSpec === "oracle"
-        ? (t: tau2.Tau2Task) => tau2.scriptedUser(t)
-        : await resolvePolicy(userSpec, { model, maxTokens });
-    const tasks = strFlag(args.flags, "tasks");
-    const result = await tau2.runTau2({
-      agent,
-      user,
-      split: (strFlag(args.flags, "split", "test") as tau2.Tau2SplitName) ?? "test",
-      version: (strFlag(args.flags, "version", "v1.0") as tau2.Tau2TaskVersion) ?? "v1.0",
-      taskIds: tasks ? tasks.split(",") : undefined,
-      numTrials: intFlag(args.flags, "trials", 3),
-      concurrency: intFlag(args.flags, "concurrency", 1),
-      onProgress: tau2.consoleProgress(),
-    });
-    const files = tau2.writeTau2Results(out, result);
-    console.log(tau2.tau2MarkdownReport(result));
-    console.log(`wrote ${files.json}, ${files.markdown}, ${files.trajectories}`);
-    return 0;
-  }
-  if (benchmark === "clem") {
-    const specs = (strFlag(args.flags, "players") ?? "").split(",").filter(Boolean);
-    if (specs.length === 0)
-      throw new UsageError("eval clem needs --players <spec>[,<spec>] (model dirs or server URLs)");
-    await backendFrom(args);
-    const players = await Promise.all(specs.map((s) => resolvePolicy(s, { model, adapter, maxTokens })));
-    const games = (strFlag(args.flags, "games", "wordle") ?? "wordle").split(",");
-    const summary = await clembench.runBenchmark({
-      games,
-      players,
-      resultsDir: out,
-      concurrency: intFlag(args.flags, "concurrency", 1),
-      maxTokens,
-      enableThinking: args.flags["enable-thinking"] === true,
-    });
-    console.log(`played ${summary.results.length} episodes; clemscore tables in ${out}`);
     return 0;
   }
   throw new UsageError(`unknown benchmark "${benchmark}" (questworld | tau2 | clem)`);

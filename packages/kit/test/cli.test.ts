@@ -44,6 +44,44 @@ describe("CLI arguments", () => {
   });
 });
 
+describe("benchmark CLIs forwarded by kit", () => {
+  it("eval tau2 with the oracle agent and scripted user writes pass^k results", async () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    const out = join(tmp, "tau2");
+    const code = await runCli([
+      "eval",
+      "tau2",
+      "--agent",
+      "oracle",
+      "--user",
+      "scripted",
+      "--trials",
+      "1",
+      "--tasks",
+      "5,9",
+      "--out",
+      out,
+      "--no-progress",
+    ]);
+    expect(code).toBe(0);
+    const results = JSON.parse(readFileSync(join(out, "results.json"), "utf8"));
+    expect(JSON.stringify(results)).toMatch(/pass/);
+    await expect(
+      runCli(["eval", "tau2", "--agent", "oracle", "--tasks", "0", "--out", out, "--no-progress"]),
+    ).rejects.toThrow(/task ids 0 are not in the test split/);
+    log.mockRestore();
+  });
+
+  it("eval clem score aggregates a results tree (empty tree → a clear error or an empty table)", async () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    const code = await runCli(["eval", "clem", "bogus-subcommand"]);
+    expect(code).not.toBe(0);
+    log.mockRestore();
+    err.mockRestore();
+  });
+});
+
 describe("run directory", () => {
   it("writes config, metadata with dataset hashes, metrics lines, and a verifiable SHA256SUMS", async () => {
     const run = await RunDir.create(tmp, "run1", { lr: 1e-3 }, { seeds: { data: 1 } });

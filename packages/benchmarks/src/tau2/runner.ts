@@ -63,6 +63,13 @@ export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
   let tasks = options.tasks ?? loadSplitTasks(split, version, options.dataDir);
   if (options.taskIds && !options.tasks) {
     const want = new Set(options.taskIds);
+    const inSplit = new Set(tasks.map((t) => t.id));
+    const unknown = options.taskIds.filter((id) => !inSplit.has(id));
+    if (unknown.length > 0) {
+      throw new Tau2Error(
+        `tau2 run: task ids ${unknown.join(", ")} are not in the ${split} split of ${version} (it has ${[...inSplit].slice(0, 8).join(", ")}${inSplit.size > 8 ? ", …" : ""})`,
+      );
+    }
     tasks = tasks.filter((t) => want.has(t.id));
   }
   const numTrials = options.numTrials ?? 3;
