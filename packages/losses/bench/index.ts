@@ -1,4 +1,4 @@
-// `pnpm bench losses [--json] [--tokens N] [--vocab V] [--rounds R] [--reps R] [--backend wasm|js|both] [--jsd]`:
+// `pnpm bench losses [--json] [--tokens N] [--vocab V] [--rounds R] [--reps R] [--backend wasm|js|both] [--leaf] [--jsd]`:
 // cross-entropy and full-vocabulary KL, forward + backward, kiln vs PyTorch (one thread) in the
 // same run. Each side runs every case in its own child process, so peak memory is the increase
 // over that process's baseline after its inputs exist. kiln runs on the wasm SIMD backend with one
@@ -20,6 +20,9 @@ const V = opt("vocab", 151_936);
 const reps = opt("reps", 1);
 const backendArg = argv.includes("--backend") ? argv[argv.indexOf("--backend") + 1] : "both";
 const backends = backendArg === "both" ? ["wasm", "js"] : [backendArg];
+// PyTorch's AccumulateGrad steals the incoming gradient, so its leaf logits behave like logits
+// produced by a layer; kiln's leaf accumulation copies (see kiln-case.ts), hence the two modes.
+const logitsMode = argv.includes("--leaf") ? "leaf" : "layer";
 const cases: { kind: string; label: string }[] = [
   { kind: "ce", label: "cross-entropy" },
   { kind: "kl", label: "full-vocab forward KL" },
@@ -67,7 +70,7 @@ for (const c of cases) {
     if (torch) torchRuns.push(torch);
     for (const backend of backends) {
       const args = ["--expose-gc", "--conditions=source", join(here, "kiln-case.ts"), c.kind, String(T), String(V)];
-      const kiln = runJson(tsx, [...args, String(reps), backend]);
+      const kiln = runJson(tsx, [...args, String(reps), backend, logitsMode]);
       if (kiln) kilnRuns.get(backend)?.push(kiln);
     }
     if (torchRuns.length === 0 && r === 0 && backends.every((b) => kilnRuns.get(b)?.length === 0)) break;
@@ -78,7 +81,7 @@ for (const c of cases) {
     const runs = kilnRuns.get(backend) ?? [];
     const kilnMs = median(runs.map((x) => x.median_ms));
     const kilnMem = runs.length ? Math.max(...runs.map((x) => x.peak_delta_mib)) : null;
-    const name = `${c.label} fwd+bwd T=${T} V=${V} [kiln ${backend === "wasm" ? "wasm, 1 thread" : "js"}]`;
+    const name = `${c.label} fwd+bwd T=${T} V=${V} [kiln ${backend === "wasm" ? "wasm, 1 thread" : "js"}, ${logitsMode} logits]`;
     // Throughput (tokens/s, higher is better): a ratio ≥ 1 means kiln is faster.
     const tps = (ms: number | null) => (ms === null ? null : (T / ms) * 1000);
     const note = `median of ${runs.length} interleaved rounds`;

@@ -3,10 +3,10 @@
 // Prints one JSON line: median/min ms of forward+backward and the peak RSS increase (MiB) over
 // the baseline taken after the inputs exist (VmHWM − VmRSS at baseline, like the torch peer).
 import { readFileSync } from "node:fs";
-import { BackendError, Tensor, backward, initBackend, registerKernels, setBackend } from "@kiln/tensor";
+import { BackendError, Tensor, backward, initBackend, record, registerKernels, setBackend } from "@kiln/tensor";
 import { distillationLoss, sftLoss } from "../src/index.js";
 
-const [kind, tokensArg, vocabArg, repsArg, backendArg = "js"] = process.argv.slice(2);
+const [kind, tokensArg, vocabArg, repsArg, backendArg = "js", logitsArg = "layer"] = process.argv.slice(2);
 if (backendArg === "wasm") await useWasm();
 const T = Number(tokensArg);
 const V = Number(vocabArg);
@@ -43,15 +43,34 @@ const baseline = status("VmRSS");
 
 const times: number[] = [];
 let value = 0;
+/**
+ * The logits the loss sees. "leaf": the input tensor itself, so backward ends by accumulating into
+ * its .grad — which @kiln/tensor does by copying the incoming gradient (PyTorch steals it), one
+ * extra [T×V]. "layer" (default): the logits come out of a producer op, as they come out of
+ * lm_head in training; the op shares the input's storage and its backward consumes the logits'
+ * gradient (here: returns a one-element parameter gradient), so that gradient dies after use.
+ */
+const producerParam = new Tensor(new Float32Array(1), [1]).requireGrad();
+function logitsFor(): Tensor {
+  if (logitsArg === "leaf") {
+    student.requireGrad();
+    return student;
+  }
+  return record(new Tensor(student.data, [T, V]), "producer", [producerParam], () => [
+    new Tensor(new Float32Array(1), [1]),
+  ]);
+}
+
 for (let r = 0; r < reps + 1; r++) {
-  student.requireGrad();
   student.grad = null;
+  producerParam.grad = null;
   const t0 = performance.now();
+  const logits = logitsFor();
   const { loss } =
     kind === "ce"
-      ? sftLoss(student, labelsT, { shift: false })
+      ? sftLoss(logits, labelsT, { shift: false })
       : distillationLoss(
-          student,
+          logits,
           teacher as Tensor,
           kind === "kl" ? { kind: "forward_kl" } : { kind: "jsd", beta: 0.5 },
         );

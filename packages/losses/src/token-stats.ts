@@ -1,7 +1,7 @@
 // Logged health signals over logits (no gradient): per-token entropy of the policy and
 // argmax accuracy. One streaming pass per row, no [N × V] temporaries.
 import type { Tensor } from "@kiln/tensor";
-import { LossOptionError } from "./errors.js";
+import { LossInputError, LossOptionError } from "./errors.js";
 import { indexData, logitRows, maskValues } from "./inputs.js";
 import type { MaskLike } from "./result.js";
 
@@ -67,18 +67,30 @@ export function tokenAccuracy(
   let correct = 0;
   let total = 0;
   for (let r = 0; r < rows; r++) {
-    if (td[r] === ignoreIndex) continue;
+    const t = td[r];
+    if (t === ignoreIndex) continue;
+    if (!(t >= 0 && t < vocab)) throw new LossInputError(`${op}: target ${t} at row ${r} is outside [0, ${vocab})`);
+    total++;
+    // argmax == t ⇔ no earlier logit ≥ z_t and no later logit > z_t. Scanning for a
+    // counterexample stops at the first one, which for most wrong rows comes early.
     const o = r * vocab;
-    let best = 0;
-    let bv = ld[o];
-    for (let j = 1; j < vocab; j++) {
-      if (ld[o + j] > bv) {
-        bv = ld[o + j];
-        best = j;
+    const zt = ld[o + t];
+    let hit = true;
+    for (let j = o; j < o + t; j++) {
+      if (ld[j] >= zt) {
+        hit = false;
+        break;
       }
     }
-    total++;
-    if (best === td[r]) correct++;
+    if (hit) {
+      for (let j = o + t + 1; j < o + vocab; j++) {
+        if (ld[j] > zt) {
+          hit = false;
+          break;
+        }
+      }
+    }
+    if (hit) correct++;
   }
   return { correct, total, accuracy: total > 0 ? correct / total : Number.NaN };
 }

@@ -176,6 +176,25 @@ describe("label helpers and stats", () => {
     expect(countTargetTokens(tensor(new Int32Array([9, 9, -100]), [3], "i32"), { shift: false })).toBe(2);
   });
 
+  it("tokenAccuracy equals argmax == target on rows where half the targets are the argmax", () => {
+    const V = 17;
+    const N = 40;
+    const logits = randomArray(N * V, 77, 1);
+    for (let r = 0; r < N; r += 5) logits[r * V + 3] = logits[r * V + 9] = 9; // ties: argmax is 3
+    const rows = rowsOf(logits, V);
+    const argmax = rows.map((row) => row.indexOf(Math.max(...row)));
+    const targets = Int32Array.from(argmax, (a, i) => (i % 2 === 0 ? a : i % 3 === 0 ? 9 : (a + 1) % V));
+    targets[7] = -100;
+    const expected = Array.from(targets).filter((t, i) => t !== -100 && t === argmax[i]).length;
+    const acc = tokenAccuracy(tensor(logits, [N, V]), tensor(targets, [N], "i32"));
+    expect(acc.total).toBe(N - 1);
+    expect(acc.correct).toBe(expected);
+    expect(expected).toBeGreaterThan(15);
+    expect(() => tokenAccuracy(tensor(logits, [N, V]), tensor(new Int32Array(N).fill(V), [N], "i32"))).toThrow(
+      LossInputError,
+    );
+  });
+
   it("tokenAccuracy breaks ties towards the lowest id, tokenEntropy of a uniform row is log V", () => {
     const logits = new Tensor(Float32Array.from([1, 1, 0, 0, 0, 0, 0, 0]), [2, 4]);
     const acc = tokenAccuracy(logits, tensor(new Int32Array([0, 1]), [2], "i32"));
