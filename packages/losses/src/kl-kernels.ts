@@ -98,11 +98,7 @@ export function klForwardRows(p: Plan): KlRows {
       const a = reverse ? s : t; // weighted by exp(a − lse_a)
       const b = reverse ? t : s;
       prob[o] = Math.exp(a[o] - (reverse ? ls : lt));
-      let acc = 0;
-      for (let j = 0; j < V; j++) {
-        const w = prob[o + j];
-        if (w !== 0) acc += w * (a[o + j] - b[o + j]);
-      }
+      const acc = weightedDifference(prob, a, b, o, V);
       out[r] = reverse ? acc - ls + lt : acc - lt + ls;
     }
   }
@@ -134,7 +130,7 @@ export function klBackwardRows(p: Plan, k: KlRows, g: Float32Array): Float32Arra
     if (!reverse) {
       const prob = buf.prob.subarray(0, n * V);
       bwd(t, targets, k.lseT.subarray(r0, r1), gs, prob, n, V, -1); // g'·P − g'·e0
-      for (let i = 0; i < d.length; i++) d[i] -= prob[i]; // the onehot terms cancel
+      subtractInPlace(d, prob); // the onehot terms cancel
     }
     for (let i = 0; i < n; i++) {
       const r = r0 + i;
@@ -152,9 +148,29 @@ export function klBackwardRows(p: Plan, k: KlRows, g: Float32Array): Float32Arra
       }
       // d holds g'·S; scale by (s − p − KL) with s − p = ẑ_s − ẑ_t − lse_s + lse_t
       d[o] = gs[i] * S0;
-      const c = -ls + lt - k.out[r];
-      for (let j = 0; j < V; j++) d[o + j] *= s[o + j] - t[o + j] + c;
+      scaleByDifference(d, s, t, o, V, -ls + lt - k.out[r]);
     }
   }
   return dz;
+}
+
+// Small monomorphic loops, kept apart so the engine optimises each hot loop on its own.
+
+/** Σ_j w_j·(a_j − b_j) over [o, o+V), skipping zero weights (0·∞ would be NaN). */
+function weightedDifference(w: Float32Array, a: Float32Array, b: Float32Array, o: number, V: number): number {
+  let acc = 0;
+  for (let j = o; j < o + V; j++) {
+    const x = w[j];
+    if (x !== 0) acc += x * (a[j] - b[j]);
+  }
+  return acc;
+}
+
+function subtractInPlace(d: Float32Array, x: Float32Array): void {
+  for (let i = 0; i < d.length; i++) d[i] -= x[i];
+}
+
+/** d_j ← d_j·(a_j − b_j + c) over [o, o+V). */
+function scaleByDifference(d: Float32Array, a: Float32Array, b: Float32Array, o: number, V: number, c: number): void {
+  for (let j = o; j < o + V; j++) d[j] *= a[j] - b[j] + c;
 }
