@@ -16,19 +16,6 @@ const hsum = (v) =>
 
 function helpers() {
   return `
-(func $dot (param $x i32) (param $y i32) (param $dim i32) (result f32)
-  (local $j i32) (local $d4 i32) (local $acc v128) (local $s f32)
-  ${set("d4", `(i32.and ${get("dim")} (i32.const -4))`)}
-  ${forLoop("j", i32(0), get("d4"), i32(4), `(local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (v128.load ${add(get("x"), mul(get("j"), i32(4)))}) (v128.load ${add(get("y"), mul(get("j"), i32(4)))}))))`)}
-  ${set("s", hsum(get("acc")))}
-  ${forLoop("j", get("d4"), get("dim"), i32(1), `(local.set $s (f32.add (local.get $s) (f32.mul (f32.load ${add(get("x"), mul(get("j"), i32(4)))}) (f32.load ${add(get("y"), mul(get("j"), i32(4)))}))))`)}
-  (local.get $s))
-(func $axpy (param $y i32) (param $x i32) (param $alpha f32) (param $dim i32)
-  (local $j i32) (local $d4 i32) (local $av v128) (local $p i32)
-  ${set("d4", `(i32.and ${get("dim")} (i32.const -4))`)}
-  ${set("av", "(f32x4.splat (local.get $alpha))")}
-  ${forLoop("j", i32(0), get("d4"), i32(4), `${set("p", add(get("y"), mul(get("j"), i32(4))))} (v128.store (local.get $p) (f32x4.add (v128.load (local.get $p)) (f32x4.mul (local.get $av) (v128.load ${add(get("x"), mul(get("j"), i32(4)))}))))`)}
-  ${forLoop("j", get("d4"), get("dim"), i32(1), `${set("p", add(get("y"), mul(get("j"), i32(4))))} (f32.store (local.get $p) (f32.add (f32.load (local.get $p)) (f32.mul (local.get $alpha) (f32.load ${add(get("x"), mul(get("j"), i32(4)))}))))`)})
 (func $jmax (param $i i32) (param $tq i32) (param $tk i32) (param $causal i32) (result i32)
   (local $lim i32)
   (if (i32.eqz (local.get $causal)) (then (return (local.get $tk))))

@@ -5,7 +5,9 @@ import { attentionWat } from "./attention.mjs";
 import { crossEntropyWat } from "./cross-entropy.mjs";
 import { resetLabels } from "./dsl.mjs";
 import { gemmWat } from "./gemm.mjs";
+import { gemvWat } from "./gemv.mjs";
 import { rmsNormWat } from "./rmsnorm.mjs";
+import { vectorWat } from "./vector.mjs";
 import { vexpWat } from "./vexp.mjs";
 
 /** Largest memory the module accepts (pages of 64 KiB): the whole wasm32 address space. */
@@ -17,7 +19,9 @@ export function kernelsWat({ relaxed, shared }) {
 (import "env" "memory" (memory 1 ${MAX_PAGES}${shared ? " shared" : ""}))
 (import "env" "log" (func $log (param f64) (result f64)))
 ${vexpWat()}
+${vectorWat()}
 ${gemmWat({ relaxed })}
+${gemvWat()}
 ${rmsNormWat()}
 ${crossEntropyWat()}
 ${attentionWat()}

@@ -159,6 +159,39 @@ class Kernels implements WasmKernels {
       (bf16 ? GEMM_FLAG_BF16_B : 0) |
       (shape.accumulate ? GEMM_FLAG_ACCUMULATE : 0);
     const rows = batch * m;
+    if (m < GEMM_MR && k * 4 <= GEMM_SCRATCH_BYTES) {
+      // Few output rows per matrix: a register tile would be mostly padding and packing B would cost as
+      // much as using it, so stream B (scripts/wat/gemv.mjs). Threads split rows, or columns when the
+      // rows are too few.
+      const parts = this.pool && 2 * outLen * k >= GEMM_PARALLEL_FLOPS ? this.threads : 1;
+      const base = [pa, pb, pc, m, n, k, flags, strideA, strideB];
+      if (rows >= parts) {
+        this.splitRows("gemv", rows, parts, 1, (r0, r1, t) => [...base, r0, r1, 0, n, this.heap.scratch(t)]);
+      } else {
+        const per = alignUp(Math.ceil(n / parts), 16);
+        const ranges: [number, number][] = [];
+        for (let c0 = 0; c0 < n; c0 += per) ranges.push([c0, Math.min(n, c0 + per)]);
+        this.runOnThreads("gemv", ranges.length, (t) => [...base, 0, rows, ...ranges[t], this.heap.scratch(t)]);
+      }
+    } else {
+      this.gemmTiled(pa, pb, pc, m, n, k, flags, strideA, strideB, rows, outLen);
+    }
+    outView.set(this.heap.f32().subarray(pc >>> 2, (pc >>> 2) + outLen));
+  }
+
+  private gemmTiled(
+    pa: number,
+    pb: number,
+    pc: number,
+    m: number,
+    n: number,
+    k: number,
+    flags: number,
+    strideA: number,
+    strideB: number,
+    rows: number,
+    outLen: number,
+  ): void {
     const parts = this.partsFor(2 * outLen * k, GEMM_PARALLEL_FLOPS, rows, GEMM_MR);
     if (parts === 1) {
       this.exports.gemm(pa, pb, pc, m, n, k, flags, strideA, strideB, 0, rows, this.heap.scratch(0), 0, 0);
@@ -184,7 +217,6 @@ class Kernels implements WasmKernels {
         chunk,
       ]);
     }
-    outView.set(this.heap.f32().subarray(pc >>> 2, (pc >>> 2) + outLen));
   }
 
   rmsNorm(

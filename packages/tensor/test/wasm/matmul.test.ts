@@ -62,6 +62,17 @@ describe.each([1, 2])("wasm matmul, threads=%i", (threads) => {
     expect(run(kernels, { batch: 1, m: 96, n: 200, k: 160, transA: true, transB: true })).toBeLessThan(1e-4);
   });
 
+  it(`few output rows (the GEMV path): columns or rows split across threads (seed ${SEED})`, () => {
+    for (const transA of [false, true])
+      for (const transB of [false, true]) {
+        expect(run(kernels, { batch: 1, m: 1, n: 2051, k: 1100, transA, transB })).toBeLessThan(1e-4);
+        expect(run(kernels, { batch: 8, m: 2, n: 301, k: 500, transA, transB, batchStrideB: 0 })).toBeLessThan(1e-4);
+        expect(run(kernels, { batch: 1, m: 3, n: 700, k: 1400, transA, transB, accumulate: true }, true)).toBeLessThan(
+          1e-4,
+        );
+      }
+  });
+
   it(`batched, with broadcast A or B and transposes (seed ${SEED})`, () => {
     expect(run(kernels, { batch: 3, m: 7, n: 6, k: 5 })).toBeLessThan(1e-4);
     expect(run(kernels, { batch: 4, m: 9, n: 13, k: 11, batchStrideA: 0 })).toBeLessThan(1e-4);
