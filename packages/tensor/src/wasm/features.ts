@@ -39,8 +39,9 @@ export function sharedMemorySupported(): boolean {
  * Node only: turns on V8's relaxed-SIMD flag for this process (V8 flags are process-wide, so workers
  * see it too) and returns whether relaxed SIMD now validates. Call it before createWasmKernels().
  * In browsers, or where `process.getBuiltinModule` is missing (Node < 20.16), it changes nothing and
- * returns the current support. Setting V8 flags at runtime is what the flag's own docs call
- * "undefined behaviour" territory for flags that change semantics; this one only enables a proposal.
+ * returns the current support. Node's docs for v8.setFlagsFromString warn that changing settings after
+ * the VM has started may behave unpredictably; this flag only makes the validator accept the relaxed-SIMD
+ * opcodes, which is why it is offered, but only as an explicit opt-in.
  */
 export function enableRelaxedSimd(): boolean {
   if (relaxedSimdSupported()) return true;
