@@ -20,14 +20,22 @@ export class TorchPeer {
     });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
+    let reason = "";
     const failed = new Promise<null>((resolve) => {
-      child.on("error", () => resolve(null));
-      child.on("exit", () => resolve(null));
+      child.on("error", (err) => {
+        reason = err.message;
+        resolve(null);
+      });
+      child.on("exit", (code) => {
+        reason ||= `${python} exited with code ${code}`;
+        resolve(null);
+      });
     });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const first = await Promise.race([lines.next(), failed]);
     if (!first || first.done) {
-      process.stderr.write(`  torch peer missing: ${stderr.trim().split("\n").pop() ?? "python3 did not start"}\n`);
+      const detail = stderr.trim().split("\n").pop();
+      process.stderr.write(`  torch peer missing: ${detail || reason || "no output"}\n`);
       child.kill();
       return null;
     }
