@@ -6,6 +6,11 @@ export interface InitBackendOptions {
   threads?: number;
   /** gpu.js mode for the gpujs backend (default: gpu.js picks; "cpu" forces its CPU fallback). */
   gpujsMode?: "gpu" | "cpu" | "headlessgl" | "webgl" | "webgl2" | "webasm";
+  /**
+   * wasm: use the relaxed-SIMD FMA kernels. "auto" (default) when the runtime already supports them;
+   * true also turns on V8's --experimental-wasm-relaxed-simd in Node (process-wide, opt-in).
+   */
+  relaxedSimd?: boolean | "auto";
   /** Make it the active backend (default true). */
   activate?: boolean;
 }

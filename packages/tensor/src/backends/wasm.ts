@@ -1,9 +1,11 @@
-// The wasm backend: own SIMD kernels (GEMM with packed panels, RMSNorm, cross-entropy)
-// on a shared WebAssembly.Memory with worker threads. Kernels it lacks fall back to js.
+// The wasm backend: own SIMD kernels (GEMM with packed panels, RMSNorm, cross-entropy,
+// fused attention) on a shared WebAssembly.Memory with worker threads. Kernels it lacks
+// fall back to js; attention with a key-padding mask runs the GEMM-tiled version.
+import type { AttentionShape } from "../backend.js";
 import { registerKernels } from "../backend.js";
 import { registerBackendInitialiser } from "../init-backend.js";
+import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../wasm/index.js";
 import { makeGemmAttention } from "./attention-gemm.js";
-import { type WasmKernels, createWasmKernels } from "../wasm/index.js";
 
 let instance: WasmKernels | null = null;
 
@@ -18,20 +20,42 @@ export function disposeWasmBackend(): void {
   instance = null;
 }
 
+function wasmShape(s: AttentionShape) {
+  return {
+    batch: s.batch,
+    heads: s.heads,
+    kvHeads: s.kvHeads,
+    tq: s.tq,
+    tk: s.tk,
+    dim: s.headDim,
+    causal: s.causal,
+    scale: s.scale,
+  };
+}
+
 registerBackendInitialiser("wasm", async (options) => {
   instance?.dispose();
-  const k = await createWasmKernels({ threads: options.threads });
+  // relaxedSimd: true opts Node into V8's relaxed-SIMD flag (process-wide) for the FMA kernel;
+  // "auto" uses it only where the runtime already validates it (e.g. current browsers).
+  if (options.relaxedSimd === true) enableRelaxedSimd();
+  const k = await createWasmKernels({ threads: options.threads, relaxedSimd: options.relaxedSimd ?? "auto" });
   instance = k;
   const matmul = (a: Float32Array, b: Float32Array, out: Float32Array, shape: Parameters<WasmKernels["matmul"]>[3]) =>
     k.matmul(a, b, out, shape);
+  const tiled = makeGemmAttention(matmul);
   registerKernels("wasm", {
     matmul,
-    ...makeGemmAttention(matmul),
     matmulBf16B: (a, b, out, shape) => k.matmulBf16B(a, b, out, shape),
     rmsNorm: (x, w, out, rstd, dim, eps, zc) => k.rmsNorm(x, w, out, rstd, dim, eps, zc),
     crossEntropyForward: (l, t, loss, lse, rows, vocab, ignore) =>
       k.crossEntropyForward(l, t, loss, lse, rows, vocab, ignore),
     crossEntropyBackward: (l, t, lse, g, d, rows, vocab, ignore) =>
       k.crossEntropyBackward(l, t, lse, g, d, rows, vocab, ignore),
+    attentionForward: (q, kk, v, mask, out, lse, s) =>
+      mask ? tiled.attentionForward(q, kk, v, mask, out, lse, s) : k.attentionForward(q, kk, v, out, lse, wasmShape(s)),
+    attentionBackward: (q, kk, v, mask, out, lse, dOut, dq, dk, dv, s) =>
+      mask
+        ? tiled.attentionBackward(q, kk, v, mask, out, lse, dOut, dq, dk, dv, s)
+        : k.attentionBackward(q, kk, v, out, dOut, lse, dq, dk, dv, wasmShape(s)),
   });
 });
