@@ -1,13 +1,14 @@
 // One decoder measurement in its own process (so peak RSS belongs to one config):
-//   tsx --conditions=source bench/decoder-run.ts <js|wasm|gpujs> [threads] [reps]
+//   tsx --conditions=source bench/decoder-run.ts <js|wasm|gpujs> [threads] [reps] [checkpoint 0|1] [relaxed 0|1]
 // Prints one JSON line: median step times (ms) and peak RSS (MiB).
 import { readFileSync } from "node:fs";
 import * as T from "../src/index.js";
 import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
 
-const [backend = "wasm", threadsArg = "2", repsArg = "3", checkpointArg = "0"] = process.argv.slice(2);
+const [backend = "wasm", threadsArg = "2", repsArg = "3", checkpointArg = "0", relaxedArg = "1"] =
+  process.argv.slice(2);
 const reps = Number(repsArg);
-if (backend !== "js") await T.initBackend(backend, { threads: Number(threadsArg) });
+if (backend !== "js") await T.initBackend(backend, { threads: Number(threadsArg), relaxedSimd: relaxedArg === "1" });
 const cfg = REFERENCE_DECODER;
 const params = initDecoder(cfg, 0);
 const rng = new T.Rng(1);
@@ -17,19 +18,23 @@ const checkpointLayers = checkpointArg === "1";
 
 const fwdBwd: number[] = [];
 const step: number[] = [];
+const cpu: number[] = [];
 let lastLoss = 0;
 for (let r = 0; r < reps + 1; r++) {
   opt.zeroGrad();
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const loss = decoderLoss(params, cfg, ids, checkpointLayers);
   T.backward(loss);
   const t1 = performance.now();
   opt.step();
   const t2 = performance.now();
+  const c1 = process.cpuUsage(c0);
   lastLoss = loss.item();
   if (r > 0) {
     fwdBwd.push(t1 - t0);
     step.push(t2 - t0);
+    cpu.push((c1.user + c1.system) / 1000);
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -40,6 +45,8 @@ console.log(
     threads: Number(threadsArg),
     fwd_bwd_ms: median(fwdBwd),
     step_ms: median(step),
+    // CPU time of the whole process per step (all threads): comparable across loaded runs.
+    step_cpu_ms: median(cpu),
     tokens: cfg.batch * cfg.seq,
     peak_rss_mib: hwm ? Number(hwm[1]) / 1024 : null,
     loss: lastLoss,

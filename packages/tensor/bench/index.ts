@@ -1,7 +1,10 @@
 // `pnpm bench tensor [--json]`: @kiln/tensor benchmarks against peers in the same run.
 import { BenchReporter } from "../../../tooling/src/bench.js";
+import { benchDecoder } from "./decoder.js";
 import { benchMatmul } from "./matmul.js";
 
 const reporter = new BenchReporter("tensor");
-await benchMatmul(reporter);
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
+if (!only || only === "matmul") await benchMatmul(reporter);
+if (!only || only === "decoder") await benchDecoder(reporter);
 reporter.finish();

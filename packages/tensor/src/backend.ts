@@ -64,6 +64,24 @@ export interface Kernels {
     vocab: number,
     ignoreIndex: number,
   ): void;
+  /** out = silu(gate)·up; σ(gate) saved in `sig` for the backward. */
+  swigluForward(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void;
+  swigluBackward(
+    gate: Float32Array,
+    up: Float32Array,
+    sig: Float32Array,
+    dOut: Float32Array,
+    dGate: Float32Array,
+    dUp: Float32Array,
+  ): void;
+  /** One AdamW step in place (torch.optim.AdamW single-tensor semantics, see optim.ts). */
+  adamwUpdate(
+    param: Float32Array,
+    grad: Float32Array,
+    expAvg: Float32Array,
+    expAvgSq: Float32Array,
+    step: AdamWStep,
+  ): void;
   /** q [B,H,tq,D], k/v [B,Hkv,tk,D], keyMask [B,tk] (1 keep, 0 pad) or null → out [B,H,tq,D], lse [B,H,tq]. */
   attentionForward(
     q: Float32Array,
@@ -87,6 +105,16 @@ export interface Kernels {
     dv: Float32Array,
     shape: AttentionShape,
   ): void;
+}
+
+/** Per-step AdamW constants: stepSize = lr / (1 − β1^t), bc2Sqrt = √(1 − β2^t), decay = 1 − lr·weight_decay. */
+export interface AdamWStep {
+  beta1: number;
+  beta2: number;
+  eps: number;
+  stepSize: number;
+  bc2Sqrt: number;
+  decay: number;
 }
 
 export type KernelName = keyof Kernels;

@@ -1,5 +1,6 @@
 // Optimizers, in order of increasing complexity (tinygrad nn/optim.py style).
 // Updates run in place on parameter storage, outside the tape.
+import { kernel } from "./backend.js";
 import type { Tensor } from "./tensor.js";
 import { ShapeError } from "./errors.js";
 
@@ -127,22 +128,15 @@ export class AdamW extends Optimizer {
 
   protected update(i: number, p: Float32Array, g: Float32Array): void {
     const t = this.stepCount;
-    const { beta1, beta2, eps, lr, weightDecay } = this;
-    const m = this.m[i];
-    const v = this.v[i];
-    const bc1 = 1 - beta1 ** t;
-    const bc2 = 1 - beta2 ** t;
-    const stepSize = lr / bc1;
-    const bc2Sqrt = Math.sqrt(bc2);
-    const decay = 1 - lr * weightDecay;
-    for (let j = 0; j < p.length; j++) {
-      p[j] *= decay;
-      const gj = g[j];
-      // torch: exp_avg.lerp_(grad, 1 − β1); exp_avg_sq.mul_(β2).addcmul_(grad, grad, 1 − β2)
-      m[j] += (gj - m[j]) * (1 - beta1);
-      v[j] = v[j] * beta2 + (1 - beta2) * gj * gj;
-      p[j] -= (stepSize * m[j]) / (Math.sqrt(v[j]) / bc2Sqrt + eps);
-    }
+    // The update runs as a backend kernel (SIMD on wasm); constants are per step.
+    kernel("adamwUpdate")(p, g, this.m[i], this.v[i], {
+      beta1: this.beta1,
+      beta2: this.beta2,
+      eps: this.eps,
+      stepSize: this.lr / (1 - this.beta1 ** t),
+      bc2Sqrt: Math.sqrt(1 - this.beta2 ** t),
+      decay: 1 - this.lr * this.weightDecay,
+    });
   }
 
   stateDict(): OptimizerState {

@@ -23,6 +23,44 @@ type Case = { name: string; run: () => T.Tensor[] };
 // Each case returns outputs and gradients so forward and backward are compared.
 const cases: Case[] = [
   {
+    name: "AdamW steps (SIMD update on wasm, 70,001 elements split across threads)",
+    run: () => {
+      const w = randomTensor([70001], 21);
+      const opt = new T.AdamW([w], { lr: 0.01, weightDecay: 0.1 });
+      for (let step = 0; step < 3; step++) {
+        opt.zeroGrad();
+        T.backward(T.sum(T.mul(T.square(w), randomTensor([70001], 22 + step, -1, 1, false))));
+        opt.step();
+      }
+      const state = opt.stateDict();
+      return [
+        w.detach(),
+        new T.Tensor(state.buffers.exp_avg[0], [70001]),
+        new T.Tensor(state.buffers.exp_avg_sq[0], [70001]),
+      ];
+    },
+  },
+  {
+    name: "swiglu fwd+bwd split across threads (75,000 elements)",
+    run: () => {
+      const g = randomTensor([300, 250], 19, -6, 6);
+      const u = randomTensor([300, 250], 20);
+      const y = T.swiglu(g, u);
+      T.backward(T.sum(T.square(y)));
+      return [y, g.grad!, u.grad!];
+    },
+  },
+  {
+    name: "swiglu fwd+bwd (odd length, vector body and scalar tail)",
+    run: () => {
+      const g = randomTensor([7, 37], 17, -6, 6);
+      const u = randomTensor([7, 37], 18);
+      const y = T.swiglu(g, u);
+      T.backward(T.sum(T.square(y)));
+      return [y, g.grad!, u.grad!];
+    },
+  },
+  {
     name: "attention GQA + causal + padding fwd+bwd (GEMM-tiled on wasm)",
     run: () => {
       const q = randomTensor([2, 4, 70, 8], 11);

@@ -1,12 +1,14 @@
 // Assembles the kernel module text. Variants: plain SIMD vs relaxed SIMD (f32x4.relaxed_madd in the
 // GEMM micro-kernel), and a shared memory import (threads) vs a plain one (for pages that are not
 // cross-origin isolated, where SharedArrayBuffer is unavailable). Every variant exports the same functions.
+import { adamwWat } from "./adamw.mjs";
 import { attentionWat } from "./attention.mjs";
 import { crossEntropyWat } from "./cross-entropy.mjs";
 import { resetLabels } from "./dsl.mjs";
 import { gemmWat } from "./gemm.mjs";
 import { gemvWat } from "./gemv.mjs";
 import { rmsNormWat } from "./rmsnorm.mjs";
+import { swigluWat } from "./swiglu.mjs";
 import { vectorWat } from "./vector.mjs";
 import { vexpWat } from "./vexp.mjs";
 
@@ -25,6 +27,8 @@ ${gemvWat()}
 ${rmsNormWat()}
 ${crossEntropyWat()}
 ${attentionWat()}
+${swigluWat()}
+${adamwWat()}
 )
 `;
 }

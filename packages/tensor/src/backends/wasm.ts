@@ -51,6 +51,9 @@ registerBackendInitialiser("wasm", async (options) => {
       k.crossEntropyForward(l, t, loss, lse, rows, vocab, ignore),
     crossEntropyBackward: (l, t, lse, g, d, rows, vocab, ignore) =>
       k.crossEntropyBackward(l, t, lse, g, d, rows, vocab, ignore),
+    swigluForward: (g, u, out, sig) => k.swiglu(g, u, out, sig),
+    adamwUpdate: (p, g, m, v, h) => k.adamw(p, g, m, v, h),
+    swigluBackward: (g, u, sig, d, dg, du) => k.swigluBackward(g, u, sig, d, dg, du),
     attentionForward: (q, kk, v, mask, out, lse, s) =>
       mask ? tiled.attentionForward(q, kk, v, mask, out, lse, s) : k.attentionForward(q, kk, v, out, lse, wasmShape(s)),
     attentionBackward: (q, kk, v, mask, out, lse, dOut, dq, dk, dv, s) =>

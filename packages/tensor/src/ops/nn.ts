@@ -172,17 +172,13 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   const gd = floatData("swiglu", gate);
   const ud = floatData("swiglu", up);
   const out = new Float32Array(gd.length);
-  for (let i = 0; i < out.length; i++) out[i] = (gd[i] / (1 + Math.exp(-gd[i]))) * ud[i];
+  // σ(gate) is kept for the backward, so the exponentials are computed once.
+  const sig = new Float32Array(gd.length);
+  kernel("swigluForward")(gd, ud, out, sig);
   return record(new Tensor(out, gate.shape), "swiglu", [gate, up], (g) => {
-    const go = g.data as Float32Array;
     const dgate = new Float32Array(out.length);
     const dup = new Float32Array(out.length);
-    for (let i = 0; i < out.length; i++) {
-      const s = 1 / (1 + Math.exp(-gd[i]));
-      const silu = gd[i] * s;
-      dup[i] = go[i] * silu;
-      dgate[i] = go[i] * ud[i] * s * (1 + gd[i] * (1 - s));
-    }
+    kernel("swigluBackward")(gd, ud, sig, g.data as Float32Array, dgate, dup);
     return [new Tensor(dgate, gate.shape), new Tensor(dup, up.shape)];
   });
 }

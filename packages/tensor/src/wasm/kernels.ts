@@ -19,7 +19,7 @@ import {
   WASM_SIMD_SHARED,
 } from "./kernels.generated.js";
 import { ThreadPool } from "./thread-pool.js";
-import type { AttentionShape, MatmulShape, WasmKernelOptions, WasmKernels } from "./types.js";
+import type { AdamWStep, AttentionShape, MatmulShape, WasmKernelOptions, WasmKernels } from "./types.js";
 import type { WorkerOp } from "./worker-source.js";
 
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
@@ -248,6 +248,93 @@ class Kernels implements WasmKernels {
     const view = this.heap.f32();
     out.set(view.subarray(po >>> 2, (po >>> 2) + x.length));
     rstd.set(view.subarray(pr >>> 2, (pr >>> 2) + rows));
+  }
+
+  swiglu(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void {
+    const op = "swiglu";
+    this.live(op);
+    const n = gate.length;
+    checkLength(op, "up", up, n);
+    checkLength(op, "out", out, n);
+    checkLength(op, "sig", sig, n);
+    if (n === 0) return;
+    const [pg, pu, po, ps] = this.heap.layout([n * 4, n * 4, n * 4, n * 4]);
+    const f32 = this.heap.f32();
+    f32.set(gate, pg >>> 2);
+    f32.set(up.length === n ? up : up.subarray(0, n), pu >>> 2);
+    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
+    this.splitRows("swiglu_fwd", n, parts, 4, (i0, i1) => [pg, pu, po, ps, i0, i1]);
+    const view = this.heap.f32();
+    out.set(view.subarray(po >>> 2, (po >>> 2) + n));
+    sig.set(view.subarray(ps >>> 2, (ps >>> 2) + n));
+  }
+
+  swigluBackward(
+    gate: Float32Array,
+    up: Float32Array,
+    sig: Float32Array,
+    dout: Float32Array,
+    dgate: Float32Array,
+    dup: Float32Array,
+  ): void {
+    const op = "swigluBackward";
+    this.live(op);
+    const n = gate.length;
+    for (const [name, arr] of [
+      ["up", up],
+      ["sig", sig],
+      ["dout", dout],
+      ["dgate", dgate],
+      ["dup", dup],
+    ] as const)
+      checkLength(op, name, arr, n);
+    if (n === 0) return;
+    const [pg, pu, ps, pd, pdg, pdu] = this.heap.layout([n * 4, n * 4, n * 4, n * 4, n * 4, n * 4]);
+    const f32 = this.heap.f32();
+    f32.set(gate, pg >>> 2);
+    f32.set(up.subarray(0, n), pu >>> 2);
+    f32.set(sig.subarray(0, n), ps >>> 2);
+    f32.set(dout.subarray(0, n), pd >>> 2);
+    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
+    this.splitRows("swiglu_bwd", n, parts, 4, (i0, i1) => [pg, pu, ps, pd, pdg, pdu, i0, i1]);
+    const view = this.heap.f32();
+    dgate.set(view.subarray(pdg >>> 2, (pdg >>> 2) + n));
+    dup.set(view.subarray(pdu >>> 2, (pdu >>> 2) + n));
+  }
+
+  adamw(param: Float32Array, grad: Float32Array, expAvg: Float32Array, expAvgSq: Float32Array, h: AdamWStep): void {
+    const op = "adamw";
+    this.live(op);
+    const n = param.length;
+    checkLength(op, "grad", grad, n);
+    checkLength(op, "expAvg", expAvg, n);
+    checkLength(op, "expAvgSq", expAvgSq, n);
+    if (n === 0) return;
+    const [pp, pg, pm, pv] = this.heap.layout([n * 4, n * 4, n * 4, n * 4]);
+    const f32 = this.heap.f32();
+    f32.set(param, pp >>> 2);
+    f32.set(grad.subarray(0, n), pg >>> 2);
+    f32.set(expAvg.subarray(0, n), pm >>> 2);
+    f32.set(expAvgSq.subarray(0, n), pv >>> 2);
+    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
+    this.splitRows("adamw", n, parts, 4, (i0, i1) => [
+      pp,
+      pg,
+      pm,
+      pv,
+      i0,
+      i1,
+      h.beta1,
+      h.beta2,
+      h.eps,
+      h.stepSize,
+      h.bc2Sqrt,
+      h.decay,
+    ]);
+    const view = this.heap.f32();
+    param.set(view.subarray(pp >>> 2, (pp >>> 2) + n));
+    expAvg.set(view.subarray(pm >>> 2, (pm >>> 2) + n));
+    expAvgSq.set(view.subarray(pv >>> 2, (pv >>> 2) + n));
   }
 
   private checkTargets(op: string, targets: Int32Array, rows: number, vocab: number, ignoreIndex: number): void {

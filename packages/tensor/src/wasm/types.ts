@@ -96,6 +96,19 @@ export interface WasmKernels {
     dv: Float32Array,
     shape: AttentionShape,
   ): void;
+  /** SwiGLU: out = silu(gate)·up elementwise, with σ(gate) saved in `sig` for the backward. */
+  swiglu(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void;
+  /** SwiGLU backward from the saved σ: dgate = dout·up·σ·(1 + gate·(1 − σ)), dup = dout·gate·σ. */
+  swigluBackward(
+    gate: Float32Array,
+    up: Float32Array,
+    sig: Float32Array,
+    dout: Float32Array,
+    dgate: Float32Array,
+    dup: Float32Array,
+  ): void;
+  /** One AdamW step in place on param / expAvg / expAvgSq (torch.optim.AdamW, single-tensor). */
+  adamw(param: Float32Array, grad: Float32Array, expAvg: Float32Array, expAvgSq: Float32Array, step: AdamWStep): void;
   /** Stops the workers; the object must not be used afterwards. */
   dispose(): void;
 }
@@ -107,4 +120,14 @@ export interface WasmKernelOptions {
   relaxedSimd?: boolean | "auto";
   /** Upper limit of the WebAssembly memory in MiB (default 4096, the wasm32 maximum). */
   maxMemoryMiB?: number;
+}
+
+/** Per-step AdamW constants: stepSize = lr / (1 − β1^t), bc2Sqrt = √(1 − β2^t), decay = 1 − lr·weight_decay. */
+export interface AdamWStep {
+  beta1: number;
+  beta2: number;
+  eps: number;
+  stepSize: number;
+  bc2Sqrt: number;
+  decay: number;
 }

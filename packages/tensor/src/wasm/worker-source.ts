@@ -10,7 +10,19 @@
 //   Float64 args from byte 64 on (f64 holds every i32 pointer and f32 scalar exactly)
 
 /** Export names, indexed by op code (embedded into the worker text below). */
-export const WORKER_OPS = ["", "gemm", "gemv", "rmsnorm", "ce_fwd", "ce_bwd", "attn_fwd", "attn_bwd"] as const;
+export const WORKER_OPS = [
+  "",
+  "gemm",
+  "gemv",
+  "rmsnorm",
+  "ce_fwd",
+  "ce_bwd",
+  "attn_fwd",
+  "attn_bwd",
+  "swiglu_fwd",
+  "swiglu_bwd",
+  "adamw",
+] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 export const MAX_ARGS = 32;
 export const CONTROL_BYTES = 64 + MAX_ARGS * 8;

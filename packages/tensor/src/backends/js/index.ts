@@ -1,8 +1,10 @@
 import type { Kernels } from "../../backend.js";
+import { adamwUpdateJs } from "./adamw.js";
 import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
 import { crossEntropyBackwardJs, crossEntropyForwardJs } from "./cross-entropy.js";
 import { matmulBf16BJs, matmulJs } from "./matmul.js";
 import { rmsNormJs } from "./norms.js";
+import { swigluBackwardJs, swigluForwardJs } from "./swiglu.js";
 
 /** The js backend: plain TypeScript kernels, the reference every other backend is checked against. */
 export const jsKernels: Kernels = {
@@ -11,6 +13,9 @@ export const jsKernels: Kernels = {
   rmsNorm: rmsNormJs,
   crossEntropyForward: crossEntropyForwardJs,
   crossEntropyBackward: crossEntropyBackwardJs,
+  adamwUpdate: adamwUpdateJs,
+  swigluForward: swigluForwardJs,
+  swigluBackward: swigluBackwardJs,
   attentionForward: attentionForwardJs,
   attentionBackward: attentionBackwardJs,
 };

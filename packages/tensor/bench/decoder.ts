@@ -1,0 +1,66 @@
+// Forward+backward (+AdamW) of the reference decoder (4 layers, d=256, 4 heads, T=128, B=4,
+// vocab 2048, SwiGLU, RMSNorm, RoPE): tokens/s and peak RSS, kiln vs PyTorch with the same
+// model. Each configuration runs in its own process so its peak RSS is its own.
+import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { BenchReporter } from "../../../tooling/src/bench.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+interface DecoderSample {
+  fwd_bwd_ms: number;
+  step_ms: number;
+  tokens: number;
+  peak_rss_mib: number | null;
+}
+
+function runJson(cmd: string, args: string[]): DecoderSample | null {
+  const r = spawnSync(cmd, args, { cwd: join(here, ".."), encoding: "utf8" });
+  if (r.status !== 0) {
+    process.stderr.write(`bench decoder: ${cmd} ${args.join(" ")} failed: ${r.stderr || r.error}\n`);
+    return null;
+  }
+  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "null");
+}
+
+export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<void> {
+  const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
+  const kiln = (args: string[]) => runJson(tsx, ["--conditions=source", join(here, "decoder-run.ts"), ...args]);
+  const torch = runJson("/usr/bin/python3", [join(here, "decoder_torch.py"), String(reps)]);
+  const configs: [string, DecoderSample | null][] = [
+    ["wasm 2 threads relaxed-SIMD", kiln(["wasm", "2", String(reps), "0", "1"])],
+    ["wasm 2 threads relaxed-SIMD, checkpointed layers", kiln(["wasm", "2", String(reps), "1", "1"])],
+    ["wasm 1 thread", kiln(["wasm", "1", String(reps), "0", "0"])],
+  ];
+  const tps = (s: DecoderSample | null, key: "fwd_bwd_ms" | "step_ms") => (s ? (s.tokens / s[key]) * 1000 : null);
+  for (const [name, s] of configs) {
+    reporter.add({
+      case: `decoder fwd+bwd, ${name}`,
+      metric: "tokens/s",
+      unit: "tok/s",
+      better: "higher",
+      kiln: tps(s, "fwd_bwd_ms"),
+      peer: "pytorch-1thread",
+      peer_value: tps(torch, "fwd_bwd_ms"),
+    });
+    reporter.add({
+      case: `decoder fwd+bwd+AdamW, ${name}`,
+      metric: "tokens/s",
+      unit: "tok/s",
+      better: "higher",
+      kiln: tps(s, "step_ms"),
+      peer: "pytorch-1thread",
+      peer_value: tps(torch, "step_ms"),
+    });
+    reporter.add({
+      case: `decoder train step, ${name}`,
+      metric: "peak RSS",
+      unit: "MiB",
+      better: "lower",
+      kiln: s?.peak_rss_mib ?? null,
+      peer: "pytorch-1thread",
+      peer_value: torch?.peak_rss_mib ?? null,
+    });
+  }
+}
