@@ -57,8 +57,43 @@ for (const name of names) {
 console.log("CJS require ok:", names.length, "packages");
 `,
 );
+// Beyond the exports: the shipped wasm kernels run from the CJS build, and shipped data resolves
+// relative to the installed packages (kit's model, the benchmarks' data) from both builds.
+writeFileSync(
+  join(scratch, "runtime.cjs"),
+  `const T = require("@kiln/tensor");
+const { existsSync } = require("node:fs");
+const { join } = require("node:path");
+(async () => {
+  await T.initBackend("wasm", { threads: 2 });
+  const y = T.matmul(T.ones([3, 4]), T.ones([4, 5]));
+  if (y.toArray().some((v) => v !== 4)) throw new Error("wasm matmul from the CJS build gave " + y.toArray());
+  T.disposeWasmBackend();
+  const kit = require("@kiln/kit");
+  if (!existsSync(kit.stories260KPaths().checkpoint)) throw new Error("kit: embedded model missing at " + kit.stories260KPaths().checkpoint);
+  const { tau2 } = require("@kiln/benchmarks");
+  const tasks = tau2.loadSplitTasks("test", "v1.0");
+  if (tasks.length !== 40) throw new Error("tau2: expected 40 test tasks from the shipped data, got " + tasks.length);
+  console.log("CJS runtime ok: wasm kernels, kit data, benchmark data");
+})().catch((e) => { console.error(e); process.exit(1); });
+`,
+);
+writeFileSync(
+  join(scratch, "runtime.mjs"),
+  `import { questworld, tau2 } from "@kiln/benchmarks";
+import { stories260KPaths } from "@kiln/kit";
+import { existsSync } from "node:fs";
+if (!existsSync(stories260KPaths().tokenizer)) throw new Error("kit: embedded tokenizer missing");
+if (tau2.loadSplitTasks("test", "v1.0").length !== 40) throw new Error("tau2 data missing from the ESM build");
+const r = await questworld.evaluateCore3({ policy: questworld.expertFactory, seeds: [1] });
+if (r.score.mean !== 30) throw new Error("questworld expert from the published build scored " + r.score.mean);
+console.log("ESM runtime ok: kit data, benchmark data, questworld");
+`,
+);
 execFileSync("node", ["check.mjs"], { cwd: scratch, stdio: "inherit" });
 execFileSync("node", ["check.cjs"], { cwd: scratch, stdio: "inherit" });
+execFileSync("node", ["runtime.cjs"], { cwd: scratch, stdio: "inherit" });
+execFileSync("node", ["runtime.mjs"], { cwd: scratch, stdio: "inherit" });
 const kilnBin = join(scratch, "node_modules", ".bin", "kiln");
 const help = execFileSync(kilnBin, ["help"], { cwd: scratch, encoding: "utf8" });
 if (!help.includes("usage: kiln")) throw new Error(`kiln binary printed unexpected help: ${help}`);
