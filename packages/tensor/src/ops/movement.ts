@@ -67,7 +67,9 @@ function permuteData(src: StorageArray, shape: readonly number[], perm: readonly
   const idx = new Array<number>(rank).fill(0);
   let base = 0;
   for (let o = 0; o < n; o += inner) {
-    for (let j = 0, s = base; j < inner; j++, s += innerStride) out[o + j] = src[s];
+    // The common attention layouts keep the last dim in place: copy it as one run.
+    if (innerStride === 1) out.set(src.subarray(base, base + inner), o);
+    else for (let j = 0, s = base; j < inner; j++, s += innerStride) out[o + j] = src[s];
     for (let d = rank - 2; d >= 0; d--) {
       idx[d]++;
       base += strides[d];
