@@ -3,12 +3,11 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { convertLlama2c } from "@kiln/hub-io";
-import { loadAdapter } from "@kiln/lora";
-import { LocalPolicy, generate, loadModel, loadTokenizer } from "@kiln/models";
+import { LocalPolicy, generate } from "@kiln/models";
 import { ProgressBar, createOpenAIServer } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "./cli-main.js";
-import { resolvePolicy } from "./policies.js";
+import { loadLocalModel, resolvePolicy } from "./policies.js";
 
 function need(args: ParsedArgs, index: number, what: string): string {
   const v = args.positional[index];
@@ -36,10 +35,7 @@ export async function runCommand(command: string, args: ParsedArgs): Promise<num
     case "generate": {
       const dir = need(args, 0, "<model-dir>");
       await backendFrom(args);
-      const model = await loadModel(dir);
-      const tokenizer = await loadTokenizer(dir);
-      const adapter = strFlag(args.flags, "adapter");
-      if (adapter) await loadAdapter(model, adapter);
+      const { model, tokenizer } = await loadLocalModel(dir, strFlag(args.flags, "adapter"));
       const prompt = strFlag(args.flags, "prompt", "Once upon a time")!;
       const temperature = Number(strFlag(args.flags, "temperature", "0"));
       const [out] = generate(model, [tokenizer.encode(prompt, { addSpecialTokens: true })], {
@@ -54,10 +50,7 @@ export async function runCommand(command: string, args: ParsedArgs): Promise<num
     case "serve": {
       const dir = need(args, 0, "<model-dir>");
       await backendFrom(args);
-      const model = await loadModel(dir);
-      const tokenizer = await loadTokenizer(dir);
-      const adapter = strFlag(args.flags, "adapter");
-      if (adapter) await loadAdapter(model, adapter);
+      const { model, tokenizer } = await loadLocalModel(dir, strFlag(args.flags, "adapter"));
       const policy = new LocalPolicy({ model, tokenizer, id: strFlag(args.flags, "model-id", dir) });
       const server = await createOpenAIServer({
         policy,

@@ -2,7 +2,7 @@
 // llama.cpp, kiln serve) or a local Hugging Face model directory (+ optional adapter).
 import { statSync } from "node:fs";
 import { loadAdapter } from "@kiln/lora";
-import { LocalPolicy, loadModel, loadTokenizer } from "@kiln/models";
+import { LocalPolicy, type Model, type Tokenizer, loadModel, loadTokenizer } from "@kiln/models";
 import { HttpPolicy, type Policy } from "@kiln/rollout";
 
 export interface PolicySpecOptions {
@@ -20,6 +20,14 @@ export class PolicySpecError extends Error {
   }
 }
 
+/** A local Hugging Face model directory with its tokenizer, optionally with a PEFT adapter attached. */
+export async function loadLocalModel(dir: string, adapter?: string): Promise<{ model: Model; tokenizer: Tokenizer }> {
+  const model = await loadModel(dir);
+  const tokenizer = await loadTokenizer(dir);
+  if (adapter) await loadAdapter(model, adapter);
+  return { model, tokenizer };
+}
+
 export async function resolvePolicy(spec: string, options: PolicySpecOptions = {}): Promise<Policy> {
   if (/^https?:\/\//.test(spec)) {
     return new HttpPolicy({ baseUrls: spec.split(","), model: options.model ?? "default" });
@@ -35,8 +43,6 @@ export async function resolvePolicy(spec: string, options: PolicySpecOptions = {
       `policy "${spec}" is neither an http(s) URL of an OpenAI-compatible server nor a model directory`,
     );
   }
-  const model = await loadModel(spec);
-  const tokenizer = await loadTokenizer(spec);
-  if (options.adapter) await loadAdapter(model, options.adapter);
+  const { model, tokenizer } = await loadLocalModel(spec, options.adapter);
   return new LocalPolicy({ model, tokenizer, id: `local:${spec}`, defaults: { maxTokens: options.maxTokens ?? 256 } });
 }

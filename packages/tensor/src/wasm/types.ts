@@ -1,21 +1,9 @@
 // Public types of the raw-array WASM kernel API (wired into the `wasm` backend by src/backends).
 
-export interface MatmulShape {
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  /** A stored [batch][k][m] instead of [batch][m][k]. */
-  transA?: boolean;
-  /** B stored [batch][n][k] instead of [batch][k][n]. */
-  transB?: boolean;
-  /** Elements between batches of A; 0 = broadcast one A to all batches. Default m*k. */
-  batchStrideA?: number;
-  /** Elements between batches of B; default k*n; 0 = broadcast. */
-  batchStrideB?: number;
-  /** out += A·B instead of out = A·B. */
-  accumulate?: boolean;
-}
+// The GEMM shape and the AdamW step constants are the backend kernel registry's own types.
+import type { AdamWStep, MatmulShape } from "../backend.js";
+
+export type { AdamWStep, MatmulShape };
 
 /**
  * Fused attention layout: q/out/dout/dq [batch][heads][tq][dim], k/v/dk/dv [batch][kvHeads][tk][dim],
@@ -120,14 +108,4 @@ export interface WasmKernelOptions {
   relaxedSimd?: boolean | "auto";
   /** Upper limit of the WebAssembly memory in MiB (default 4096, the wasm32 maximum). */
   maxMemoryMiB?: number;
-}
-
-/** Per-step AdamW constants: stepSize = lr / (1 − β1^t), bc2Sqrt = √(1 − β2^t), decay = 1 − lr·weight_decay. */
-export interface AdamWStep {
-  beta1: number;
-  beta2: number;
-  eps: number;
-  stepSize: number;
-  bc2Sqrt: number;
-  decay: number;
 }
