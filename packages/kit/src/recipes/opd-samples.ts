@@ -1,0 +1,73 @@
+// OPD data: every student turn with its sampled tokens and sampler log-probs, plus the teacher's
+// log-probs of the same tokens (Tinker train_on_policy: the teacher scores the student's sequence;
+// numerics.md §4 "Advantage" steps 1–2).
+import type { Message, Policy, TokenScores, ToolSchema, Trajectory } from "@kiln/rollout";
+import { messagesBeforeTurn } from "@kiln/rollout";
+import { RecipeError } from "./errors.js";
+import { withSystemNote } from "./system-note.js";
+
+export interface OpdSample {
+  episodeId: string;
+  turn: number;
+  promptIds: number[];
+  completionIds: number[];
+  /** log q(y_t) recorded by the sampler. */
+  samplerLogps: number[];
+  /** log p_teacher(y_t) of the same tokens. */
+  teacherLogps: number[];
+}
+
+/**
+ * Teacher-score every turn that carries tokens and sampler log-probs (run the student with
+ * `params.logprobs: true`). Turns without them are skipped and counted.
+ */
+export async function scoreWithTeacher(
+  trajectories: readonly Trajectory[],
+  teacher: Policy,
+  options: { onTurn?: () => void } = {},
+): Promise<{ samples: OpdSample[]; skipped: number }> {
+  if (!teacher.score) throw new RecipeError(`OPD teacher "${teacher.id}" has no score(): it cannot score tokens`);
+  const samples: OpdSample[] = [];
+  let skipped = 0;
+  for (const traj of trajectories) {
+    for (const turn of traj.turns) {
+      const ids = turn.completionTokenIds;
+      if (!turn.promptTokenIds || !ids || !turn.logprobs || ids.length === 0 || turn.logprobs.length !== ids.length) {
+        skipped++;
+        continue;
+      }
+      const scores: TokenScores = await teacher.score(messagesBeforeTurn(traj, turn.index), ids, traj.tools);
+      if (scores.logprobs.length !== ids.length)
+        throw new RecipeError(
+          `OPD teacher "${teacher.id}" returned ${scores.logprobs.length} log-probs for ${ids.length} tokens (${traj.episodeId} turn ${turn.index})`,
+        );
+      samples.push({
+        episodeId: traj.episodeId,
+        turn: turn.index,
+        promptIds: [...turn.promptTokenIds],
+        completionIds: [...ids],
+        samplerLogps: [...turn.logprobs],
+        teacherLogps: [...scores.logprobs],
+      });
+      options.onTurn?.();
+    }
+  }
+  return { samples, skipped };
+}
+
+/**
+ * A scaffolded teacher: the same policy scoring with `scaffold` added to the system prompt
+ * (prepended as a system message when there is none). Its advantage then says how much more
+ * the scaffolded model likes the student's tokens.
+ */
+export function scaffoldedTeacher(policy: Policy, scaffold: string, id = `${policy.id}+scaffold`): Policy {
+  const withScaffold = (messages: Message[]): Message[] => withSystemNote(messages, scaffold);
+  return {
+    id,
+    generate: (messages, tools, params) => policy.generate(withScaffold(messages), tools, params),
+    score: policy.score
+      ? (messages: Message[], completion: string | number[], tools?: ToolSchema[]) =>
+          policy.score!(messages.length === 0 ? messages : withScaffold(messages), completion, tools)
+      : undefined,
+  };
+}

@@ -1,0 +1,82 @@
+// One OPD update: learner log-probs of the sampled tokens (with gradient), then @kiln/losses'
+// opdLoss — advantage −λ(log q − log p_teacher), clamped to ±c, turn-weighted, and the
+// PPO-clipped importance-sampled objective (numerics.md §4 "Objectives").
+import { opdLoss, tokenLogProbs } from "@kiln/losses";
+import type { Model } from "@kiln/models";
+import { Tensor, reshape } from "@kiln/tensor";
+import type { OpdSample } from "./opd-samples.js";
+
+export interface OpdObjectiveOptions {
+  /** Advantage clamp c (project choice, numerics.md §4 "Advantage clamp"; the seed used 3). */
+  clamp?: number;
+  /** Weight of the first `earlyTurns` turns' tokens (default 1.5 for turn 0). */
+  earlyTurnWeight?: number;
+  earlyTurns?: number;
+  objective?: "importance_sampling" | "ppo" | "cispo";
+  clipLow?: number;
+  clipHigh?: number;
+  klCoef?: number;
+  /** "mean" over tokens (default here, so lr does not scale with batch length) or Tinker's "sum". */
+  reduction?: "sum" | "mean";
+}
+
+export function turnWeights(options: OpdObjectiveOptions): number[] {
+  return Array.from({ length: options.earlyTurns ?? 1 }, () => options.earlyTurnWeight ?? 1.5);
+}
+
+/** Inputs of opdLoss for a micro-batch of samples: right-padded rows, per-token arrays. */
+export function opdBatch(samples: readonly OpdSample[], padId = 0) {
+  const B = samples.length;
+  const T = Math.max(...samples.map((s) => s.promptIds.length + s.completionIds.length));
+  const ids = new Int32Array(B * T).fill(padId);
+  const attention = new Int32Array(B * T);
+  const targets = new Int32Array(B * T).fill(-100);
+  const sampler = new Float32Array(B * T);
+  const teacher = new Float32Array(B * T);
+  const mask = new Float32Array(B * T);
+  const turn = new Float32Array(B * T);
+  samples.forEach((s, b) => {
+    const seq = [...s.promptIds, ...s.completionIds];
+    ids.set(seq, b * T);
+    attention.fill(1, b * T, b * T + seq.length);
+    // Row t of the logits predicts token t+1: completion token j sits at P+j, scored by row P+j−1.
+    const P = s.promptIds.length;
+    s.completionIds.forEach((id, j) => {
+      const r = b * T + P + j - 1;
+      targets[r] = id;
+      sampler[r] = s.samplerLogps[j];
+      teacher[r] = s.teacherLogps[j];
+      mask[r] = 1;
+      turn[r] = s.turn;
+    });
+  });
+  return { B, T, ids, attention, targets, sampler, teacher, mask, turn };
+}
+
+/** OPD loss of a micro-batch (gradient flows to whatever trainable tensors the model uses). */
+export function opdBatchLoss(model: Model, samples: readonly OpdSample[], options: OpdObjectiveOptions = {}) {
+  const b = opdBatch(samples);
+  const logits = model.forward(new Tensor(b.ids, [b.B, b.T], "i32"), {
+    attentionMask: new Tensor(b.attention, [b.B, b.T], "i32"),
+  });
+  const V = logits.shape[2];
+  const policyLogps = tokenLogProbs(reshape(logits, [b.B * b.T, V]), new Tensor(b.targets, [b.B * b.T], "i32"));
+  return opdLoss(
+    {
+      policyLogps,
+      samplerLogps: new Tensor(b.sampler, [b.B * b.T]),
+      teacherLogps: new Tensor(b.teacher, [b.B * b.T]),
+      mask: b.mask,
+      turnIndex: b.turn,
+    },
+    {
+      clamp: options.clamp ?? 3,
+      turnWeights: turnWeights(options),
+      objective: options.objective ?? "ppo",
+      clipLow: options.clipLow,
+      clipHigh: options.clipHigh,
+      klCoef: options.klCoef,
+      reduction: options.reduction ?? "mean",
+    },
+  );
+}
