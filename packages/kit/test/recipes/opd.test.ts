@@ -1,0 +1,121 @@
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { verifyManifest } from "@kiln/hub-io";
+import { attachLora } from "@kiln/lora";
+import { LocalPolicy } from "@kiln/models";
+import { type Policy, runEpisodes } from "@kiln/rollout";
+import { backward, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type OpdSample, scaffoldedTeacher, scoreWithTeacher } from "../../src/recipes/opd-samples.js";
+import { opdBatchLoss } from "../../src/recipes/opd-update.js";
+import { runOpdRounds, trainOpd } from "../../src/recipes/opd.js";
+import { makeEnv, setup, tmpRoot } from "./helpers.js";
+
+const root = tmpRoot();
+beforeAll(async () => {
+  await initBackend("wasm", { threads: 1 });
+});
+afterAll(() => {
+  setBackend("js");
+  disposeWasmBackend();
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function studentRollouts(seed: number) {
+  const s = setup(seed);
+  const adapter = attachLora(s.model, { r: 8, alpha: 8, targetModules: "all-linear", seed });
+  const policy = new LocalPolicy({ model: s.model, tokenizer: s.tokenizer, chatTemplate: s.template, defaults: { temperature: 1, maxTokens: 10, logprobs: true } });
+  const r = await runEpisodes({ makeEnv, policy, episodes: 2, baseSeed: seed, limits: { maxTurns: 2 }, concurrency: 1 });
+  return { ...s, adapter, policy, trajectories: r.trajectories };
+}
+
+describe("OPD rounds on a tiny random Qwen3", () => {
+  it("a teacher that prefers the sampled tokens gives positive advantages", async () => {
+    const { model, trajectories } = await studentRollouts(11);
+    // This teacher is certain of every token the student sampled: log p_teacher = 0.
+    const sure: Policy = {
+      id: "sure",
+      generate: () => Promise.reject(new Error("unused")),
+      score: async (_m, completion) => ({ tokenIds: completion as number[], logprobs: (completion as number[]).map(() => 0) }),
+    };
+    const { samples } = await scoreWithTeacher(trajectories, sure);
+    expect(samples.length).toBe(4);
+    const out = opdBatchLoss(model, samples, { clamp: 3, earlyTurnWeight: 1.5 });
+    expect(out.metrics["advantage/min"]).toBeGreaterThan(0);
+    expect(out.metrics.teacher_kl).toBeLessThan(0);
+    // Early-turn weight: turn-0 advantages reach 1.5 × the clamp.
+    expect(out.metrics["advantage/max"]).toBeLessThanOrEqual(4.5 + 1e-6);
+    // An unsure teacher (log p = −20 everywhere) gives negative, clamped advantages.
+    const unsure = samples.map((s): OpdSample => ({ ...s, teacherLogps: s.teacherLogps.map(() => -20) }));
+    const neg = opdBatchLoss(model, unsure, { clamp: 3 });
+    expect(neg.metrics["advantage/max"]).toBeLessThan(0);
+    expect(neg.metrics["advantage/min"]).toBeCloseTo(-4.5, 5);
+  });
+
+  it("with policy = teacher the advantages and the LoRA gradient vanish", async () => {
+    const { model, adapter, policy, trajectories } = await studentRollouts(12);
+    // The teacher is the student itself (same weights, same template), scoring the same tokens.
+    const { samples } = await scoreWithTeacher(trajectories, policy);
+    for (const s of samples) for (let j = 0; j < s.samplerLogps.length; j++) expect(s.teacherLogps[j]).toBeCloseTo(s.samplerLogps[j], 3);
+    const out = opdBatchLoss(model, samples, { clamp: 3 });
+    backward(out.loss);
+    let gradSq = 0;
+    for (const p of adapter.parameters()) for (const g of p.grad!.data as Float32Array) gradSq += g * g;
+    expect(Math.abs(out.metrics["advantage/mean"])).toBeLessThan(1e-3);
+    expect(Math.sqrt(gradSq)).toBeLessThan(1e-3);
+
+    // Contrast: a different teacher (another random model) gives a clearly non-zero gradient.
+    const other = setup(99);
+    const teacher = new LocalPolicy({ model: other.model, tokenizer: other.tokenizer, chatTemplate: other.template });
+    const scored = await scoreWithTeacher(trajectories, teacher);
+    for (const p of adapter.parameters()) p.grad = null;
+    backward(opdBatchLoss(model, scored.samples, { clamp: 3 }).loss);
+    let otherSq = 0;
+    for (const p of adapter.parameters()) for (const g of p.grad!.data as Float32Array) otherSq += g * g;
+    expect(Math.sqrt(otherSq)).toBeGreaterThan(100 * Math.sqrt(gradSq));
+  });
+
+  it("the PPO-clipped IS loss decreases on a fixed teacher-scored batch", async () => {
+    const { model, adapter, trajectories } = await studentRollouts(13);
+    const other = setup(98);
+    const teacher = new LocalPolicy({ model: other.model, tokenizer: other.tokenizer, chatTemplate: other.template });
+    const { samples } = await scoreWithTeacher(trajectories, teacher);
+    const h = trainOpd(model, adapter.parameters(), samples, { steps: 6, lr: 3e-3, batchSize: 4, clamp: 3, objective: "ppo" });
+    expect(h[h.length - 1].loss).toBeLessThan(h[0].loss);
+  });
+
+  it("runOpdRounds chains fresh LoRAs over rounds and writes a verified run directory", async () => {
+    const { model, codec } = setup(14);
+    const res = await runOpdRounds({
+      model,
+      codec,
+      makeEnv,
+      // Teacher: the same model with a scaffold prompt.
+      teacher: (student) => scaffoldedTeacher(student, "Hint: bisect the range and call guess."),
+      rounds: 2,
+      episodesPerRound: 1,
+      starts: () => [{ id: "wall", seed: 5, state: { secret: 40, low: 30, high: 50, guesses: [20, 60], solved: false } }],
+      lora: { r: 8, alpha: 8 },
+      train: { steps: 2, lr: 1e-3, batchSize: 2 },
+      params: { maxTokens: 8 },
+      limits: { maxTurns: 2 },
+      evalEpisodes: 1,
+      out: root,
+      name: "opd",
+      progress: false,
+      log: () => {},
+    });
+    expect(res.rounds.map((r) => r.round)).toEqual([1, 2]);
+    expect(res.rounds.every((r) => r.samples >= 2 && Number.isFinite(r.teacherKlFirst))).toBe(true);
+    expect((await verifyManifest(res.runDir)).ok).toBe(true);
+    for (const f of ["rollouts/round-1.jsonl.gz", "rollouts/round-2.jsonl.gz", "checkpoints/step-2/adapter_config.json", "checkpoints/step-4/adapter_model.safetensors"])
+      expect(existsSync(join(res.runDir, f)), f).toBe(true);
+    const cfg = JSON.parse(readFileSync(join(res.runDir, "checkpoints/step-4/adapter_config.json"), "utf8"));
+    expect(cfg.r).toBe(8);
+    expect(cfg.use_rslora).toBe(false);
+    const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(metrics.filter((m) => m.phase === "opd").length).toBe(4);
+    // After the last round no adapter is left attached: the model is the merged one.
+    expect(model.namedLinears().every(([, l]) => l.adapters.length === 0)).toBe(true);
+  });
+});
