@@ -18,7 +18,7 @@ export async function expertEpisodes(count: number, baseSeed = 0, malformedRate 
   return r.trajectories;
 }
 
-export function setup(seed = 0) {
-  const chat = tinyChat({ seed });
+export function setup(seed = 0, std?: number) {
+  const chat = tinyChat({ seed, std });
   return { ...chat, codec: { tokenizer: chat.tokenizer, template: chat.template } };
 }
