@@ -18,6 +18,14 @@ commands:
   eval clem run --model NAME [--model NAME2] --base-url URL [--games wordle,taboo] [--results DIR]
   eval clem score RESULTS_DIR
         (serve a local model for tau2/clem with: kiln serve <model-dir>)
+  arp [--source-episodes 8] [--sft-steps 20] [--dpo-steps 20] [--student-episodes 4] [--k 4] [--scale 0.85]
+        ARP on guess-number: success-only SFT from a bisecting expert, turn-local + branch DPO, s-scaled fp32 merge
+  opd [--env questworld|guess-number] [--rounds 2] [--episodes 2] [--steps 8] [--teacher MODEL_DIR | --scaffold TEXT]
+        on-policy distillation rounds (fresh LoRA r=64 α=64 per round, merged), wall-state starts, Core-3
+  oel [--tasks 4] [--steps 10] [--trials 2]
+        deploy without memory, consolidate with the memory in the teacher prompt (full KL), merge, pass^k ± SE
+        (arp/opd/oel also take --model DIR --out DIR --name NAME --seed N --backend wasm|js --max-tokens N --max-turns N;
+         without --model they train a random tiny Qwen3 with a character tokenizer: a pipeline check, not a benchmark)
   help`;
 
 export interface ParsedArgs {
@@ -97,6 +105,12 @@ export async function main(argv: string[]): Promise<number> {
       case "serve": {
         const { runCommand } = await import("./commands.js");
         return await runCommand(command, args);
+      }
+      case "arp":
+      case "opd":
+      case "oel": {
+        const { runRecipeCommand } = await import("./recipes/cli-recipes.js");
+        return await runRecipeCommand(command, args);
       }
       default:
         console.error(`kiln: unknown command "${command}". Run "kiln help".`);

@@ -19,10 +19,23 @@ import {
 } from "@kiln/rollout";
 import { RunDir } from "../run-dir.js";
 import { trainSft } from "../sft-trainer.js";
-import { type ChatCodec, type Conversation, type PreferenceExample, conversationBatch, preferenceBatch } from "./batches.js";
+import {
+  type ChatCodec,
+  type Conversation,
+  type PreferenceExample,
+  conversationBatch,
+  preferenceBatch,
+} from "./batches.js";
 import { diagnoseTrajectory, turnLocalPairs, type RepairFn } from "./diagnose.js";
 import { trainDpo } from "./dpo-trainer.js";
-import { type EpisodeEval, type RecipeIo, evaluateEpisodes, progressBar, saveCheckpoint, writeRollouts } from "./recipe-run.js";
+import {
+  type EpisodeEval,
+  type RecipeIo,
+  evaluateEpisodes,
+  progressBar,
+  saveCheckpoint,
+  writeRollouts,
+} from "./recipe-run.js";
 import { successOnlySftSet } from "./sft-set.js";
 
 export interface LoraSettings {
@@ -127,15 +140,38 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   const run = await RunDir.create(
     options.out ?? "runs",
     options.name ?? "arp",
-    { recipe: "arp", lora, sft, dpo, scale, capPerEnv: options.capPerEnv ?? 64, params, limits, maxChars: options.maxChars ?? 400, branch: options.branch ?? {} },
+    {
+      recipe: "arp",
+      lora,
+      sft,
+      dpo,
+      scale,
+      capPerEnv: options.capPerEnv ?? 64,
+      params,
+      limits,
+      maxChars: options.maxChars ?? 400,
+      branch: options.branch ?? {},
+    },
     { seeds: { lora: seed, sampling: seed } },
   );
   log(`[kiln arp] run directory: ${run.path}`);
-  const policy = new LocalPolicy({ id: "arp-student", model, tokenizer: codec.tokenizer, chatTemplate: codec.template, defaults: params });
+  const policy = new LocalPolicy({
+    id: "arp-student",
+    model,
+    tokenizer: codec.tokenizer,
+    chatTemplate: codec.template,
+    defaults: params,
+  });
   const evaluate =
     options.evaluate ??
     (async (p: Policy, phase: string) => {
-      const r = await evaluateEpisodes({ makeEnv: options.makeEnv, policy: p, episodes: options.evalEpisodes ?? 4, params: { ...params, temperature: 0 }, limits });
+      const r = await evaluateEpisodes({
+        makeEnv: options.makeEnv,
+        policy: p,
+        episodes: options.evalEpisodes ?? 4,
+        params: { ...params, temperature: 0 },
+        limits,
+      });
       await writeRollouts(run, `eval-${phase}.jsonl.gz`, r.trajectories);
       return r.summary as unknown as Record<string, number>;
     });
@@ -149,7 +185,9 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   const sftSet: Conversation[] = successOnlySftSet(options.sourceTrajectories, { capPerEnv: options.capPerEnv ?? 64 });
   const adapter = attachLora(model, { ...lora, targetModules: lora.targetModules ?? "all-linear", seed, name: "arp" });
   const counts = parameterReport(model, [adapter]);
-  log(`[kiln arp] LoRA r=${lora.r} α=${lora.alpha}: ${counts.trainable} trainable params; SFT set ${sftSet.length} episodes`);
+  log(
+    `[kiln arp] LoRA r=${lora.r} α=${lora.alpha}: ${counts.trainable} trainable params; SFT set ${sftSet.length} episodes`,
+  );
   let sftLoss: ArpResult["sftLoss"] = null;
   let step = 0;
   if (sftSet.length > 0 && sft.steps > 0) {
@@ -191,14 +229,29 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     maxChars: options.maxChars ?? 400,
     repair: options.repair,
   });
-  run.logMetrics({ phase: "diagnose", diagnosed: turn.diagnosed.length, pairs: turn.pairs.length, unpaired: turn.unpaired, ...turn.byMode });
-  log(`[kiln arp] diagnosed ${turn.diagnosed.length} failing turns (${JSON.stringify(turn.byMode)}), ${turn.pairs.length} turn-local pairs`);
+  run.logMetrics({
+    phase: "diagnose",
+    diagnosed: turn.diagnosed.length,
+    pairs: turn.pairs.length,
+    unpaired: turn.unpaired,
+    ...turn.byMode,
+  });
+  log(
+    `[kiln arp] diagnosed ${turn.diagnosed.length} failing turns (${JSON.stringify(turn.byMode)}), ${turn.pairs.length} turn-local pairs`,
+  );
 
   // (c) Branch-DPO pairs from the current policy.
   let branch: PreferencePair[] = [];
   if (options.branch !== false) {
     const forks = student.slice(0, options.branch?.maxTrajectories ?? 2);
-    branch = await branchDpoPairs({ trajectories: forks, makeEnv: options.makeEnv, policy, k: options.branch?.k ?? 4, params, limits });
+    branch = await branchDpoPairs({
+      trajectories: forks,
+      makeEnv: options.makeEnv,
+      policy,
+      k: options.branch?.k ?? 4,
+      params,
+      limits,
+    });
     log(`[kiln arp] branch-DPO: ${branch.length} pairs from ${forks.length} forks`);
   }
   const pairs: PreferenceExample[] = [
@@ -207,7 +260,13 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   ];
   await run.writeJson("pairs.json", {
     turnLocal: turn.pairs.map((p) => ({ source: p.source, chosen: p.chosen, rejected: p.rejected })),
-    branch: branch.map((p) => ({ source: p.source, chosenScore: p.chosenScore, rejectedScore: p.rejectedScore, chosen: p.chosen, rejected: p.rejected })),
+    branch: branch.map((p) => ({
+      source: p.source,
+      chosenScore: p.chosenScore,
+      rejectedScore: p.rejectedScore,
+      chosen: p.chosen,
+      rejected: p.rejected,
+    })),
   });
 
   // DPO on the same LoRA; the reference is the adapter-off model.
@@ -233,15 +292,40 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
 
   // (d) Preserve: training-free delta scaling s, fp32 merge.
   const report = mergeAdapter(adapter, { scale, dtype: "f32", keepOriginal: false });
-  run.logMetrics({ phase: "merge", scale, mean_bf16_delta_loss: report.meanBf16DeltaLoss, max_bf16_delta_loss: report.maxBf16DeltaLoss });
+  run.logMetrics({
+    phase: "merge",
+    scale,
+    mean_bf16_delta_loss: report.meanBf16DeltaLoss,
+    max_bf16_delta_loss: report.maxBf16DeltaLoss,
+  });
   log(`[kiln arp] merged with s=${scale} in fp32`);
 
   const after = await evaluate(policy, "after");
   run.logMetrics({ phase: "eval", when: "after", ...after });
-  await run.writeJson("summary.json", { sftSize: sftSet.length, sftLoss, turnPairs: turn.pairs.length, branchPairs: branch.length, dpoMargins, before, after, meanBf16DeltaLoss: report.meanBf16DeltaLoss });
+  await run.writeJson("summary.json", {
+    sftSize: sftSet.length,
+    sftLoss,
+    turnPairs: turn.pairs.length,
+    branchPairs: branch.length,
+    dpoMargins,
+    before,
+    after,
+    meanBf16DeltaLoss: report.meanBf16DeltaLoss,
+  });
   const files = await run.finalize();
   log(`[kiln arp] wrote SHA256SUMS over ${files} files`);
-  return { runDir: run.path, sftSize: sftSet.length, sftLoss, turnPairs: turn.pairs.length, branchPairs: branch.length, dpoMargins, before, after, meanBf16DeltaLoss: report.meanBf16DeltaLoss, adapter };
+  return {
+    runDir: run.path,
+    sftSize: sftSet.length,
+    sftLoss,
+    turnPairs: turn.pairs.length,
+    branchPairs: branch.length,
+    dpoMargins,
+    before,
+    after,
+    meanBf16DeltaLoss: report.meanBf16DeltaLoss,
+    adapter,
+  };
 }
 
 export type { EpisodeEval };

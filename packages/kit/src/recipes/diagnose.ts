@@ -15,13 +15,7 @@
 //    plain-text reply cut at the last word boundary within `maxChars`; nothing for others),
 //    kept only if it diagnoses clean.
 // Turns with no chosen reply are skipped (counted in `unpaired`).
-import {
-  type Message,
-  type Trajectory,
-  type TurnRecord,
-  cloneMessage,
-  messagesBeforeTurn,
-} from "@kiln/rollout";
+import { type Message, type Trajectory, type TurnRecord, cloneMessage, messagesBeforeTurn } from "@kiln/rollout";
 import type { PreferenceExample } from "./batches.js";
 
 export type FailureMode = "repeat" | "length" | "invalid_tool_call";
@@ -125,7 +119,8 @@ export function turnLocalPairs(
       let chosen: Message | null = null;
       let chosenFrom: "reference" | "repair" = "reference";
       for (const ref of references) {
-        if (ref.environment.id !== traj.environment.id || ref.seed !== traj.seed || ref.turns.length <= d.turn) continue;
+        if (ref.environment.id !== traj.environment.id || ref.seed !== traj.seed || ref.turns.length <= d.turn)
+          continue;
         if (!samePrefix(messagesBeforeTurn(ref, d.turn), prompt)) continue;
         if (diagnoseTurn(ref, d.turn, options).length > 0) continue;
         if (replyKey(ref.turns[d.turn].message) === replyKey(failing.message)) continue;
@@ -137,7 +132,10 @@ export function turnLocalPairs(
         if (repaired && replyKey(repaired) !== replyKey(failing.message)) {
           const probe = {
             ...traj,
-            turns: [...traj.turns.slice(0, d.turn), { ...failing, message: repaired, toolCallIssues: [], finishReason: "stop" as const }],
+            turns: [
+              ...traj.turns.slice(0, d.turn),
+              { ...failing, message: repaired, toolCallIssues: [], finishReason: "stop" as const },
+            ],
           };
           if (diagnoseTurn(probe, d.turn, options).length === 0) {
             chosen = repaired;

@@ -36,7 +36,10 @@ export function dpoBatchLoss(model: Model, adapter: LoraAdapter, batch: Preferen
       inputIds: batch.inputIds,
       completionMask: batch.completionMask,
       reference: {
-        logits: () => adapter.withDisabled(() => noGrad(() => model.forward(batch.inputIds, { attentionMask: batch.attentionMask }))),
+        logits: () =>
+          adapter.withDisabled(() =>
+            noGrad(() => model.forward(batch.inputIds, { attentionMask: batch.attentionMask })),
+          ),
       },
     },
     options,

@@ -107,8 +107,14 @@ export function consolidationLoss(
   options: ConsolidateOptions = {},
   padId = 0,
 ) {
-  const s = padded(samples.map((x) => [...x.studentPromptIds, ...x.completionIds]), padId);
-  const t = padded(samples.map((x) => [...x.teacherPromptIds, ...x.completionIds]), padId);
+  const s = padded(
+    samples.map((x) => [...x.studentPromptIds, ...x.completionIds]),
+    padId,
+  );
+  const t = padded(
+    samples.map((x) => [...x.teacherPromptIds, ...x.completionIds]),
+    padId,
+  );
   const studentLogits = model.forward(s.ids, { attentionMask: s.attention });
   const teacher = noGrad(() => teacherLogits(t.ids, t.attention));
   const V = studentLogits.shape[2];
@@ -158,9 +164,21 @@ export async function passHatKEval(options: {
   limits?: EpisodeLimits;
 }): Promise<{ summary: tau2.PassHatKSummary; trajectories: Trajectory[] }> {
   const specs = options.tasks.flatMap((task) =>
-    Array.from({ length: options.trials }, (_, i) => ({ id: `${task.id}#${i}`, seed: task.seed + 7919 * i, state: task.state, metadata: { task: task.id } })),
+    Array.from({ length: options.trials }, (_, i) => ({
+      id: `${task.id}#${i}`,
+      seed: task.seed + 7919 * i,
+      state: task.state,
+      metadata: { task: task.id },
+    })),
   );
-  const r = await runEpisodes({ makeEnv: options.makeEnv, policy: options.policy, episodes: specs, params: options.params, limits: options.limits, concurrency: 1 });
+  const r = await runEpisodes({
+    makeEnv: options.makeEnv,
+    policy: options.policy,
+    episodes: specs,
+    params: options.params,
+    limits: options.limits,
+    concurrency: 1,
+  });
   const outcomes = r.trajectories.map((t) => ({
     taskId: String(t.metadata.task ?? t.episodeId.split("#")[0]),
     reward: t.outcome.score,
@@ -170,7 +188,12 @@ export async function passHatKEval(options: {
 }
 
 function flatPassK(s: tau2.PassHatKSummary): Record<string, number> {
-  const out: Record<string, number> = { tasks: s.numTasks, simulations: s.numSimulations, avg_reward: s.avgReward, avg_reward_se: s.avgRewardStderr };
+  const out: Record<string, number> = {
+    tasks: s.numTasks,
+    simulations: s.numSimulations,
+    avg_reward: s.avgReward,
+    avg_reward_se: s.avgRewardStderr,
+  };
   for (const p of s.passHatK) {
     out[`pass^${p.k}`] = p.value;
     out[`pass^${p.k}_se`] = p.stderr;
@@ -200,15 +223,37 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
   const run = await RunDir.create(
     options.out ?? "runs",
     options.name ?? "oel",
-    { recipe: "oel", lora, consolidate: cons, scale: options.scale ?? 1, params, limits, tasks: options.tasks.map((t) => t.id), evalTrials: trials },
+    {
+      recipe: "oel",
+      lora,
+      consolidate: cons,
+      scale: options.scale ?? 1,
+      params,
+      limits,
+      tasks: options.tasks.map((t) => t.id),
+      evalTrials: trials,
+    },
     { seeds: { lora: seed, sampling: seed } },
   );
   log(`[kiln oel] run directory: ${run.path}`);
-  const student = new LocalPolicy({ id: "oel-student", model, tokenizer: codec.tokenizer, chatTemplate: codec.template, defaults: params });
+  const student = new LocalPolicy({
+    id: "oel-student",
+    model,
+    tokenizer: codec.tokenizer,
+    chatTemplate: codec.template,
+    defaults: params,
+  });
   const evaluate =
     options.evaluate ??
     (async (p: Policy, phase: string) => {
-      const r = await passHatKEval({ makeEnv: options.makeEnv, policy: p, tasks: options.tasks, trials, params: { ...params, temperature: 0.7 }, limits });
+      const r = await passHatKEval({
+        makeEnv: options.makeEnv,
+        policy: p,
+        tasks: options.tasks,
+        trials,
+        params: { ...params, temperature: 0.7 },
+        limits,
+      });
       await writeRollouts(run, `eval-${phase}.jsonl.gz`, r.trajectories);
       return flatPassK(r.summary);
     });
@@ -236,7 +281,8 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
   const params_ = adapter.parameters();
   const opt = new AdamW(params_, { lr: cons.lr });
   const bar = progressBar(options, "OEL consolidate", cons.steps);
-  const teacher = (ids: Tensor, attention: Tensor) => adapter.withDisabled(() => model.forward(ids, { attentionMask: attention }));
+  const teacher = (ids: Tensor, attention: Tensor) =>
+    adapter.withDisabled(() => model.forward(ids, { attentionMask: attention }));
   const pad = codec.tokenizer.padTokenId ?? 0;
   const bs = Math.min(cons.batchSize ?? 4, samples.length);
   const history: { step: number; loss: number; grad_norm: number; num_tokens: number }[] = [];
@@ -255,15 +301,28 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
   }
   adapter.train(false);
   bar.finish();
-  await saveCheckpoint(run, cons.steps, adapter, { global_step: cons.steps, samples: samples.length, log_history: history });
+  await saveCheckpoint(run, cons.steps, adapter, {
+    global_step: cons.steps,
+    samples: samples.length,
+    log_history: history,
+  });
   const report = mergeAdapter(adapter, { scale: options.scale ?? 1, dtype: "f32", keepOriginal: false });
   run.logMetrics({ phase: "merge", scale: options.scale ?? 1, mean_bf16_delta_loss: report.meanBf16DeltaLoss });
 
   const after = await evaluate(student, "after");
   run.logMetrics({ phase: "eval", when: "after", ...after });
-  const result: OelResult = { runDir: run.path, samples: samples.length, lossFirst: history[0]?.loss ?? Number.NaN, lossLast: history[history.length - 1]?.loss ?? Number.NaN, before, after };
+  const result: OelResult = {
+    runDir: run.path,
+    samples: samples.length,
+    lossFirst: history[0]?.loss ?? Number.NaN,
+    lossLast: history[history.length - 1]?.loss ?? Number.NaN,
+    before,
+    after,
+  };
   await run.writeJson("summary.json", result);
   const files = await run.finalize();
-  log(`[kiln oel] consolidation loss ${result.lossFirst.toFixed(4)} → ${result.lossLast.toFixed(4)}; SHA256SUMS over ${files} files`);
+  log(
+    `[kiln oel] consolidation loss ${result.lossFirst.toFixed(4)} → ${result.lossLast.toFixed(4)}; SHA256SUMS over ${files} files`,
+  );
   return result;
 }

@@ -107,11 +107,21 @@ export interface OpdRoundResult {
   eval: Record<string, number>;
 }
 
-export async function runOpdRounds(options: OpdOptions): Promise<{ runDir: string; rounds: OpdRoundResult[]; baseline: Record<string, number> }> {
+export async function runOpdRounds(
+  options: OpdOptions,
+): Promise<{ runDir: string; rounds: OpdRoundResult[]; baseline: Record<string, number> }> {
   const log = options.log ?? ((line: string) => console.error(line));
   const { model, codec } = options;
   const lora = options.lora ?? { r: 64, alpha: 64, dropout: 0, useRslora: false };
-  const train: OpdTrainConfig = { steps: 8, lr: 1e-3, batchSize: 4, clamp: 3, earlyTurnWeight: 1.5, objective: "ppo", ...options.train };
+  const train: OpdTrainConfig = {
+    steps: 8,
+    lr: 1e-3,
+    batchSize: 4,
+    clamp: 3,
+    earlyTurnWeight: 1.5,
+    objective: "ppo",
+    ...options.train,
+  };
   const rounds = options.rounds ?? 2;
   const seed = options.seed ?? 0;
   const params: GenerateParams = { temperature: 1, maxTokens: 64, ...options.params, logprobs: true };
@@ -119,16 +129,37 @@ export async function runOpdRounds(options: OpdOptions): Promise<{ runDir: strin
   const run = await RunDir.create(
     options.out ?? "runs",
     options.name ?? "opd",
-    { recipe: "opd", lora, train, rounds, episodesPerRound: options.episodesPerRound ?? 4, scale: options.scale ?? 1, params, limits },
+    {
+      recipe: "opd",
+      lora,
+      train,
+      rounds,
+      episodesPerRound: options.episodesPerRound ?? 4,
+      scale: options.scale ?? 1,
+      params,
+      limits,
+    },
     { seeds: { lora: seed, sampling: seed } },
   );
   log(`[kiln opd] run directory: ${run.path}`);
-  const student = new LocalPolicy({ id: "opd-student", model, tokenizer: codec.tokenizer, chatTemplate: codec.template, defaults: params });
+  const student = new LocalPolicy({
+    id: "opd-student",
+    model,
+    tokenizer: codec.tokenizer,
+    chatTemplate: codec.template,
+    defaults: params,
+  });
   const teacher = typeof options.teacher === "function" ? options.teacher(student) : options.teacher;
   const evaluate =
     options.evaluate ??
     (async (p: Policy, round: number) => {
-      const r = await evaluateEpisodes({ makeEnv: options.makeEnv, policy: p, episodes: options.evalEpisodes ?? 4, params: { ...params, temperature: 0 }, limits });
+      const r = await evaluateEpisodes({
+        makeEnv: options.makeEnv,
+        policy: p,
+        episodes: options.evalEpisodes ?? 4,
+        params: { ...params, temperature: 0 },
+        limits,
+      });
       await writeRollouts(run, `eval-round-${round}.jsonl.gz`, r.trajectories);
       return r.summary as unknown as Record<string, number>;
     });
@@ -172,7 +203,13 @@ export async function runOpdRounds(options: OpdOptions): Promise<{ runDir: strin
     });
     bar.finish();
     step += train.steps;
-    await saveCheckpoint(run, step, adapter, { global_step: step, round, samples: samples.length, skipped, log_history: history });
+    await saveCheckpoint(run, step, adapter, {
+      global_step: step,
+      round,
+      samples: samples.length,
+      skipped,
+      log_history: history,
+    });
     await chain.advance({ scale: options.scale ?? 1 });
     const ev = await evaluate(student, round);
     run.logMetrics({ phase: "eval", round, ...ev });
@@ -186,7 +223,9 @@ export async function runOpdRounds(options: OpdOptions): Promise<{ runDir: strin
       eval: ev,
     };
     results.push(r);
-    log(`[kiln opd] round ${round}: ${samples.length} turns, teacher_kl ${r.teacherKlFirst.toFixed(3)}, loss ${r.lossFirst.toFixed(4)} → ${r.lossLast.toFixed(4)}, eval ${JSON.stringify(ev)}`);
+    log(
+      `[kiln opd] round ${round}: ${samples.length} turns, teacher_kl ${r.teacherKlFirst.toFixed(3)}, loss ${r.lossFirst.toFixed(4)} → ${r.lossLast.toFixed(4)}, eval ${JSON.stringify(ev)}`,
+    );
   }
   // The chain attached a fresh (zero-B, identity) adapter after the last merge; drop it.
   chain.current.detach();

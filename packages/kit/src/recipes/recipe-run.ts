@@ -12,7 +12,7 @@ import {
   TrajectoryWriter,
   runEpisodes,
 } from "@kiln/rollout";
-import { RunDir } from "../run-dir.js";
+import type { RunDir } from "../run-dir.js";
 import { isSuccessful } from "./sft-set.js";
 
 export interface RecipeIo {
@@ -71,7 +71,13 @@ function meanSe(xs: number[]): [number, number] {
 export function summarizeEpisodes(trajectories: readonly Trajectory[]): EpisodeEval {
   const [success, successSe] = meanSe(trajectories.map((t) => (isSuccessful(t) ? 1 : 0)));
   const [score, scoreSe] = meanSe(trajectories.map((t) => t.outcome.score));
-  return { episodes: trajectories.length, success_rate: success, success_se: successSe, mean_score: score, score_se: scoreSe };
+  return {
+    episodes: trajectories.length,
+    success_rate: success,
+    success_se: successSe,
+    mean_score: score,
+    score_se: scoreSe,
+  };
 }
 
 /** Play `episodes` episodes of the environment and summarise success and score (mean ± SE). */

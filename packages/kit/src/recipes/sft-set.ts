@@ -22,7 +22,10 @@ export function isSuccessful(t: Trajectory): boolean {
 }
 
 /** The successful episodes' conversations, in input order, capped per environment. */
-export function successOnlySftSet(trajectories: readonly Trajectory[], options: SuccessSetOptions = {}): Conversation[] {
+export function successOnlySftSet(
+  trajectories: readonly Trajectory[],
+  options: SuccessSetOptions = {},
+): Conversation[] {
   const cap = options.capPerEnv ?? Number.POSITIVE_INFINITY;
   if (!(cap >= 1)) throw new RecipeError(`successOnlySftSet: capPerEnv must be >= 1, got ${cap}`);
   const ok = options.isSuccess ?? isSuccessful;

@@ -95,6 +95,9 @@ export interface TinyChat {
 export function tinyChat(options: { seed?: number; std?: number; config?: Record<string, unknown> } = {}): TinyChat {
   const tokenizer = charTokenizer();
   const vocab = CHATML_SPECIAL_TOKENS.length + 1 + 95;
-  const model = createModel(tinyQwen3Config(vocab, options.config), { seed: options.seed ?? 0, std: options.std ?? 0.1 });
+  const model = createModel(tinyQwen3Config(vocab, options.config), {
+    seed: options.seed ?? 0,
+    std: options.std ?? 0.1,
+  });
   return { model, tokenizer, template: chatmlTemplate() };
 }

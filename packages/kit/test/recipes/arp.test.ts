@@ -103,9 +103,21 @@ describe("ARP on a tiny random Qwen3", () => {
     expect(res.sftLoss!.last).toBeLessThan(res.sftLoss!.first);
     expect(res.dpoMargins).not.toBeNull();
     expect((await verifyManifest(res.runDir)).ok).toBe(true);
-    for (const f of ["config.json", "metadata.json", "summary.json", "pairs.json", "rollouts/source.jsonl.gz", "rollouts/student.jsonl.gz", "checkpoints/step-4/adapter_config.json", "checkpoints/step-7/adapter_model.safetensors"])
+    for (const f of [
+      "config.json",
+      "metadata.json",
+      "summary.json",
+      "pairs.json",
+      "rollouts/source.jsonl.gz",
+      "rollouts/student.jsonl.gz",
+      "checkpoints/step-4/adapter_config.json",
+      "checkpoints/step-7/adapter_model.safetensors",
+    ])
       expect(existsSync(join(res.runDir, f)), f).toBe(true);
-    const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(metrics.filter((m) => m.phase === "sft").length).toBe(4);
     expect(metrics.filter((m) => m.phase === "dpo").length).toBe(3);
     expect(metrics.some((m) => m.phase === "merge" && m.scale === 0.85)).toBe(true);

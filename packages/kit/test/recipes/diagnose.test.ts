@@ -68,13 +68,19 @@ describe("ARP data: SFT set, diagnoser, turn-local pairs", () => {
     expect(text).toContain('"name": "guess"');
     expect(text).not.toContain("guess-the-number");
     const pb = preferenceBatch(codec, [
-      { prompt: conv[0].messages.slice(0, 2), chosen: { role: "assistant", content: "yes" }, rejected: { role: "assistant", content: "no!!" } },
+      {
+        prompt: conv[0].messages.slice(0, 2),
+        chosen: { role: "assistant", content: "yes" },
+        rejected: { role: "assistant", content: "no!!" },
+      },
     ]);
     expect(pb.inputIds.shape[0]).toBe(2);
     const T = pb.inputIds.shape[1];
     const m = pb.completionMask.data as Float32Array;
     const row = (r: number) =>
-      codec.tokenizer.decode(Array.from((pb.inputIds.data as Int32Array).slice(r * T, (r + 1) * T)).filter((_, i) => m[r * T + i]));
+      codec.tokenizer.decode(
+        Array.from((pb.inputIds.data as Int32Array).slice(r * T, (r + 1) * T)).filter((_, i) => m[r * T + i]),
+      );
     expect(row(0)).toBe("yes<|im_end|>");
     expect(row(1)).toBe("no!!<|im_end|>");
   });

@@ -28,10 +28,23 @@ const tasks: OelTask[] = [
 describe("OEL on a tiny random Qwen3", () => {
   it("consolidation samples put the memory only in the teacher's prompt; full-KL fitting lowers the loss", async () => {
     const { model, codec, tokenizer, template } = setup(21, 0.5);
-    const policy = new LocalPolicy({ model, tokenizer, chatTemplate: template, defaults: { temperature: 1, maxTokens: 10 } });
-    const r = await runEpisodes({ makeEnv, policy, episodes: tasks.map((t) => ({ id: t.id, seed: t.seed })), limits: { maxTurns: 2 }, concurrency: 1 });
+    const policy = new LocalPolicy({
+      model,
+      tokenizer,
+      chatTemplate: template,
+      defaults: { temperature: 1, maxTokens: 10 },
+    });
+    const r = await runEpisodes({
+      makeEnv,
+      policy,
+      episodes: tasks.map((t) => ({ id: t.id, seed: t.seed })),
+      limits: { maxTurns: 2 },
+      concurrency: 1,
+    });
     const samples = consolidationSamples(codec, r.trajectories, (t) => tasks.find((x) => x.id === t.episodeId)!.memory);
-    expect(samples.length).toBe(r.trajectories.reduce((n, t) => n + t.turns.filter((x) => x.completionTokenIds?.length).length, 0));
+    expect(samples.length).toBe(
+      r.trajectories.reduce((n, t) => n + t.turns.filter((x) => x.completionTokenIds?.length).length, 0),
+    );
     expect(samples.length).toBeGreaterThan(1);
     const s0 = samples[0];
     expect(tokenizer.decode(s0.teacherPromptIds)).toContain("the secret is 42");
@@ -83,9 +96,16 @@ describe("OEL on a tiny random Qwen3", () => {
       expect(Number.isFinite(phase["pass^2_se"])).toBe(true);
     }
     expect((await verifyManifest(res.runDir)).ok).toBe(true);
-    for (const f of ["rollouts/deploy.jsonl.gz", "rollouts/eval-after.jsonl.gz", "checkpoints/step-3/adapter_config.json"])
+    for (const f of [
+      "rollouts/deploy.jsonl.gz",
+      "rollouts/eval-after.jsonl.gz",
+      "checkpoints/step-3/adapter_config.json",
+    ])
       expect(existsSync(join(res.runDir, f)), f).toBe(true);
-    const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(metrics.filter((m) => m.phase === "consolidate").length).toBe(3);
   });
 });

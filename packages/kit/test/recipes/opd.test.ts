@@ -24,8 +24,20 @@ afterAll(() => {
 async function studentRollouts(seed: number) {
   const s = setup(seed);
   const adapter = attachLora(s.model, { r: 8, alpha: 8, targetModules: "all-linear", seed });
-  const policy = new LocalPolicy({ model: s.model, tokenizer: s.tokenizer, chatTemplate: s.template, defaults: { temperature: 1, maxTokens: 10, logprobs: true } });
-  const r = await runEpisodes({ makeEnv, policy, episodes: 2, baseSeed: seed, limits: { maxTurns: 2 }, concurrency: 1 });
+  const policy = new LocalPolicy({
+    model: s.model,
+    tokenizer: s.tokenizer,
+    chatTemplate: s.template,
+    defaults: { temperature: 1, maxTokens: 10, logprobs: true },
+  });
+  const r = await runEpisodes({
+    makeEnv,
+    policy,
+    episodes: 2,
+    baseSeed: seed,
+    limits: { maxTurns: 2 },
+    concurrency: 1,
+  });
   return { ...s, adapter, policy, trajectories: r.trajectories };
 }
 
@@ -36,7 +48,10 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     const sure: Policy = {
       id: "sure",
       generate: () => Promise.reject(new Error("unused")),
-      score: async (_m, completion) => ({ tokenIds: completion as number[], logprobs: (completion as number[]).map(() => 0) }),
+      score: async (_m, completion) => ({
+        tokenIds: completion as number[],
+        logprobs: (completion as number[]).map(() => 0),
+      }),
     };
     const { samples } = await scoreWithTeacher(trajectories, sure);
     expect(samples.length).toBe(4);
@@ -56,7 +71,8 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     const { model, adapter, policy, trajectories } = await studentRollouts(12);
     // The teacher is the student itself (same weights, same template), scoring the same tokens.
     const { samples } = await scoreWithTeacher(trajectories, policy);
-    for (const s of samples) for (let j = 0; j < s.samplerLogps.length; j++) expect(s.teacherLogps[j]).toBeCloseTo(s.samplerLogps[j], 3);
+    for (const s of samples)
+      for (let j = 0; j < s.samplerLogps.length; j++) expect(s.teacherLogps[j]).toBeCloseTo(s.samplerLogps[j], 3);
     const out = opdBatchLoss(model, samples, { clamp: 3 });
     backward(out.loss);
     let gradSq = 0;
@@ -80,7 +96,13 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     const other = setup(98);
     const teacher = new LocalPolicy({ model: other.model, tokenizer: other.tokenizer, chatTemplate: other.template });
     const { samples } = await scoreWithTeacher(trajectories, teacher);
-    const h = trainOpd(model, adapter.parameters(), samples, { steps: 6, lr: 3e-3, batchSize: 4, clamp: 3, objective: "ppo" });
+    const h = trainOpd(model, adapter.parameters(), samples, {
+      steps: 6,
+      lr: 3e-3,
+      batchSize: 4,
+      clamp: 3,
+      objective: "ppo",
+    });
     expect(h[h.length - 1].loss).toBeLessThan(h[0].loss);
   });
 
@@ -94,7 +116,9 @@ describe("OPD rounds on a tiny random Qwen3", () => {
       teacher: (student) => scaffoldedTeacher(student, "Hint: bisect the range and call guess."),
       rounds: 2,
       episodesPerRound: 1,
-      starts: () => [{ id: "wall", seed: 5, state: { secret: 40, low: 30, high: 50, guesses: [20, 60], solved: false } }],
+      starts: () => [
+        { id: "wall", seed: 5, state: { secret: 40, low: 30, high: 50, guesses: [20, 60], solved: false } },
+      ],
       lora: { r: 8, alpha: 8 },
       train: { steps: 2, lr: 1e-3, batchSize: 2 },
       params: { maxTokens: 8 },
@@ -108,12 +132,20 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     expect(res.rounds.map((r) => r.round)).toEqual([1, 2]);
     expect(res.rounds.every((r) => r.samples >= 2 && Number.isFinite(r.teacherKlFirst))).toBe(true);
     expect((await verifyManifest(res.runDir)).ok).toBe(true);
-    for (const f of ["rollouts/round-1.jsonl.gz", "rollouts/round-2.jsonl.gz", "checkpoints/step-2/adapter_config.json", "checkpoints/step-4/adapter_model.safetensors"])
+    for (const f of [
+      "rollouts/round-1.jsonl.gz",
+      "rollouts/round-2.jsonl.gz",
+      "checkpoints/step-2/adapter_config.json",
+      "checkpoints/step-4/adapter_model.safetensors",
+    ])
       expect(existsSync(join(res.runDir, f)), f).toBe(true);
     const cfg = JSON.parse(readFileSync(join(res.runDir, "checkpoints/step-4/adapter_config.json"), "utf8"));
     expect(cfg.r).toBe(8);
     expect(cfg.use_rslora).toBe(false);
-    const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(metrics.filter((m) => m.phase === "opd").length).toBe(4);
     // After the last round no adapter is left attached: the model is the merged one.
     expect(model.namedLinears().every(([, l]) => l.adapters.length === 0)).toBe(true);
