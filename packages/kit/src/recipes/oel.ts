@@ -107,6 +107,10 @@ export function consolidationLoss(
   options: ConsolidateOptions = {},
   padId = 0,
 ) {
+  if (samples.length === 0) throw new RecipeError("consolidationLoss: no samples");
+  for (const x of samples)
+    if (x.studentPromptIds.length === 0 || x.teacherPromptIds.length === 0)
+      throw new RecipeError(`consolidationLoss: ${x.episodeId} turn ${x.turn} has an empty prompt`);
   const s = padded(
     samples.map((x) => [...x.studentPromptIds, ...x.completionIds]),
     padId,

@@ -4,6 +4,7 @@
 import { opdLoss, tokenLogProbs } from "@kiln/losses";
 import type { Model } from "@kiln/models";
 import { Tensor, reshape } from "@kiln/tensor";
+import { RecipeError } from "./errors.js";
 import type { OpdSample } from "./opd-samples.js";
 
 export interface OpdObjectiveOptions {
@@ -26,6 +27,17 @@ export function turnWeights(options: OpdObjectiveOptions): number[] {
 
 /** Inputs of opdLoss for a micro-batch of samples: right-padded rows, per-token arrays. */
 export function opdBatch(samples: readonly OpdSample[], padId = 0) {
+  if (samples.length === 0) throw new RecipeError("opdBatch: no samples");
+  for (const s of samples) {
+    if (s.promptIds.length === 0)
+      throw new RecipeError(
+        `opdBatch: ${s.episodeId} turn ${s.turn} has an empty prompt (its first token has no context)`,
+      );
+    if (s.samplerLogps.length !== s.completionIds.length || s.teacherLogps.length !== s.completionIds.length)
+      throw new RecipeError(
+        `opdBatch: ${s.episodeId} turn ${s.turn}: ${s.completionIds.length} tokens but ${s.samplerLogps.length} sampler and ${s.teacherLogps.length} teacher log-probs`,
+      );
+  }
   const B = samples.length;
   const T = Math.max(...samples.map((s) => s.promptIds.length + s.completionIds.length));
   const ids = new Int32Array(B * T).fill(padId);
