@@ -28,14 +28,7 @@ import {
 } from "./batches.js";
 import { diagnoseTrajectory, turnLocalPairs, type RepairFn } from "./diagnose.js";
 import { trainDpo } from "./dpo-trainer.js";
-import {
-  type EpisodeEval,
-  type RecipeIo,
-  evaluateEpisodes,
-  progressBar,
-  saveCheckpoint,
-  writeRollouts,
-} from "./recipe-run.js";
+import { type RecipeIo, evaluateEpisodes, progressBar, saveCheckpoint, writeRollouts } from "./recipe-run.js";
 import { successOnlySftSet } from "./sft-set.js";
 
 export interface LoraSettings {
@@ -327,5 +320,3 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     adapter,
   };
 }
-
-export type { EpisodeEval };

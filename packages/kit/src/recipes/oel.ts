@@ -20,7 +20,7 @@ import {
   messagesBeforeTurn,
   runEpisodes,
 } from "@kiln/rollout";
-import { AdamW, type Tensor, backward, clipGradNorm, noGrad, reshape, Tensor as TensorClass } from "@kiln/tensor";
+import { AdamW, Tensor, backward, clipGradNorm, noGrad, reshape } from "@kiln/tensor";
 import { RunDir } from "../run-dir.js";
 import type { LoraSettings } from "./arp.js";
 import type { ChatCodec } from "./batches.js";
@@ -86,7 +86,7 @@ function padded(rows: number[][], pad: number) {
     ids.set(r, b * T);
     attention.fill(1, b * T, b * T + r.length);
   });
-  return { B, T, ids: new TensorClass(ids, [B, T], "i32"), attention: new TensorClass(attention, [B, T], "i32") };
+  return { B, T, ids: new Tensor(ids, [B, T], "i32"), attention: new Tensor(attention, [B, T], "i32") };
 }
 
 export interface ConsolidateOptions {

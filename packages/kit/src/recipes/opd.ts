@@ -3,6 +3,9 @@
 // per-token advantage −(log q_student − log p_teacher) is clamped to ±c and early turns are
 // weighted, a fresh LoRA is updated with the PPO-clipped importance-sampled objective, then
 // merged in fp32 and the next round starts (AdapterChain). Evaluation runs after every round.
+// The sampler log-probs are those LocalPolicy records: log-softmax of the raw logits (before
+// temperature or top-k/p), i.e. the rollout policy's own log-probs, the PPO "old policy". At the
+// default temperature 1 without truncation they are also the sampling distribution's.
 import { AdapterChain } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
 import {
