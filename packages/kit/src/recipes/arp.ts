@@ -6,6 +6,7 @@
 // (e) evaluation before and after. The maths lives in @kiln/losses and @kiln/lora.
 import { type LoraAdapter, attachLora, mergeAdapter, parameterReport } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
+import { AdamW } from "@kiln/tensor";
 import {
   type EpisodeLimits,
   type Environment,
@@ -266,11 +267,12 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   let dpoMargins: ArpResult["dpoMargins"] = null;
   if (pairs.length > 0 && dpo.steps > 0) {
     const bar = progressBar(options, "ARP DPO", dpo.steps);
+    const optimizer = new AdamW(adapter.parameters(), { lr: dpo.lr });
     const history = trainDpo(
       model,
       adapter,
       (s) => preferenceBatch(codec, cycle(pairs, dpo.batchSize ?? 4, s)),
-      { steps: dpo.steps, lr: dpo.lr, beta: dpo.beta ?? 0.1 },
+      { steps: dpo.steps, lr: dpo.lr, beta: dpo.beta ?? 0.1, optimizer },
       (m) => {
         run.logMetrics({ phase: "dpo", ...m, step: step + m.step });
         bar.tick(1);
@@ -279,7 +281,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     bar.finish();
     step += dpo.steps;
     dpoMargins = { first: history[0]["rewards/margins"], last: history[history.length - 1]["rewards/margins"] };
-    await saveCheckpoint(run, step, adapter, { global_step: step, stage: "dpo", log_history: history });
+    await saveCheckpoint(run, step, adapter, { global_step: step, stage: "dpo", log_history: history }, optimizer);
     log(`[kiln arp] DPO rewards/margins ${dpoMargins.first.toFixed(4)} → ${dpoMargins.last.toFixed(4)}`);
   } else log("[kiln arp] no preference pairs: DPO skipped");
 

@@ -13,6 +13,8 @@ export interface DpoTrainConfig extends DpoOptions {
   warmupRatio?: number;
   maxGradNorm?: number;
   weightDecay?: number;
+  /** Use this optimizer (over the adapter's parameters) instead of a fresh AdamW, e.g. to checkpoint it. */
+  optimizer?: AdamW;
 }
 
 export interface DpoStepMetrics {
@@ -55,7 +57,7 @@ export function trainDpo(
   onStep?: (m: DpoStepMetrics) => void,
 ): DpoStepMetrics[] {
   const params = adapter.parameters();
-  const opt = new AdamW(params, { lr: config.lr, weightDecay: config.weightDecay ?? 0 });
+  const opt = config.optimizer ?? new AdamW(params, { lr: config.lr, weightDecay: config.weightDecay ?? 0 });
   const sched = new LrScheduler(
     opt,
     config.lr,

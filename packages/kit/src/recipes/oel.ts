@@ -305,11 +305,17 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
   }
   adapter.train(false);
   bar.finish();
-  await saveCheckpoint(run, cons.steps, adapter, {
-    global_step: cons.steps,
-    samples: samples.length,
-    log_history: history,
-  });
+  await saveCheckpoint(
+    run,
+    cons.steps,
+    adapter,
+    {
+      global_step: cons.steps,
+      samples: samples.length,
+      log_history: history,
+    },
+    opt,
+  );
   const report = mergeAdapter(adapter, { scale: options.scale ?? 1, dtype: "f32", keepOriginal: false });
   run.logMetrics({ phase: "merge", scale: options.scale ?? 1, mean_bf16_delta_loss: report.meanBf16DeltaLoss });
 

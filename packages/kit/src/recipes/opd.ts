@@ -33,6 +33,8 @@ export interface OpdTrainConfig extends OpdObjectiveOptions {
   /** Samples (turns) per step (default 4). */
   batchSize?: number;
   maxGradNorm?: number;
+  /** Use this optimizer (over `params`) instead of a fresh AdamW, e.g. to checkpoint it. */
+  optimizer?: AdamW;
 }
 
 export interface OpdStepMetrics {
@@ -53,7 +55,7 @@ export function trainOpd(
   onStep?: (m: OpdStepMetrics) => void,
 ): OpdStepMetrics[] {
   if (samples.length === 0) throw new RecipeError("trainOpd: no teacher-scored samples");
-  const opt = new AdamW(params, { lr: config.lr });
+  const opt = config.optimizer ?? new AdamW(params, { lr: config.lr });
   const bs = Math.min(config.batchSize ?? 4, samples.length);
   const history: OpdStepMetrics[] = [];
   for (let step = 0; step < config.steps; step++) {
@@ -200,19 +202,26 @@ export async function runOpdRounds(
     if (samples.length === 0) throw new RecipeError(`OPD round ${round}: no student turn carried tokens and log-probs`);
     const bar = progressBar(options, `OPD round ${round} update`, train.steps);
     const adapter = chain.current;
-    const history = trainOpd(model, adapter.parameters(), samples, train, (m) => {
+    const optimizer = new AdamW(adapter.parameters(), { lr: train.lr });
+    const history = trainOpd(model, adapter.parameters(), samples, { ...train, optimizer }, (m) => {
       run.logMetrics({ phase: "opd", round, ...m, step: step + m.step });
       bar.tick(1);
     });
     bar.finish();
     step += train.steps;
-    await saveCheckpoint(run, step, adapter, {
-      global_step: step,
-      round,
-      samples: samples.length,
-      skipped,
-      log_history: history,
-    });
+    await saveCheckpoint(
+      run,
+      step,
+      adapter,
+      {
+        global_step: step,
+        round,
+        samples: samples.length,
+        skipped,
+        log_history: history,
+      },
+      optimizer,
+    );
     await chain.advance({ scale: options.scale ?? 1 });
     const ev = await evaluate(student, round);
     run.logMetrics({ phase: "eval", round, ...ev });

@@ -1,7 +1,9 @@
 // What every recipe shares: its run directory, progress bars, trajectory files, adapter
 // checkpoints and a default evaluation (episodes of the training environment).
 import { join } from "node:path";
+import { writeSafetensorsFile } from "@kiln/hub-io";
 import { type LoraAdapter, saveAdapter } from "@kiln/lora";
+import type { Optimizer } from "@kiln/tensor";
 import {
   type EpisodeLimits,
   type Environment,
@@ -37,15 +39,50 @@ export async function writeRollouts(run: RunDir, file: string, trajectories: rea
   return path;
 }
 
-/** checkpoints/step-N/ (or a named folder): PEFT adapter files plus trainer_state.json. */
+/**
+ * optimizer.safetensors: each moment buffer under `<buffer>.<parameter name>` (f32), with the
+ * optimizer kind, step, lr and hyper-parameters in the header metadata (strings, as safetensors wants).
+ */
+export async function saveOptimizerState(path: string, optimizer: Optimizer, names: readonly string[]): Promise<void> {
+  const state = optimizer.stateDict();
+  const tensors: Record<string, { dtype: "F32"; shape: number[]; data: Uint8Array }> = {};
+  for (const [buffer, arrays] of Object.entries(state.buffers)) {
+    arrays.forEach((a, i) => {
+      const name = names[i] ?? `param.${i}`;
+      tensors[`${buffer}.${name}`] = {
+        dtype: "F32",
+        shape: [a.length],
+        data: new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
+      };
+    });
+  }
+  await writeSafetensorsFile(path, tensors, {
+    kind: state.kind,
+    step: String(state.step),
+    lr: String(state.lr),
+    hyper: JSON.stringify(state.hyper),
+  });
+}
+
+/**
+ * checkpoints/step-N/ (or a named folder): PEFT adapter files, trainer_state.json and, when
+ * given, the optimizer's state (optimizer.safetensors) keyed by the adapter's parameter names.
+ */
 export async function saveCheckpoint(
   run: RunDir,
   label: number | string,
   adapter: LoraAdapter,
   state: Record<string, unknown>,
+  optimizer?: Optimizer,
 ): Promise<string> {
   const dir = typeof label === "number" ? run.checkpointDir(label) : run.file("checkpoints", label);
   await saveAdapter(adapter, dir);
+  if (optimizer)
+    await saveOptimizerState(
+      join(dir, "optimizer.safetensors"),
+      optimizer,
+      adapter.namedParameters().map(([n]) => n),
+    );
   const rel = typeof label === "number" ? join("checkpoints", `step-${label}`) : join("checkpoints", label);
   await run.writeJson(join(rel, "trainer_state.json"), state);
   return dir;

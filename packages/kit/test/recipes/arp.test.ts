@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { verifyManifest } from "@kiln/hub-io";
+import { parseSafetensors, verifyManifest } from "@kiln/hub-io";
 import { attachLora, mergeAdapter } from "@kiln/lora";
 import { Tensor, disposeWasmBackend, initBackend, noGrad, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -121,6 +121,12 @@ describe("ARP on a tiny random Qwen3", () => {
     expect(metrics.filter((m) => m.phase === "sft").length).toBe(4);
     expect(metrics.filter((m) => m.phase === "dpo").length).toBe(3);
     expect(metrics.some((m) => m.phase === "merge" && m.scale === 0.85)).toBe(true);
+    // The DPO checkpoint carries the optimizer's moments, keyed by the adapter's PEFT names.
+    const opt = parseSafetensors(readFileSync(join(res.runDir, "checkpoints/step-7/optimizer.safetensors")));
+    expect(opt.metadata?.kind).toBe("adamw");
+    expect(opt.metadata?.step).toBe("3");
+    const names = res.adapter.namedParameters().map(([n]) => n);
+    expect([...opt.tensors.keys()].sort()).toEqual(names.flatMap((n) => [`exp_avg.${n}`, `exp_avg_sq.${n}`]).sort());
     const meta = JSON.parse(readFileSync(join(res.runDir, "metadata.json"), "utf8"));
     expect(meta.datasets["rollouts/source.jsonl.gz"]).toMatch(/^[0-9a-f]{64}$/);
   });
