@@ -20,8 +20,8 @@ const V = opt("vocab", 151_936);
 const reps = opt("reps", 1);
 const backendArg = argv.includes("--backend") ? argv[argv.indexOf("--backend") + 1] : "both";
 const backends = backendArg === "both" ? ["wasm", "js"] : [backendArg];
-// PyTorch's AccumulateGrad steals the incoming gradient, so its leaf logits behave like logits
-// produced by a layer; kiln's leaf accumulation copies (see kiln-case.ts), hence the two modes.
+// Leaf logits (--leaf) or logits produced by a layer (default); both PyTorch's AccumulateGrad and
+// kiln's autograd take a fresh gradient buffer over instead of copying it into a leaf.
 const logitsMode = argv.includes("--leaf") ? "leaf" : "layer";
 const cases: { kind: string; label: string }[] = [
   { kind: "ce", label: "cross-entropy" },

@@ -3,7 +3,7 @@
 // Prints one JSON line: median/min ms of forward+backward and the peak RSS increase (MiB) over
 // the baseline taken after the inputs exist (VmHWM − VmRSS at baseline, like the torch peer).
 import { readFileSync } from "node:fs";
-import { BackendError, Tensor, backward, initBackend, record, registerKernels, setBackend } from "@kiln/tensor";
+import { Tensor, backward, initBackend, record } from "@kiln/tensor";
 import { distillationLoss, sftLoss } from "../src/index.js";
 
 const [kind, tokensArg, vocabArg, repsArg, backendArg = "js", logitsArg = "layer"] = process.argv.slice(2);
@@ -87,22 +87,7 @@ process.stdout.write(
   `${JSON.stringify({ median_ms: times[times.length >> 1], min_ms: times[0], peak_delta_mib: peak - baseline, baseline_mib: baseline, loss: value })}\n`,
 );
 
-/**
- * The wasm SIMD backend, single-threaded (the peer runs one torch thread). Until @kiln/tensor
- * registers an initialiser for it, build it from the tensor package's own kernel module.
- */
+/** The wasm SIMD backend, single-threaded (the peer runs one torch thread). */
 async function useWasm(): Promise<void> {
-  try {
-    await initBackend("wasm", { threads: 1 });
-  } catch (e) {
-    if (!(e instanceof BackendError)) throw e;
-    const { createWasmKernels } = await import("../../tensor/src/wasm/index.js");
-    const k = await createWasmKernels({ threads: 1 });
-    // Only the kernels the losses call (the softmax cross-entropy pair).
-    registerKernels("wasm", {
-      crossEntropyForward: k.crossEntropyForward.bind(k),
-      crossEntropyBackward: k.crossEntropyBackward.bind(k),
-    });
-    setBackend("wasm");
-  }
+  await initBackend("wasm", { threads: 1 });
 }

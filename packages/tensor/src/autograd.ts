@@ -74,12 +74,21 @@ function topoOrder(root: Tensor): Tensor[] {
   return order;
 }
 
-function accumulateInto(target: Tensor, grad: Tensor): void {
+function accumulateInto(target: Tensor, grad: Tensor, owned: Set<ArrayBufferLike>): void {
   if (!sameShape(target.shape, grad.shape)) {
     throw new ShapeError(`backward: gradient ${fmtShape(grad.shape)} does not match tensor ${fmtShape(target.shape)}`);
   }
   if (target.grad === null) {
-    target.grad = new Tensor(Float32Array.from(grad.f32), target.shape);
+    // Take the gradient's buffer over instead of copying (a [tokens × vocab] logits gradient is
+    // large) unless another leaf or the caller's seed already holds that buffer: leaf gradients
+    // are later changed in place (accumulation, clipping), so no two may share storage.
+    const buffer = grad.data.buffer;
+    if (grad.dtype === "f32" && !owned.has(buffer)) {
+      owned.add(buffer);
+      target.grad = new Tensor(grad.data, target.shape);
+    } else {
+      target.grad = new Tensor(Float32Array.from(grad.f32), target.shape);
+    }
     return;
   }
   const dst = target.grad.f32;
@@ -110,6 +119,8 @@ export function backward(root: Tensor, gradient?: Tensor, options: BackwardOptio
 /** Backpropagate several outputs with their gradients at once (used by checkpointing). */
 export function backwardMany(roots: Tensor[], gradients: Tensor[], options: BackwardOptions = {}): void {
   const pending = new Map<Tensor, Tensor>();
+  // Buffers a leaf gradient may not take over: the caller's seeds, then every buffer already taken.
+  const owned = new Set<ArrayBufferLike>(gradients.map((g) => g.data.buffer));
   const order: Tensor[] = [];
   const seen = new Set<Tensor>();
   for (let r = 0; r < roots.length; r++) {
@@ -136,7 +147,7 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
       if (g === undefined) continue;
       pending.delete(t);
       if (t.node === null) {
-        accumulateInto(t, g);
+        accumulateInto(t, g, owned);
         continue;
       }
       const grads = t.node.backward(g);

@@ -134,6 +134,16 @@ export function registerKernels(backend: BackendName, kernels: Partial<Kernels>)
   if (backend === active) activeKernels = merged;
 }
 
+/** Remove a backend's kernels (after its resources are released); the active backend falls back to js. */
+export function unregisterBackend(name: BackendName): void {
+  if (name === "js") throw new BackendError("unregisterBackend: the js reference backend cannot be removed");
+  backends.delete(name);
+  if (active === name) {
+    active = "js";
+    activeKernels = jsKernels;
+  }
+}
+
 export function hasBackend(name: BackendName): boolean {
   return backends.has(name);
 }

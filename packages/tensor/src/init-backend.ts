@@ -1,4 +1,6 @@
 import { type BackendName, hasBackend, setBackend } from "./backend.js";
+import { initGpujsBackend } from "./backends/gpujs.js";
+import { initWasmBackend } from "./backends/wasm.js";
 import { BackendError } from "./errors.js";
 
 export interface InitBackendOptions {
@@ -16,7 +18,12 @@ export interface InitBackendOptions {
 }
 
 type Initialiser = (options: InitBackendOptions) => Promise<void>;
-const initialisers = new Map<string, Initialiser>();
+// Built-in backends are imported here (not registered by module side effects), so bundlers that
+// drop unused modules still keep them reachable from initBackend.
+const initialisers = new Map<string, Initialiser>([
+  ["wasm", initWasmBackend],
+  ["gpujs", initGpujsBackend],
+]);
 
 /** Backends that need async setup (wasm compile, workers, GPU contexts) register an initialiser here. */
 export function registerBackendInitialiser(name: BackendName, init: Initialiser): void {

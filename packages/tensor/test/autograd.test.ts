@@ -136,3 +136,24 @@ describe("schedules", () => {
     expectClose(p.toFloat32Array(), ref, 1e-6, 1e-7);
   });
 });
+
+describe("leaf gradient storage", () => {
+  it("two leaves fed the same gradient buffer get separate storage (clipping one never scales the other)", () => {
+    const a = randomTensor([4]);
+    const b = randomTensor([4]);
+    T.backward(T.sum(T.add(a, b))); // add's backward hands the same gradient to both inputs
+    expect(a.grad!.data.buffer).not.toBe(b.grad!.data.buffer);
+    T.clipGradNorm([a], 0.1);
+    expect(Array.from(b.grad!.data)).toEqual([1, 1, 1, 1]);
+  });
+
+  it("the caller's seed gradient is never taken over", () => {
+    const x = randomTensor([3]);
+    const seed = new T.Tensor(Float32Array.of(1, 2, 3), [3]);
+    T.backward(T.reshape(x, [3]), seed);
+    expect(x.grad!.data.buffer).not.toBe(seed.data.buffer);
+    T.backward(T.reshape(x, [3]), seed);
+    expect(Array.from(seed.data)).toEqual([1, 2, 3]);
+    expect(Array.from(x.grad!.data)).toEqual([2, 4, 6]);
+  });
+});

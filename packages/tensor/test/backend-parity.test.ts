@@ -170,6 +170,19 @@ describe("backend parity: gpujs vs js", () => {
   }
 });
 
+describe("backend lifecycle", () => {
+  it("dispose unregisters the backend (falling back to js) and initBackend starts it again", async () => {
+    await T.initBackend("wasm", { threads: 1 });
+    expect(T.getBackend()).toBe("wasm");
+    T.disposeWasmBackend();
+    expect(T.getBackend()).toBe("js");
+    expect(T.hasBackend("wasm")).toBe(false);
+    await T.initBackend("wasm", { threads: 1 });
+    expect(T.matmul(T.ones([2, 3]), T.ones([3, 2])).toArray()).toEqual([3, 3, 3, 3]);
+    T.disposeWasmBackend();
+  });
+});
+
 describe("backend selection errors", () => {
   it("setBackend on an unregistered backend names it and the fix", () => {
     expect(() => T.setBackend("nope")).toThrow(/backend "nope" is not registered.*initBackend\("nope"\)/);

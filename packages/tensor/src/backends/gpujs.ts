@@ -2,9 +2,9 @@
 // weights widened on the host). gpu.js runs them on WebGL in browsers, on headless-gl
 // in Node when the optional `gl` module is built, and otherwise on its CPU / webasm
 // fallbacks. gpu.js is an optional peer dependency, loaded only by initBackend("gpujs").
-import { type MatmulShape, registerKernels } from "../backend.js";
+import { type MatmulShape, registerKernels, unregisterBackend } from "../backend.js";
 import { BackendError } from "../errors.js";
-import { registerBackendInitialiser } from "../init-backend.js";
+import type { InitBackendOptions } from "../init-backend.js";
 
 export type GpujsMode = "gpu" | "cpu" | "headlessgl" | "webgl" | "webgl2" | "webasm";
 
@@ -111,10 +111,12 @@ export async function disposeGpujsBackend(): Promise<void> {
   kernels.clear();
   const g = gpu;
   gpu = null;
+  unregisterBackend("gpujs");
   await g?.destroy();
 }
 
-registerBackendInitialiser("gpujs", async (options) => {
+/** Load gpu.js (optional peer) and register the "gpujs" kernels (used by initBackend). */
+export async function initGpujsBackend(options: InitBackendOptions): Promise<void> {
   let mod: { GPU: new (settings?: { mode?: string }) => GpuInstance };
   try {
     const specifier = "gpu.js";
@@ -129,4 +131,4 @@ registerBackendInitialiser("gpujs", async (options) => {
   await disposeGpujsBackend();
   gpu = new mod.GPU(options.gpujsMode ? { mode: options.gpujsMode } : {});
   registerKernels("gpujs", { matmul: matmulGpujs, matmulBf16B: matmulBf16BGpujs });
-});
+}

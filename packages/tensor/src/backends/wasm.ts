@@ -2,8 +2,8 @@
 // fused attention) on a shared WebAssembly.Memory with worker threads. Kernels it lacks
 // fall back to js; attention with a key-padding mask runs the GEMM-tiled version.
 import type { AttentionShape } from "../backend.js";
-import { registerKernels } from "../backend.js";
-import { registerBackendInitialiser } from "../init-backend.js";
+import { registerKernels, unregisterBackend } from "../backend.js";
+import type { InitBackendOptions } from "../init-backend.js";
 import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../wasm/index.js";
 import { makeGemmAttention } from "./attention-gemm.js";
 
@@ -18,6 +18,7 @@ export function wasmKernels(): WasmKernels | null {
 export function disposeWasmBackend(): void {
   instance?.dispose();
   instance = null;
+  unregisterBackend("wasm");
 }
 
 function wasmShape(s: AttentionShape) {
@@ -33,7 +34,8 @@ function wasmShape(s: AttentionShape) {
   };
 }
 
-registerBackendInitialiser("wasm", async (options) => {
+/** Compile the kernels, start the workers and register the "wasm" kernels (used by initBackend). */
+export async function initWasmBackend(options: InitBackendOptions): Promise<void> {
   instance?.dispose();
   // relaxedSimd: true opts Node into V8's relaxed-SIMD flag (process-wide) for the FMA kernel;
   // "auto" uses it only where the runtime already validates it (e.g. current browsers).
@@ -61,4 +63,4 @@ registerBackendInitialiser("wasm", async (options) => {
         ? tiled.attentionBackward(q, kk, v, mask, out, lse, dOut, dq, dk, dv, s)
         : k.attentionBackward(q, kk, v, out, dOut, lse, dq, dk, dv, wasmShape(s)),
   });
-});
+}
