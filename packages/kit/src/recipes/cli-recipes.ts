@@ -46,6 +46,11 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
   const io = { out: strFlag(f, "out", "runs"), name: strFlag(f, "name", command) };
   const params = { maxTokens: intFlag(f, "max-tokens", 32) };
   const limits = { maxTurns: intFlag(f, "max-turns", 3) };
+  const env = strFlag(f, "env", command === "opd" ? "questworld" : "guess-number");
+  if (command === "opd" ? env !== "questworld" && env !== "guess-number" : env !== "guess-number")
+    throw new UsageError(
+      `--env must be ${command === "opd" ? "questworld or guess-number" : "guess-number"}, got ${env}`,
+    );
   if (backend === "wasm") await initBackend("wasm");
   else setBackend("js");
   try {
@@ -92,9 +97,6 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
       return 0;
     }
     if (command === "opd") {
-      const env = strFlag(f, "env", "questworld");
-      if (env !== "questworld" && env !== "guess-number")
-        throw new UsageError(`--env must be questworld or guess-number, got ${env}`);
       const teacherDir = strFlag(f, "teacher");
       let teacher: Policy | ((s: Policy) => Policy);
       if (teacherDir) {
