@@ -3,6 +3,7 @@
 // JSON files are written atomically (temp + rename); metrics are appended line by line.
 import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { sha256File, writeFileAtomic, writeManifest } from "@kiln/hub-io";
 import { getBackend } from "@kiln/tensor";
@@ -17,6 +18,22 @@ export interface RunMetadata {
   packages: Record<string, string>;
   seeds: Record<string, number>;
   datasets: Record<string, string>;
+}
+
+const KILN_PACKAGES = ["tensor", "hub-io", "models", "lora", "losses", "rollout", "benchmarks", "kit"];
+
+/** Versions of the installed @kiln packages (recorded in metadata.json for reproducibility). */
+export function kilnPackageVersions(): Record<string, string> {
+  const require = createRequire(import.meta.url);
+  const out: Record<string, string> = {};
+  for (const name of KILN_PACKAGES) {
+    try {
+      out[`@kiln/${name}`] = (require(`@kiln/${name}/package.json`) as { version: string }).version;
+    } catch {
+      // not installed alongside kit: nothing to record
+    }
+  }
+  return out;
 }
 
 function gitSha(): string | null {
@@ -50,7 +67,7 @@ export class RunDir {
       node: process.version,
       platform: `${process.platform}-${process.arch}`,
       backend: getBackend(),
-      packages: extra.packages ?? {},
+      packages: extra.packages ?? kilnPackageVersions(),
       seeds: extra.seeds ?? {},
       datasets: {},
     };

@@ -21,6 +21,8 @@ export interface SftConfig {
   maxGradNorm?: number;
   /** Micro-batches per optimizer step; the loss is normalised by all their target tokens. */
   gradAccum?: number;
+  /** Use this optimizer (e.g. to checkpoint or resume its state); default a fresh AdamW over `params`. */
+  optimizer?: AdamW;
 }
 
 export interface SftStepMetrics {
@@ -44,7 +46,7 @@ export function trainSft(
   onStep?: (m: SftStepMetrics) => void,
 ): SftStepMetrics[] {
   const accum = config.gradAccum ?? 1;
-  const opt = new AdamW(params, { lr: config.lr, weightDecay: config.weightDecay ?? 0 });
+  const opt = config.optimizer ?? new AdamW(params, { lr: config.lr, weightDecay: config.weightDecay ?? 0 });
   const sched = new LrScheduler(
     opt,
     config.lr,

@@ -99,6 +99,7 @@ describe("run directory", () => {
     expect(lines.map((l) => l.loss)).toEqual([2.5, 2.0]);
     const meta = JSON.parse(readFileSync(join(tmp, "run1", "metadata.json"), "utf8"));
     expect(meta.seeds).toEqual({ data: 1 });
+    expect(meta.packages["@kiln/tensor"]).toMatch(/^\d+\.\d+\.\d+/);
     expect(meta.datasets["data.txt"]).toBe(digest);
     const report = await verifyManifest(join(tmp, "run1"));
     expect(report.ok).toBe(true);

@@ -187,11 +187,12 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   if (sftSet.length > 0 && sft.steps > 0) {
     const bar = progressBar(options, "ARP SFT", sft.steps);
     adapter.train(true);
+    const sftOptimizer = new AdamW(adapter.parameters(), { lr: sft.lr, weightDecay: 0 });
     const history = trainSft(
       model,
       adapter.parameters(),
       (s) => conversationBatch(codec, cycle(sftSet, sft.batchSize ?? 4, s)),
-      { steps: sft.steps, lr: sft.lr, warmupRatio: 0.1, maxGradNorm: 1 },
+      { steps: sft.steps, lr: sft.lr, warmupRatio: 0.1, maxGradNorm: 1, optimizer: sftOptimizer },
       (m) => {
         run.logMetrics({ phase: "sft", ...m, step: step + m.step });
         bar.tick(1);
@@ -201,7 +202,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     bar.finish();
     step += sft.steps;
     sftLoss = { first: history[0].loss, last: history[history.length - 1].loss };
-    await saveCheckpoint(run, step, adapter, { global_step: step, stage: "sft", log_history: history });
+    await saveCheckpoint(run, step, adapter, { global_step: step, stage: "sft", log_history: history }, sftOptimizer);
     log(`[kiln arp] SFT loss ${sftLoss.first.toFixed(3)} → ${sftLoss.last.toFixed(3)}`);
   } else log("[kiln arp] no successful source episodes: SFT skipped");
 
