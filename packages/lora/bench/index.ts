@@ -21,7 +21,8 @@ function runJson(cmd: string, args: string[]): Record<string, number> | null {
 const reporter = new BenchReporter("lora");
 const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
 const kiln = runJson(tsx, ["--conditions=source", join(here, "lora-step-run.ts"), "wasm", "2", reps]);
-const torch = runJson("/usr/bin/python3", [join(here, "lora_step_torch.py"), reps]);
+const torch = runJson("/usr/bin/python3", [join(here, "lora_step_torch.py"), reps, "bfloat16"]);
+const torchF32 = runJson("/usr/bin/python3", [join(here, "lora_step_torch.py"), reps, "float32"]);
 const tokS = (r: Record<string, number> | null) => (r ? (r.tokens / r.step_ms) * 1000 : null);
 reporter.add({
   case: "lora-sft-step r=16 all-linear bf16 base (B=4,T=128)",
@@ -40,5 +41,14 @@ reporter.add({
   kiln: kiln?.peak_rss_mib ?? null,
   peer: "pytorch-1thread",
   peer_value: torch?.peak_rss_mib ?? null,
+});
+reporter.add({
+  case: "lora-sft-step r=16 all-linear, peer with an f32 base (no AMX bf16 matmuls)",
+  metric: "tokens/s",
+  unit: "tok/s",
+  better: "higher",
+  kiln: tokS(kiln),
+  peer: "pytorch-1thread-f32-base",
+  peer_value: tokS(torchF32),
 });
 reporter.finish();

@@ -9,7 +9,7 @@ import { attachLora } from "../src/index.js";
 
 const [backend = "wasm", threads = "2", repsArg = "3"] = process.argv.slice(2);
 const reps = Number(repsArg);
-if (backend !== "js") await T.initBackend(backend, { threads: Number(threads) });
+if (backend !== "js") await T.initBackend(backend, { threads: Number(threads), relaxedSimd: true });
 const B = 4;
 const S = 128;
 const V = 2048;

@@ -14,6 +14,9 @@ import torch.nn.functional as F
 torch.set_num_threads(1)
 L, D, H, HID, V, S, B, R, ALPHA = 4, 256, 4, 688, 2048, 128, 4, 16, 32
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+# "bfloat16" (default, as kiln's frozen base) or "float32": on CPUs with AMX, torch's bf16 matmuls
+# run on the matrix unit, which WebAssembly cannot reach, so the f32 base is the like-for-like peer.
+BASE = getattr(torch, sys.argv[2]) if len(sys.argv) > 2 else torch.bfloat16
 HD = D // H
 g = torch.Generator().manual_seed(0)
 adapters = []
@@ -21,20 +24,20 @@ adapters = []
 
 class LoraLinear:
     def __init__(self, out_f, in_f):
-        self.w = (torch.randn(out_f, in_f, generator=g) * 0.02).to(torch.bfloat16)
+        self.w = (torch.randn(out_f, in_f, generator=g) * 0.02).to(BASE)
         self.a = (torch.rand(R, in_f, generator=g) * 2 - 1).div(math.sqrt(in_f)).requires_grad_(True)
         self.b = torch.zeros(out_f, R, requires_grad=True)
         adapters.extend([self.a, self.b])
 
     def __call__(self, x):
-        base = (x.to(torch.bfloat16) @ self.w.T).float()
+        base = (x.to(BASE) @ self.w.T).float()
         return base + (ALPHA / R) * ((x @ self.a.T) @ self.b.T)
 
 
-embed = (torch.randn(V, D, generator=g) * 0.02).to(torch.bfloat16)
+embed = (torch.randn(V, D, generator=g) * 0.02).to(BASE)
 layers = [dict(q=LoraLinear(D, D), k=LoraLinear(D, D), v=LoraLinear(D, D), o=LoraLinear(D, D),
                gate=LoraLinear(HID, D), up=LoraLinear(HID, D), down=LoraLinear(D, HID)) for _ in range(L)]
-head = (torch.randn(V, D, generator=g) * 0.02).to(torch.bfloat16)
+head = (torch.randn(V, D, generator=g) * 0.02).to(BASE)
 inv_freq = 1.0 / (10000 ** (torch.arange(0, HD, 2).float() / HD))
 ang = torch.outer(torch.arange(S).float(), inv_freq)
 cos, sin = torch.cat([ang.cos(), ang.cos()], -1), torch.cat([ang.sin(), ang.sin()], -1)
@@ -59,7 +62,7 @@ def loss_fn(ids):
         h = h + l["o"](a.transpose(1, 2).reshape(B, S, D))
         m = rms(h)
         h = h + l["down"](F.silu(l["gate"](m)) * l["up"](m))
-    logits = (rms(h).to(torch.bfloat16) @ head.T).float()
+    logits = (rms(h).to(BASE) @ head.T).float()
     return F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
 
 

@@ -40,6 +40,7 @@ export class LoraLayer implements LinearAdapter {
       input = dropout(x, this.dropoutP, { seed: this.dropoutSeed, offset: this.dropoutCalls * x.size });
       this.dropoutCalls++;
     }
-    return mul(linear(linear(input, this.A), this.B), this.effectiveScaling);
+    // Scale the rank-r intermediate, not the [tokens × out] result: same maths, r/out of the work.
+    return linear(mul(linear(input, this.A), this.effectiveScaling), this.B);
   }
 }
