@@ -204,8 +204,14 @@ describe("policyGradientLoss", () => {
     );
     const A = q.map((v, i) => p[i] - v);
     expect(loss.item()).toBeCloseTo(refPg("ppo", lp, q, A) / 40, 6);
-    expect(metrics.teacher_kl).toBeDefined();
-    expect(metrics.clip_fraction).toBeDefined();
+    const on = mask.map((m, i) => (m ? i : -1)).filter((i) => i >= 0);
+    const kl = on.reduce((acc, i) => acc + (q[i] - p[i]), 0) / on.length;
+    expect(metrics.teacher_kl).toBeCloseTo(kl, 5);
+    const clipped = on.filter((i) => {
+      const r = Math.exp(lp[i] - q[i]);
+      return (A[i] > 0 && r > 1.2) || (A[i] < 0 && r < 0.8);
+    }).length;
+    expect(metrics.clip_fraction).toBeCloseTo(clipped / on.length, 6);
   });
 
   it("rejects unknown objectives and bad clip ranges", () => {
