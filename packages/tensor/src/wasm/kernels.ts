@@ -250,23 +250,41 @@ class Kernels implements WasmKernels {
     rstd.set(view.subarray(pr >>> 2, (pr >>> 2) + rows));
   }
 
-  swiglu(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void {
-    const op = "swiglu";
-    this.live(op);
-    const n = gate.length;
-    checkLength(op, "up", up, n);
-    checkLength(op, "out", out, n);
-    checkLength(op, "sig", sig, n);
+  /**
+   * An elementwise kernel over n elements: copies `inputs` into the heap, runs `op(...pointers, i0, i1,
+   * ...scalars)` split across threads in 4-aligned ranges, and copies the `outputs` back out. `outputs`
+   * name indices of `arrays` (arrays both read and written, like optimizer state, appear once).
+   */
+  private elementwise(
+    op: "swiglu_fwd" | "swiglu_bwd" | "adamw",
+    label: string,
+    arrays: { name: string; data: Float32Array; read: boolean; write: boolean }[],
+    scalars: number[] = [],
+  ): void {
+    this.live(label);
+    const n = arrays[0].data.length;
+    for (const a of arrays) checkLength(label, a.name, a.data, n);
     if (n === 0) return;
-    const [pg, pu, po, ps] = this.heap.layout([n * 4, n * 4, n * 4, n * 4]);
+    const ptrs = this.heap.layout(arrays.map(() => n * 4));
     const f32 = this.heap.f32();
-    f32.set(gate, pg >>> 2);
-    f32.set(up.length === n ? up : up.subarray(0, n), pu >>> 2);
+    arrays.forEach((a, k) => {
+      if (a.read) f32.set(a.data.length === n ? a.data : a.data.subarray(0, n), ptrs[k] >>> 2);
+    });
     const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
-    this.splitRows("swiglu_fwd", n, parts, 4, (i0, i1) => [pg, pu, po, ps, i0, i1]);
+    this.splitRows(op, n, parts, 4, (i0, i1) => [...ptrs, i0, i1, ...scalars]);
     const view = this.heap.f32();
-    out.set(view.subarray(po >>> 2, (po >>> 2) + n));
-    sig.set(view.subarray(ps >>> 2, (ps >>> 2) + n));
+    arrays.forEach((a, k) => {
+      if (a.write) a.data.set(view.subarray(ptrs[k] >>> 2, (ptrs[k] >>> 2) + n));
+    });
+  }
+
+  swiglu(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void {
+    this.elementwise("swiglu_fwd", "swiglu", [
+      { name: "gate", data: gate, read: true, write: false },
+      { name: "up", data: up, read: true, write: false },
+      { name: "out", data: out, read: false, write: true },
+      { name: "sig", data: sig, read: false, write: true },
+    ]);
   }
 
   swigluBackward(
@@ -277,64 +295,28 @@ class Kernels implements WasmKernels {
     dgate: Float32Array,
     dup: Float32Array,
   ): void {
-    const op = "swigluBackward";
-    this.live(op);
-    const n = gate.length;
-    for (const [name, arr] of [
-      ["up", up],
-      ["sig", sig],
-      ["dout", dout],
-      ["dgate", dgate],
-      ["dup", dup],
-    ] as const)
-      checkLength(op, name, arr, n);
-    if (n === 0) return;
-    const [pg, pu, ps, pd, pdg, pdu] = this.heap.layout([n * 4, n * 4, n * 4, n * 4, n * 4, n * 4]);
-    const f32 = this.heap.f32();
-    f32.set(gate, pg >>> 2);
-    f32.set(up.subarray(0, n), pu >>> 2);
-    f32.set(sig.subarray(0, n), ps >>> 2);
-    f32.set(dout.subarray(0, n), pd >>> 2);
-    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
-    this.splitRows("swiglu_bwd", n, parts, 4, (i0, i1) => [pg, pu, ps, pd, pdg, pdu, i0, i1]);
-    const view = this.heap.f32();
-    dgate.set(view.subarray(pdg >>> 2, (pdg >>> 2) + n));
-    dup.set(view.subarray(pdu >>> 2, (pdu >>> 2) + n));
+    this.elementwise("swiglu_bwd", "swigluBackward", [
+      { name: "gate", data: gate, read: true, write: false },
+      { name: "up", data: up, read: true, write: false },
+      { name: "sig", data: sig, read: true, write: false },
+      { name: "dout", data: dout, read: true, write: false },
+      { name: "dgate", data: dgate, read: false, write: true },
+      { name: "dup", data: dup, read: false, write: true },
+    ]);
   }
 
   adamw(param: Float32Array, grad: Float32Array, expAvg: Float32Array, expAvgSq: Float32Array, h: AdamWStep): void {
-    const op = "adamw";
-    this.live(op);
-    const n = param.length;
-    checkLength(op, "grad", grad, n);
-    checkLength(op, "expAvg", expAvg, n);
-    checkLength(op, "expAvgSq", expAvgSq, n);
-    if (n === 0) return;
-    const [pp, pg, pm, pv] = this.heap.layout([n * 4, n * 4, n * 4, n * 4]);
-    const f32 = this.heap.f32();
-    f32.set(param, pp >>> 2);
-    f32.set(grad.subarray(0, n), pg >>> 2);
-    f32.set(expAvg.subarray(0, n), pm >>> 2);
-    f32.set(expAvgSq.subarray(0, n), pv >>> 2);
-    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
-    this.splitRows("adamw", n, parts, 4, (i0, i1) => [
-      pp,
-      pg,
-      pm,
-      pv,
-      i0,
-      i1,
-      h.beta1,
-      h.beta2,
-      h.eps,
-      h.stepSize,
-      h.bc2Sqrt,
-      h.decay,
-    ]);
-    const view = this.heap.f32();
-    param.set(view.subarray(pp >>> 2, (pp >>> 2) + n));
-    expAvg.set(view.subarray(pm >>> 2, (pm >>> 2) + n));
-    expAvgSq.set(view.subarray(pv >>> 2, (pv >>> 2) + n));
+    this.elementwise(
+      "adamw",
+      "adamw",
+      [
+        { name: "param", data: param, read: true, write: true },
+        { name: "grad", data: grad, read: true, write: false },
+        { name: "expAvg", data: expAvg, read: true, write: true },
+        { name: "expAvgSq", data: expAvgSq, read: true, write: true },
+      ],
+      [h.beta1, h.beta2, h.eps, h.stepSize, h.bc2Sqrt, h.decay],
+    );
   }
 
   private checkTargets(op: string, targets: Int32Array, rows: number, vocab: number, ignoreIndex: number): void {
