@@ -1,6 +1,6 @@
 // One LoRA branch on one Linear: y_adapter = s · B(A(dropout(x))) (PEFT tuners/lora/layer.py),
 // with A [r, in], B [out, r] as nn.Linear weights. Only A and B are trainable.
-import { type Tensor, dropout, linear, mul } from "@kiln/tensor";
+import { type Tensor, dropout, linear, mul, nextRngSequence } from "@kiln/tensor";
 import type { LinearAdapter } from "@kiln/models";
 
 export class LoraLayer implements LinearAdapter {
@@ -9,7 +9,6 @@ export class LoraLayer implements LinearAdapter {
   training = true;
   /** Runtime multiplier on the scaling (PEFT scale_layer / set_scale): s_eff = multiplier · alpha / r. */
   scaleMultiplier = 1;
-  private dropoutCalls = 0;
 
   constructor(
     readonly name: string,
@@ -36,9 +35,9 @@ export class LoraLayer implements LinearAdapter {
   forward(x: Tensor): Tensor {
     let input = x;
     if (this.training && this.dropoutP > 0) {
-      // A fresh counter range per call: masks differ between steps, yet a run replays exactly.
-      input = dropout(x, this.dropoutP, { seed: this.dropoutSeed, offset: this.dropoutCalls * x.size });
-      this.dropoutCalls++;
+      // A fresh counter range per call from the shared sequence: masks differ between steps, a run
+      // replays exactly, and gradient checkpointing's recomputation redraws the same mask.
+      input = dropout(x, this.dropoutP, { seed: this.dropoutSeed, offset: nextRngSequence() * x.size });
     }
     // Scale the rank-r intermediate, not the [tokens × out] result: same maths, r/out of the work.
     return linear(mul(linear(input, this.A), this.effectiveScaling), this.B);

@@ -132,3 +132,22 @@ export class Rng {
     return new Rng(this.seed, stream);
   }
 }
+
+// A process-wide sequence that modules draw fresh counter ranges from (e.g. LoRA dropout: one
+// tick per forward). `checkpoint` rewinds it while recomputing a block, so the recomputed
+// forward draws exactly the masks the original forward drew.
+let rngSequence = 0;
+
+/** The next value of the shared RNG sequence (use it to pick a fresh counter offset). */
+export function nextRngSequence(): number {
+  return rngSequence++;
+}
+
+/** Current position of the shared RNG sequence (for save / rewind). */
+export function rngSequencePosition(): number {
+  return rngSequence;
+}
+
+export function setRngSequencePosition(position: number): void {
+  rngSequence = position;
+}

@@ -157,3 +157,18 @@ describe("leaf gradient storage", () => {
     expect(Array.from(x.grad!.data)).toEqual([2, 4, 6]);
   });
 });
+
+describe("checkpointing with randomness", () => {
+  it("a dropout block recomputed under checkpoint redraws the forward's mask (same gradients)", () => {
+    const w = randomTensor([6, 6]);
+    const x = randomTensor([4, 6], -1, 1, false);
+    const block = (h: T.Tensor) => T.linear(T.dropout(h, 0.5, { seed: 9, offset: T.nextRngSequence() * h.size }), w);
+    const start = T.rngSequencePosition();
+    T.backward(T.sum(T.square(block(x))));
+    const plain = w.grad!.toFloat32Array();
+    T.zeroGrad([w]);
+    T.setRngSequencePosition(start);
+    T.backward(T.sum(T.square(T.checkpoint(block, x))));
+    expectClose(w.grad!.toFloat32Array(), plain, 1e-6, 1e-7);
+  });
+});
