@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+
 // The benchmark convention shared by every package (`pnpm bench <name> [--json]`).
 // A benchmark measures kiln and a peer in the same run and reports medians and
 // the ratio kiln/peer. A peer that is not installed is reported as missing.
@@ -100,16 +102,13 @@ function fmt(v: number | null): string {
   return v.toPrecision(3);
 }
 
-/** Peak resident set size of this process so far, in MiB (Linux: VmHWM). */
+/** Peak resident set size of this process so far, in MiB (Linux VmHWM; elsewhere the current RSS). */
 export function peakRssMiB(): number {
   try {
-    // biome-ignore lint/suspicious/noExplicitAny: dynamic require keeps this file browser-safe at type level
-    const fs = require("node:fs") as any;
-    const status: string = fs.readFileSync("/proc/self/status", "utf8");
-    const match = /VmHWM:\s+(\d+) kB/.exec(status);
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
     if (match) return Number(match[1]) / 1024;
   } catch {
-    // fall through
+    // no /proc (macOS, Windows): fall back to the current RSS
   }
   return process.memoryUsage().rss / 1024 / 1024;
 }
