@@ -89,5 +89,5 @@ process.stdout.write(
 
 /** The wasm SIMD backend, single-threaded (the peer runs one torch thread). */
 async function useWasm(): Promise<void> {
-  await initBackend("wasm", { threads: 1 });
+  await initBackend("wasm", { threads: Number(process.env.KILN_BENCH_THREADS ?? 1) });
 }

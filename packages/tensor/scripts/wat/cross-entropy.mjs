@@ -3,6 +3,7 @@
 // ignore index give loss 0 and gradient 0 (PyTorch's CrossEntropyLoss ignore_index semantics).
 // log comes from the host (imported Math.log): one call per row.
 import { add, forLoop, get, i32, mul, set } from "./dsl.mjs";
+import { VEXP_LOCALS, vexpInline } from "./vexp.mjs";
 
 const rowMax = `
   ${set("vm", "(f32x4.splat (f32.const -inf))")}
@@ -15,7 +16,7 @@ export function crossEntropyWat() {
 (func (export "ce_fwd") (param $logits i32) (param $targets i32) (param $loss i32) (param $lse i32) (param $vocab i32)
   (param $ignore i32) (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)
-  (local $s f32) (local $l f32) (local $t i32)
+  (local $s f32) (local $l f32) (local $t i32) ${VEXP_LOCALS}
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
   ${forLoop(
     "row",
@@ -26,7 +27,7 @@ export function crossEntropyWat() {
     ${rowMax}
     ${set("vm", "(f32x4.splat (local.get $mx))")}
     ${set("acc", "(v128.const i32x4 0 0 0 0)")}
-    ${forLoop("j", i32(0), get("v4"), i32(4), `(local.set $acc (f32x4.add (local.get $acc) (call $vexp (f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $vm)))))`)}
+    ${forLoop("j", i32(0), get("v4"), i32(4), `(local.set $acc (f32x4.add (local.get $acc) ${vexpInline(`(f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $vm))`)}))`)}
     ${set("s", "(f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc))) (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc))))")}
     ${forLoop("j", get("v4"), get("vocab"), i32(1), `(local.set $s (f32.add (local.get $s) (call $exp1 (f32.sub (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $mx)))))`)}
     ${set("l", "(f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $s)))))")}
@@ -40,7 +41,7 @@ export function crossEntropyWat() {
 (func (export "ce_bwd") (param $logits i32) (param $targets i32) (param $lse i32) (param $gradLoss i32)
   (param $dlogits i32) (param $vocab i32) (param $ignore i32) (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $dr i32) (local $j i32) (local $v4 i32) (local $t i32) (local $g f32)
-  (local $l f32) (local $gv v128) (local $lv v128) (local $p i32)
+  (local $l f32) (local $gv v128) (local $lv v128) (local $p i32) ${VEXP_LOCALS}
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
   ${forLoop(
     "row",
@@ -57,7 +58,7 @@ export function crossEntropyWat() {
         ${set("l", `(f32.load ${add(get("lse"), mul(get("row"), i32(4)))})`)}
         ${set("gv", "(f32x4.splat (local.get $g))")}
         ${set("lv", "(f32x4.splat (local.get $l))")}
-        ${forLoop("j", i32(0), get("v4"), i32(4), `(v128.store ${add(get("dr"), mul(get("j"), i32(4)))} (f32x4.mul (call $vexp (f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $lv))) (local.get $gv)))`)}
+        ${forLoop("j", i32(0), get("v4"), i32(4), `(v128.store ${add(get("dr"), mul(get("j"), i32(4)))} (f32x4.mul ${vexpInline(`(f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $lv))`)} (local.get $gv)))`)}
         ${forLoop("j", get("v4"), get("vocab"), i32(1), `(f32.store ${add(get("dr"), mul(get("j"), i32(4)))} (f32.mul (call $exp1 (f32.sub (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $l))) (local.get $g)))`)}
         ${set("p", add(get("dr"), mul(get("t"), i32(4))))}
         (f32.store (local.get $p) (f32.sub (f32.load (local.get $p)) (local.get $g)))))`,

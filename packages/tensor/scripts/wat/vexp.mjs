@@ -7,6 +7,28 @@
 
 const f = (v) => `(f32x4.splat (f32.const ${v}))`;
 
+/** Locals `vexpInline` needs; append them to the local declarations of a function that uses it. */
+export const VEXP_LOCALS = "(local $ex_x v128) (local $ex_fx v128) (local $ex_r v128) (local $ex_y v128)";
+
+/**
+ * The same exp as `$vexp`, inlined as an expression: V8 (Node 20) does not inline wasm calls, and a
+ * call per four lanes costs as much as the exp itself in the softmax loops.
+ */
+export function vexpInline(arg) {
+  const poly = [1.98756915e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
+  let y = f(poly[0]);
+  for (let i = 1; i < poly.length; i++) y = `(f32x4.add (f32x4.mul ${y} (local.get $ex_r)) ${f(poly[i])})`;
+  return `(block (result v128)
+    (local.set $ex_x (f32x4.max (f32x4.min ${arg} ${f(88.0)}) ${f(-87.33654)}))
+    (local.set $ex_fx (f32x4.nearest (f32x4.mul (local.get $ex_x) ${f(Math.LOG2E)})))
+    (local.set $ex_r (f32x4.sub (f32x4.sub (local.get $ex_x) (f32x4.mul (local.get $ex_fx) ${f(0.693359375)}))
+      (f32x4.mul (local.get $ex_fx) ${f(-2.1219444e-4)})))
+    (local.set $ex_y ${y})
+    (local.set $ex_y (f32x4.add (f32x4.add (f32x4.mul (local.get $ex_y) (f32x4.mul (local.get $ex_r) (local.get $ex_r))) (local.get $ex_r)) ${f(1.0)}))
+    (f32x4.mul (local.get $ex_y)
+      (i32x4.shl (i32x4.add (i32x4.trunc_sat_f32x4_s (local.get $ex_fx)) (i32x4.splat (i32.const 127))) (i32.const 23))))`;
+}
+
 export function vexpWat() {
   const poly = [1.98756915e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
   let y = f(poly[0]);
