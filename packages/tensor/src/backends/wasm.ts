@@ -42,20 +42,17 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
   if (options.relaxedSimd === true) enableRelaxedSimd();
   const k = await createWasmKernels({ threads: options.threads, relaxedSimd: options.relaxedSimd ?? "auto" });
   instance = k;
-  const matmul = (a: Float32Array, b: Float32Array, out: Float32Array, shape: Parameters<WasmKernels["matmul"]>[3]) =>
-    k.matmul(a, b, out, shape);
+  const matmul = k.matmul.bind(k);
   const tiled = makeGemmAttention(matmul);
   registerKernels("wasm", {
     matmul,
-    matmulBf16B: (a, b, out, shape) => k.matmulBf16B(a, b, out, shape),
-    rmsNorm: (x, w, out, rstd, dim, eps, zc) => k.rmsNorm(x, w, out, rstd, dim, eps, zc),
-    crossEntropyForward: (l, t, loss, lse, rows, vocab, ignore) =>
-      k.crossEntropyForward(l, t, loss, lse, rows, vocab, ignore),
-    crossEntropyBackward: (l, t, lse, g, d, rows, vocab, ignore) =>
-      k.crossEntropyBackward(l, t, lse, g, d, rows, vocab, ignore),
-    swigluForward: (g, u, out, sig) => k.swiglu(g, u, out, sig),
-    adamwUpdate: (p, g, m, v, h) => k.adamw(p, g, m, v, h),
-    swigluBackward: (g, u, sig, d, dg, du) => k.swigluBackward(g, u, sig, d, dg, du),
+    matmulBf16B: k.matmulBf16B.bind(k),
+    rmsNorm: k.rmsNorm.bind(k),
+    crossEntropyForward: k.crossEntropyForward.bind(k),
+    crossEntropyBackward: k.crossEntropyBackward.bind(k),
+    swigluForward: k.swiglu.bind(k),
+    swigluBackward: k.swigluBackward.bind(k),
+    adamwUpdate: k.adamw.bind(k),
     attentionForward: (q, kk, v, mask, out, lse, s) =>
       mask ? tiled.attentionForward(q, kk, v, mask, out, lse, s) : k.attentionForward(q, kk, v, out, lse, wasmShape(s)),
     attentionBackward: (q, kk, v, mask, out, lse, dOut, dq, dk, dv, s) =>
