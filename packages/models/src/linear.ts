@@ -7,6 +7,12 @@ export interface LinearAdapter {
   enabled: boolean;
   /** added to the base output */
   forward(x: Tensor): Tensor;
+  /**
+   * Optional fused path: the base output plus this adapter's, x·Wᵀ + b + forward(x), as one op. An
+   * adapter that can fold its product into the base GEMM (and its input gradient into the base's)
+   * saves a [tokens × out] sum per forward and a [tokens × in] one per backward.
+   */
+  forwardWithBase?(x: Tensor, weight: Tensor, bias: Tensor | null): Tensor;
 }
 
 export class Linear {
@@ -27,9 +33,14 @@ export class Linear {
   }
 
   forward(x: Tensor): Tensor {
-    let y = linear(x, this.weight, this.bias);
-    for (const a of this.adapters) if (a.enabled) y = add(y, a.forward(x));
-    return y;
+    let y: Tensor | null = null;
+    for (const a of this.adapters) {
+      if (!a.enabled) continue;
+      // The first enabled adapter with a fused path computes the base with it; the rest add on.
+      if (y === null && a.forwardWithBase) y = a.forwardWithBase(x, this.weight, this.bias);
+      else y = add(y ?? linear(x, this.weight, this.bias), a.forward(x));
+    }
+    return y ?? linear(x, this.weight, this.bias);
   }
 }
 
