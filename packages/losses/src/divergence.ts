@@ -1,7 +1,7 @@
 // Token-level distillation over the full vocabulary (TRL GKD generalized_jsd_loss, SDFT/SDPO
-// full_logits and topk_logits modes; numerics.md §3). One fused op: the forward keeps only
-// per-row statistics (logsumexps and the divergence's inner product); the backward rebuilds the
-// gradient row by row from them, so no [tokens × vocab] temporary exists besides the gradient.
+// full_logits and topk_logits modes; numerics.md §3). One fused op, and no [tokens × vocab]
+// temporary exists besides the gradient: forward / reverse KL write the gradient's direction in
+// the forward (kl-kernels.ts); JSD and top-k keep per-row statistics and rebuild it row by row.
 // Forward / reverse KL over the full vocabulary run through the backend's softmax kernels in
 // row chunks (kl-kernels.ts); JSD and top-k stream row by row here.
 //
@@ -13,7 +13,7 @@
 // (the JSD derivative follows from ∂JSD/∂S_v = (1−β)(s_v − m_v); ours, checked by finite
 // differences). β = 0 and β = 1 are the exact forward / reverse KL, as in TRL, not the limit of
 // the mixture formula (which tends to 0 at both ends).
-import { Tensor, record } from "@kiln/tensor";
+import { Tensor, isGradEnabled, record } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, fmt, logitRows, maskValues } from "./inputs.js";
 import { klBackwardRows, klForwardRows } from "./kl-kernels.js";
@@ -181,7 +181,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
     const chunk = options.chunkRows ?? defaultChunkRows(V);
     checkPositiveInt(op, "chunkRows", chunk);
     const plan = { reverse: mode === 1, zs, zt, map, mask, rows, V, invT, chunk };
-    const rowsOut = klForwardRows(plan);
+    const rowsOut = klForwardRows(plan, isGradEnabled() && student.requiresGrad);
     return record(new Tensor(rowsOut.out, outShape), opName, [student], (g) => [
       new Tensor(klBackwardRows(plan, rowsOut, g.data as Float32Array), student.shape),
     ]);

@@ -1,9 +1,10 @@
-// Forward and reverse KL over the full vocabulary through the tensor backend's fused softmax
-// cross-entropy kernels (`crossEntropyForward` gives each row's logsumexp, `crossEntropyBackward`
-// writes g·softmax − g·onehot). Every exp runs inside those kernels, so the divergence is as fast
-// as the active backend's cross-entropy (the wasm SIMD kernels when that backend is selected);
-// what is left here are exp-free passes. Rows go through in chunks: besides the logits and their
-// gradient, only a few [chunk × V] scratch buffers exist.
+// Forward and reverse KL over the full vocabulary through the tensor backend's row kernels
+// (`softmaxRows` gives probabilities and logsumexps, `crossEntropyForward` logsumexps alone).
+// Every exp runs inside those kernels, so the divergence is as fast as the active backend's
+// softmax (the wasm SIMD kernels when that backend is selected); what is left here are exp-free
+// passes. In training the forward writes the gradient's direction while each chunk is in cache
+// and the backward only rescales it per row. Rows go through in chunks: besides the logits and
+// their gradient, only a few [chunk × V] scratch buffers exist.
 //
 // forward KL(P‖S): loss_r = Σ P·(ẑ_t − ẑ_s) − lse_t + lse_s, ∂/∂z_s = (S − P)/T
 // reverse KL(S‖P): loss_r = Σ S·(ẑ_s − ẑ_t) − lse_s + lse_t, ∂/∂z_s = S·(s − p − KL)/T
@@ -16,6 +17,8 @@ export interface KlRows {
   out: Float32Array;
   lseS: Float32Array;
   lseT: Float32Array;
+  /** Gradient direction kept by the forward; handed over (and cleared) by the first backward. */
+  grad: Float32Array | null;
 }
 
 interface Plan {
@@ -66,15 +69,23 @@ function scratch(p: Plan): { s: Float32Array | null; t: Float32Array | null; pro
   };
 }
 
-export function klForwardRows(p: Plan): KlRows {
+/**
+ * Per-row divergence. With `keepGradient`, also the direction of its gradient w.r.t. the student
+ * logits (before the per-row factor g/T), written while each chunk is in cache: forward KL
+ * S − P, reverse KL S·(s − p − KL). Two exps per logit in all (one per distribution).
+ */
+export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
   const { rows, V, mask, reverse } = p;
   const out = new Float32Array(rows);
   const lseS = new Float32Array(rows);
   const lseT = new Float32Array(rows);
-  const fwd = kernel("crossEntropyForward");
-  const bwd = kernel("crossEntropyBackward");
+  const grad = keepGradient ? new Float32Array(rows * V) : null;
+  const softmax = kernel("softmaxRows");
+  const stats = kernel("crossEntropyForward");
   const buf = scratch(p);
+  const probS = grad ? null : new Float32Array(Math.min(p.chunk, rows) * V);
   const lossScratch = new Float32Array(p.chunk);
+  const zeroTargets = new Int32Array(p.chunk); // never the ignore index −1
   for (let r0 = 0; r0 < rows; r0 += p.chunk) {
     const r1 = Math.min(rows, r0 + p.chunk);
     const n = r1 - r0;
@@ -82,31 +93,49 @@ export function klForwardRows(p: Plan): KlRows {
     for (let r = r0; r < r1; r++) if (mask[r]) any = true;
     if (!any) continue;
     const { s, t } = chunkInputs(p, r0, r1, buf.s, buf.t);
-    const targets = new Int32Array(n); // all 0 (never the ignore index −1)
-    const ones = new Float32Array(n).fill(1);
-    fwd(s, targets, lossScratch.subarray(0, n), lseS.subarray(r0, r1), n, V, -1);
-    fwd(t, targets, lossScratch.subarray(0, n), lseT.subarray(r0, r1), n, V, -1);
-    // probabilities of the distribution that weighs the sum: P (forward) or S (reverse)
-    const prob = buf.prob.subarray(0, n * V);
-    bwd(reverse ? s : t, targets, reverse ? lseS.subarray(r0, r1) : lseT.subarray(r0, r1), ones, prob, n, V, -1);
+    const S = grad ? grad.subarray(r0 * V, r1 * V) : (probS as Float32Array).subarray(0, n * V);
+    softmax(s, S, lseS.subarray(r0, r1), n, V);
+    const P = buf.prob.subarray(0, n * V);
+    if (reverse) stats(t, zeroTargets.subarray(0, n), lossScratch.subarray(0, n), lseT.subarray(r0, r1), n, V, -1);
+    else softmax(t, P, lseT.subarray(r0, r1), n, V);
     for (let i = 0; i < n; i++) {
       const r = r0 + i;
-      if (!mask[r]) continue;
       const o = i * V;
+      if (!mask[r]) {
+        if (grad) S.fill(0, o, o + V);
+        continue;
+      }
       const ls = lseS[r];
       const lt = lseT[r];
-      const a = reverse ? s : t; // weighted by exp(a − lse_a)
-      const b = reverse ? t : s;
-      prob[o] = Math.exp(a[o] - (reverse ? ls : lt));
-      const acc = weightedDifference(prob, a, b, o, V);
-      out[r] = reverse ? acc - ls + lt : acc - lt + ls;
+      if (!reverse) {
+        // Σ P (p − s) = Σ P (ẑ_t − ẑ_s) − lse_t + lse_s; the gradient direction S − P in place.
+        out[r] = (grad ? weightedDifferenceSubtract(P, t, s, S, o, V) : weightedDifference(P, t, s, o, V)) - lt + ls;
+        continue;
+      }
+      const kl = weightedDifference(S, s, t, o, V) - ls + lt;
+      out[r] = kl;
+      if (grad) scaleByDifference(S, s, t, o, V, -ls + lt - kl);
     }
   }
-  return { out, lseS, lseT };
+  return { out, lseS, lseT, grad };
 }
 
-/** Gradient w.r.t. the student logits for per-row output gradients `g` (rows × V, fresh buffer). */
+/** Gradient w.r.t. the student logits for per-row output gradients `g` (rows × V). */
 export function klBackwardRows(p: Plan, k: KlRows, g: Float32Array): Float32Array {
+  const { rows, V, mask, invT } = p;
+  const d = k.grad;
+  if (d === null) return klRecomputedGradient(p, k, g);
+  k.grad = null; // the buffer becomes the caller's gradient
+  for (let r = 0; r < rows; r++) {
+    const c = mask[r] ? g[r] * invT : 0;
+    if (c === 0) d.fill(0, r * V, (r + 1) * V);
+    else if (c !== 1) scaleRow(d, r * V, V, c);
+  }
+  return d;
+}
+
+/** The gradient rebuilt from the logits and the saved row statistics (2–3 exps per logit). */
+function klRecomputedGradient(p: Plan, k: KlRows, g: Float32Array): Float32Array {
   const { rows, V, mask, reverse, invT } = p;
   const dz = new Float32Array(rows * V);
   const bwd = kernel("crossEntropyBackward");
@@ -164,6 +193,30 @@ function weightedDifference(w: Float32Array, a: Float32Array, b: Float32Array, o
     if (x !== 0) acc += x * (a[j] - b[j]);
   }
   return acc;
+}
+
+/** Σ_j w_j·(a_j − b_j) over [o, o+V) as above, and d_j −= w_j in the same pass. */
+function weightedDifferenceSubtract(
+  w: Float32Array,
+  a: Float32Array,
+  b: Float32Array,
+  d: Float32Array,
+  o: number,
+  V: number,
+): number {
+  let acc = 0;
+  for (let j = o; j < o + V; j++) {
+    const x = w[j];
+    if (x !== 0) {
+      acc += x * (a[j] - b[j]);
+      d[j] -= x;
+    }
+  }
+  return acc;
+}
+
+function scaleRow(d: Float32Array, o: number, V: number, c: number): void {
+  for (let j = o; j < o + V; j++) d[j] *= c;
 }
 
 function subtractInPlace(d: Float32Array, x: Float32Array): void {

@@ -1,8 +1,9 @@
-// Fused, chunked log p(target) per row: the forward keeps only each row's logsumexp
-// (N floats); the backward rebuilds softmax from it chunk by chunk straight into the
-// gradient buffer. No [N × V] log-softmax or probability tensor is ever held, so peak
-// memory beyond the logits is their gradient alone (PyTorch keeps the log-softmax too).
-import { Tensor, kernel, record } from "@kiln/tensor";
+// Fused, chunked log p(target) per row. When a gradient will be needed, the forward writes
+// softmax (chunk by chunk, one exp per logit) into the buffer that the backward rescales in
+// place and hands over as the logits' gradient; otherwise it keeps only each row's logsumexp.
+// No [N × V] log-softmax tensor is ever held, so peak memory beyond the logits is one
+// [N × V] buffer (PyTorch holds the log-softmax and the gradient).
+import { Tensor, isGradEnabled, kernel, record } from "@kiln/tensor";
 import { LossInputError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, indexData, logitRows } from "./inputs.js";
 
@@ -33,9 +34,46 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
   const chunk = options.chunkRows ?? defaultChunkRows(vocab);
   checkPositiveInt(op, "chunkRows", chunk);
   const ld = logits.data as Float32Array;
-  const loss = new Float32Array(rows);
+  const out = new Float32Array(rows);
   const lse = new Float32Array(rows);
+  if (isGradEnabled() && logits.requiresGrad) {
+    // Training: keep softmax from the forward in the buffer that becomes the gradient, so the
+    // backward is one exp-free rescaling pass and every logit is exponentiated once.
+    const probs = new Float32Array(rows * vocab);
+    const softmax = kernel("softmaxRows");
+    for (let r0 = 0; r0 < rows; r0 += chunk) {
+      const r1 = Math.min(rows, r0 + chunk);
+      softmax(
+        ld.subarray(r0 * vocab, r1 * vocab),
+        probs.subarray(r0 * vocab, r1 * vocab),
+        lse.subarray(r0, r1),
+        r1 - r0,
+        vocab,
+      );
+    }
+    for (let i = 0; i < rows; i++) out[i] = td[i] === ignoreIndex ? 0 : ld[i * vocab + td[i]] - lse[i];
+    let saved: Float32Array | null = probs;
+    return record(new Tensor(out, targets.shape), op, [logits], (g) => {
+      const gd = g.data as Float32Array;
+      if (saved === null) return [recomputedGradient(ld, td, lse, gd, rows, vocab, chunk, ignoreIndex, logits.shape)];
+      // d(log p_t)/dlogits = onehot − softmax, times g; the buffer is handed over as the gradient.
+      const d = saved;
+      saved = null;
+      for (let i = 0; i < rows; i++) {
+        const o = i * vocab;
+        const t = td[i];
+        const c = -gd[i];
+        if (t === ignoreIndex || c === 0) d.fill(0, o, o + vocab);
+        else {
+          scaleRow(d, o, vocab, c);
+          d[o + t] -= c;
+        }
+      }
+      return [new Tensor(d, logits.shape)];
+    });
+  }
   const forward = kernel("crossEntropyForward");
+  const loss = new Float32Array(rows);
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const r1 = Math.min(rows, r0 + chunk);
     forward(
@@ -48,31 +86,48 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
       ignoreIndex,
     );
   }
-  const out = new Float32Array(rows);
   for (let i = 0; i < rows; i++) out[i] = 0 - loss[i];
-  return record(new Tensor(out, targets.shape), op, [logits], (g) => {
-    const gd = g.data as Float32Array;
-    // d(−loss)/dlogits = onehot − softmax: the CE kernel's gradient with gradLoss = −g.
-    const gradLoss = new Float32Array(rows);
-    for (let i = 0; i < rows; i++) gradLoss[i] = -gd[i];
-    const dlogits = new Float32Array(rows * vocab);
-    const backward = kernel("crossEntropyBackward");
-    for (let r0 = 0; r0 < rows; r0 += chunk) {
-      const r1 = Math.min(rows, r0 + chunk);
-      let any = false;
-      for (let i = r0; i < r1; i++) if (gradLoss[i] !== 0 && td[i] !== ignoreIndex) any = true;
-      if (!any) continue; // the buffer is already zero
-      backward(
-        ld.subarray(r0 * vocab, r1 * vocab),
-        td.subarray(r0, r1),
-        lse.subarray(r0, r1),
-        gradLoss.subarray(r0, r1),
-        dlogits.subarray(r0 * vocab, r1 * vocab),
-        r1 - r0,
-        vocab,
-        ignoreIndex,
-      );
-    }
-    return [new Tensor(dlogits, logits.shape)];
-  });
+  return record(new Tensor(out, targets.shape), op, [logits], (g) => [
+    recomputedGradient(ld, td, lse, g.data as Float32Array, rows, vocab, chunk, ignoreIndex, logits.shape),
+  ]);
+}
+
+function scaleRow(d: Float32Array, o: number, n: number, c: number): void {
+  for (let j = o; j < o + n; j++) d[j] *= c;
+}
+
+/** The gradient rebuilt from the logits and saved logsumexps (a second backward, or no saved softmax). */
+function recomputedGradient(
+  ld: Float32Array,
+  td: Int32Array,
+  lse: Float32Array,
+  gd: Float32Array,
+  rows: number,
+  vocab: number,
+  chunk: number,
+  ignoreIndex: number,
+  shape: readonly number[],
+): Tensor {
+  // d(−loss)/dlogits = onehot − softmax: the CE kernel's gradient with gradLoss = −g.
+  const gradLoss = new Float32Array(rows);
+  for (let i = 0; i < rows; i++) gradLoss[i] = -gd[i];
+  const dlogits = new Float32Array(rows * vocab);
+  const backward = kernel("crossEntropyBackward");
+  for (let r0 = 0; r0 < rows; r0 += chunk) {
+    const r1 = Math.min(rows, r0 + chunk);
+    let any = false;
+    for (let i = r0; i < r1; i++) if (gradLoss[i] !== 0 && td[i] !== ignoreIndex) any = true;
+    if (!any) continue; // the buffer is already zero
+    backward(
+      ld.subarray(r0 * vocab, r1 * vocab),
+      td.subarray(r0, r1),
+      lse.subarray(r0, r1),
+      gradLoss.subarray(r0, r1),
+      dlogits.subarray(r0 * vocab, r1 * vocab),
+      r1 - r0,
+      vocab,
+      ignoreIndex,
+    );
+  }
+  return new Tensor(dlogits, shape);
 }

@@ -15,6 +15,10 @@ registerKernels("losses-spy", {
     calls.push(rows);
     referenceKernel("crossEntropyBackward")(l, t, lse, g, d, rows, vocab, ignore);
   },
+  softmaxRows: (l, p, lse, rows, vocab) => {
+    calls.push(rows);
+    referenceKernel("softmaxRows")(l, p, lse, rows, vocab);
+  },
 });
 
 describe("chunked kernels", () => {

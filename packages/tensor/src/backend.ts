@@ -64,6 +64,12 @@ export interface Kernels {
     vocab: number,
     ignoreIndex: number,
   ): void;
+  /**
+   * probs = softmax(logits) and lse = logsumexp(logits) per row of `vocab` values. `probs` may be
+   * `logits` itself (in place). Losses keep the probabilities from the forward so that their
+   * backward is an exp-free rescaling (one exp per element in all).
+   */
+  softmaxRows(logits: Float32Array, probs: Float32Array, lse: Float32Array, rows: number, vocab: number): void;
   /** out = silu(gate)·up; σ(gate) saved in `sig` for the backward. */
   swigluForward(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void;
   swigluBackward(

@@ -15,6 +15,25 @@ const softmax64 = (r: Float64Array) => {
 };
 
 describe("softmax family", () => {
+  it("the js softmaxRows kernel (probabilities + logsumexp, in place allowed) against float64", () => {
+    const rows = 4;
+    const vocab = 37;
+    const logits = Float32Array.from(randomArray(rows * vocab, -9, 9));
+    const probs = new Float32Array(rows * vocab).fill(Number.NaN);
+    const lse = new Float32Array(rows);
+    T.withBackend("js", () => T.kernel("softmaxRows")(logits, probs, lse, rows, vocab));
+    const x64 = Float64Array.from(logits);
+    expectClose(probs, rowsRef(x64, vocab, softmax64), 1e-6, 1e-9);
+    for (let r = 0; r < rows; r++) {
+      const row = x64.subarray(r * vocab, (r + 1) * vocab);
+      const m = Math.max(...row);
+      expect(lse[r]).toBeCloseTo(m + Math.log(row.reduce((a, v) => a + Math.exp(v - m), 0)), 5);
+    }
+    const inPlace = logits.slice();
+    T.withBackend("js", () => T.kernel("softmaxRows")(inPlace, inPlace, new Float32Array(rows), rows, vocab));
+    expect(inPlace).toEqual(probs);
+  });
+
   it("softmax and logSoftmax over the last axis", () => {
     checkOp({ inputs: [randomTensor([3, 6], -3, 3)], op: (x) => T.softmax(x), ref: (x) => rowsRef(x, 6, softmax64) });
     checkOp({

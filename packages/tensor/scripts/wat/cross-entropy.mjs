@@ -13,6 +13,46 @@ const rowMax = `
 
 export function crossEntropyWat() {
   return `
+(func (export "softmax_rows") (param $x i32) (param $lse i32) (param $vocab i32) (param $row0 i32) (param $row1 i32)
+  (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)
+  (local $s f32) (local $e v128) (local $e1 f32) (local $inv v128) ${VEXP_LOCALS}
+  ;; In place: row ← exp(row − max) while summing, then row ← row / sum. One exp per element; a row
+  ;; (V floats) stays in cache across the three passes.
+  ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
+  ${forLoop(
+    "row",
+    get("row0"),
+    get("row1"),
+    i32(1),
+    `${set("lr", add(get("x"), mul(mul(get("row"), get("vocab")), i32(4))))}
+    ${rowMax}
+    ${set("vm", "(f32x4.splat (local.get $mx))")}
+    ${set("acc", "(v128.const i32x4 0 0 0 0)")}
+    ${forLoop(
+      "j",
+      i32(0),
+      get("v4"),
+      i32(4),
+      `(local.set $e ${vexpInline(`(f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $vm))`)})
+      (v128.store ${add(get("lr"), mul(get("j"), i32(4)))} (local.get $e))
+      (local.set $acc (f32x4.add (local.get $acc) (local.get $e)))`,
+    )}
+    ${set("s", "(f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc))) (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc))))")}
+    ${forLoop(
+      "j",
+      get("v4"),
+      get("vocab"),
+      i32(1),
+      `(local.set $e1 (call $exp1 (f32.sub (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $mx))))
+      (f32.store ${add(get("lr"), mul(get("j"), i32(4)))} (local.get $e1))
+      (local.set $s (f32.add (local.get $s) (local.get $e1)))`,
+    )}
+    (f32.store ${add(get("lse"), mul(get("row"), i32(4)))}
+      (f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $s))))))
+    ${set("inv", "(f32x4.splat (f32.div (f32.const 1) (local.get $s)))")}
+    ${forLoop("j", i32(0), get("v4"), i32(4), `(v128.store ${add(get("lr"), mul(get("j"), i32(4)))} (f32x4.mul (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $inv)))`)}
+    ${forLoop("j", get("v4"), get("vocab"), i32(1), `(f32.store ${add(get("lr"), mul(get("j"), i32(4)))} (f32.mul (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (f32x4.extract_lane 0 (local.get $inv))))`)}`,
+  )})
 (func (export "ce_fwd") (param $logits i32) (param $targets i32) (param $loss i32) (param $lse i32) (param $vocab i32)
   (param $ignore i32) (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)

@@ -50,6 +50,7 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
     rmsNorm: k.rmsNorm.bind(k),
     crossEntropyForward: k.crossEntropyForward.bind(k),
     crossEntropyBackward: k.crossEntropyBackward.bind(k),
+    softmaxRows: k.softmaxRows.bind(k),
     swigluForward: k.swiglu.bind(k),
     swigluBackward: k.swigluBackward.bind(k),
     adamwUpdate: k.adamw.bind(k),

@@ -391,6 +391,26 @@ class Kernels implements WasmKernels {
     dlogits.set(this.heap.f32().subarray(pd >>> 2, (pd >>> 2) + rows * vocab));
   }
 
+  softmaxRows(logits: Float32Array, probs: Float32Array, lse: Float32Array, rows: number, vocab: number): void {
+    const op = "softmaxRows";
+    this.live(op);
+    checkCount(op, "rows", rows);
+    checkCount(op, "vocab", vocab);
+    if (vocab === 0) throw new ShapeError(`${op}: vocab must be positive, got 0`);
+    checkLength(op, "logits", logits, rows * vocab);
+    checkLength(op, "probs", probs, rows * vocab);
+    checkLength(op, "lse", lse, rows);
+    if (rows === 0) return;
+    // The kernel works in place on the heap copy, so `probs` may be `logits` itself.
+    const [px, plse] = this.heap.layout([rows * vocab * 4, rows * 4]);
+    this.heap.f32().set(logits.subarray(0, rows * vocab), px >>> 2);
+    const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    this.splitRows("softmax_rows", rows, parts, 1, (r0, r1) => [px, plse, vocab, r0, r1]);
+    const view = this.heap.f32();
+    probs.set(view.subarray(px >>> 2, (px >>> 2) + rows * vocab));
+    lse.set(view.subarray(plse >>> 2, (plse >>> 2) + rows));
+  }
+
   private checkAttention(op: string, shape: AttentionShape) {
     const { batch, heads, tq, tk, dim } = shape;
     const kvHeads = shape.kvHeads ?? heads;

@@ -31,7 +31,13 @@ export interface AttentionShape {
 export interface WasmKernels
   extends Pick<
     Kernels,
-    "matmul" | "matmulBf16B" | "rmsNorm" | "crossEntropyForward" | "crossEntropyBackward" | "swigluBackward"
+    | "matmul"
+    | "matmulBf16B"
+    | "rmsNorm"
+    | "crossEntropyForward"
+    | "crossEntropyBackward"
+    | "softmaxRows"
+    | "swigluBackward"
   > {
   /** Threads that share a call (the calling thread included). */
   readonly threads: number;

@@ -22,6 +22,7 @@ export const WORKER_OPS = [
   "swiglu_fwd",
   "swiglu_bwd",
   "adamw",
+  "softmax_rows",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 export const MAX_ARGS = 32;

@@ -27,6 +27,20 @@ function rmsRef(x: Float32Array, w: Float32Array, dim: number, eps: number, zc: 
   return { out, rstd };
 }
 
+function softmaxRef(logits: Float32Array, rows: number, vocab: number) {
+  const probs = new Float64Array(rows * vocab);
+  const lse = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    let mx = Number.NEGATIVE_INFINITY;
+    for (let j = 0; j < vocab; j++) mx = Math.max(mx, logits[r * vocab + j]);
+    let s = 0;
+    for (let j = 0; j < vocab; j++) s += Math.exp(logits[r * vocab + j] - mx);
+    lse[r] = mx + Math.log(s);
+    for (let j = 0; j < vocab; j++) probs[r * vocab + j] = Math.exp(logits[r * vocab + j] - lse[r]);
+  }
+  return { probs, lse };
+}
+
 function ceRef(
   logits: Float32Array,
   targets: Int32Array,
@@ -131,6 +145,36 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
       for (let i = 0; i < d.length; i++) err = Math.max(err, Math.abs(d[i] - want.d[i]));
       expect(err).toBeLessThan(1e-6);
     });
+
+  for (const [rows, vocab] of [
+    [1, 1],
+    [3, 7],
+    [4, 33],
+    [30, 2051],
+  ])
+    it(`softmaxRows ${rows}x${vocab}, separate and in place, against float64 (seed ${SEED})`, () => {
+      const logits = randomF32(rows * vocab, next, 8);
+      const probs = new Float32Array(rows * vocab).fill(Number.NaN);
+      const lse = new Float32Array(rows);
+      kernels.softmaxRows(logits, probs, lse, rows, vocab);
+      const want = softmaxRef(logits, rows, vocab);
+      expect(maxRelDiff(lse, want.lse)).toBeLessThan(2e-6);
+      expect(maxRelDiff(probs, want.probs, 1e-30)).toBeLessThan(2e-6);
+      const inPlace = logits.slice();
+      const lse2 = new Float32Array(rows);
+      kernels.softmaxRows(inPlace, inPlace, lse2, rows, vocab);
+      expect(inPlace).toEqual(probs);
+      expect(lse2).toEqual(lse);
+    });
+
+  it("softmaxRows validates sizes", () => {
+    expect(() => kernels.softmaxRows(new Float32Array(6), new Float32Array(5), new Float32Array(2), 2, 3)).toThrow(
+      ShapeError,
+    );
+    expect(() =>
+      kernels.softmaxRows(new Float32Array(6), new Float32Array(6), new Float32Array(2), 2, 3),
+    ).not.toThrow();
+  });
 
   it("cross-entropy is stable for huge logits", () => {
     const logits = new Float32Array([1000, 0, -1000, 999]);

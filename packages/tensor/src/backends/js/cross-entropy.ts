@@ -45,3 +45,27 @@ export function crossEntropyBackwardJs(
     dlogits[o + t] -= g;
   }
 }
+
+/** probs = softmax(logits), lse = logsumexp(logits) per row; `probs` may alias `logits`. */
+export function softmaxRowsJs(
+  logits: Float32Array,
+  probs: Float32Array,
+  lse: Float32Array,
+  rows: number,
+  vocab: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const o = r * vocab;
+    let max = Number.NEGATIVE_INFINITY;
+    for (let j = 0; j < vocab; j++) if (logits[o + j] > max) max = logits[o + j];
+    let sum = 0;
+    for (let j = 0; j < vocab; j++) {
+      const e = Math.exp(logits[o + j] - max);
+      probs[o + j] = e;
+      sum += e;
+    }
+    lse[r] = max + Math.log(sum);
+    const inv = 1 / sum;
+    for (let j = 0; j < vocab; j++) probs[o + j] *= inv;
+  }
+}
