@@ -21,6 +21,7 @@ export {
 } from "./py.js";
 export { GameScorer, type ScoresFile } from "./scorer.js";
 export * from "./episode.js";
+export * from "./games/codenames/index.js";
 export * from "./games/guesswhat.js";
 export * from "./games/imagegame.js";
 export * from "./games/matchit-ascii.js";

@@ -1,5 +1,6 @@
 import { RunnerOptionsError } from "./errors.js";
 import type { GameDefinition } from "./game.js";
+import { codenames } from "./games/codenames/index.js";
 import { guesswhat } from "./games/guesswhat.js";
 import { imagegame } from "./games/imagegame.js";
 import { matchitAscii } from "./games/matchit-ascii.js";
@@ -19,6 +20,7 @@ export const GAMES: Readonly<Record<string, GameDefinition>> = {
   referencegame,
   imagegame,
   privateshared,
+  codenames,
   matchit_ascii: matchitAscii,
   guesswhat,
   textmapworld,

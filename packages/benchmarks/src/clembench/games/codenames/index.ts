@@ -1,0 +1,62 @@
+// codenames (clembench a717f238 `codenames/`): a cluegiver and a guesser against a mock opponent.
+import { PythonRandom } from "../../../tau2/python-random.js";
+import type { GameContext, GameDefinition } from "../../game.js";
+import type { Experiment, GameInstance } from "../../instances.js";
+import type { PlayerBackend } from "../../player.js";
+import { CodenamesMaster } from "./master.js";
+import { CodenamesScorer } from "./scorer.js";
+
+/** `constants.SEED`: `CodenamesGameBenchmark.__init__` calls `random.seed(42)` once per benchmark run. */
+export const CODENAMES_SEED = 42;
+
+/**
+ * The codenames game with its own Python `random` state. The reference seeds it once when the benchmark
+ * starts and the mock opponent draws from it in every episode, so an episode's draws depend on the episodes
+ * played before it: play episodes in instance-file order, one at a time (concurrency 1), on a fresh
+ * definition (`createCodenames()`) or after `resetRandom()` to reproduce a reference run.
+ */
+export interface CodenamesDefinition extends GameDefinition {
+  /** The shared generator (Python MT19937). */
+  readonly rng: PythonRandom;
+  /** `random.seed(seed)`, as at benchmark start. */
+  resetRandom(seed?: number): void;
+}
+
+export function createCodenames(seed = CODENAMES_SEED): CodenamesDefinition {
+  const rng = new PythonRandom(seed);
+  return {
+    name: "codenames",
+    players: 2,
+    roles: ["Cluegiver", "Guesser"],
+    rng,
+    resetRandom(s = CODENAMES_SEED) {
+      rng.seed(s);
+    },
+    createMaster: (experiment: Experiment, backends: PlayerBackend[], ctx: GameContext) =>
+      new CodenamesMaster("codenames", experiment, backends, ctx, rng),
+    createScorer: (experiment: Experiment, instance: GameInstance) =>
+      new CodenamesScorer("codenames", experiment, instance),
+  };
+}
+
+/** The registered codenames game: seeded 42 when the module loads (one benchmark run per process, as `clem run`). */
+export const codenames: CodenamesDefinition = createCodenames();
+
+export { ASSASSIN, type Assignment, type BoardStatus, CodenamesBoard, INNOCENT, OPPONENT, TEAM } from "./board.js";
+export { type CodenamesFlags, FLAG_NAMES, parseFlags } from "./flags.js";
+export {
+  BOARD_END_STATUS,
+  CodenamesMaster,
+  GAME_ENDED_THROUGH_ASSASSIN,
+  MAX_RETRIES,
+  NUMBER_OF_TURNS,
+  TurnLogs,
+} from "./master.js";
+export { addSpaceAfterComma, CHARS_TO_STRIP, ClueGiver, Guesser, NUMBERS_TO_STRIP } from "./players.js";
+export { pyMean, rationalToDouble } from "./python-mean.js";
+export { pySample, randbelow } from "./python-sample.js";
+export { CodenamesScorer, TURN_SCORES } from "./scorer.js";
+export { type CluegiverMode, type CodenamesScriptOptions, codenamesCluegiver, codenamesGuesser } from "./scripted.js";
+export { templateSubstitute } from "./template.js";
+export { CodenamesRuleViolation, ErrorType as CodenamesErrorType } from "./validation-errors.js";
+export { loadWordNetLemmatizer, WordNetLemmatizer, type WordNetNounTable } from "./wordnet-lemmatizer.js";
