@@ -1,13 +1,14 @@
 // Row-wise softmax cross-entropy, the numerically stable way: lse = max + log Σ exp(x − max),
 // loss = lse − x[target]; backward d = (exp(x − lse) − onehot) · g. Rows whose target equals the
 // ignore index give loss 0 and gradient 0 (PyTorch's CrossEntropyLoss ignore_index semantics).
-// log comes from the host (imported Math.log): one call per row.
+// log comes from the host (imported Math.log): one call per row. The row max uses pmax (one
+// instruction; it may skip a NaN, but the exp pass then turns that NaN into a NaN sum).
 import { add, forLoop, get, i32, mul, set } from "./dsl.mjs";
 import { VEXP_LOCALS, vexpInline } from "./vexp.mjs";
 
 const rowMax = `
   ${set("vm", "(f32x4.splat (f32.const -inf))")}
-  ${forLoop("j", i32(0), get("v4"), i32(4), `(local.set $vm (f32x4.max (local.get $vm) (v128.load ${add(get("lr"), mul(get("j"), i32(4)))})))`)}
+  ${forLoop("j", i32(0), get("v4"), i32(4), `(local.set $vm (f32x4.pmax (local.get $vm) (v128.load ${add(get("lr"), mul(get("j"), i32(4)))})))`)}
   ${set("mx", "(f32.max (f32.max (f32x4.extract_lane 0 (local.get $vm)) (f32x4.extract_lane 1 (local.get $vm))) (f32.max (f32x4.extract_lane 2 (local.get $vm)) (f32x4.extract_lane 3 (local.get $vm))))")}
   ${forLoop("j", get("v4"), get("vocab"), i32(1), `(local.set $mx (f32.max (local.get $mx) (f32.load ${add(get("lr"), mul(get("j"), i32(4)))})))`)}`;
 

@@ -167,6 +167,22 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
       expect(lse2).toEqual(lse);
     });
 
+  it("a NaN logit anywhere in a row makes that row's logsumexp NaN (and only that row's)", () => {
+    const vocab = 37;
+    for (const at of [0, 5, 35, 36]) {
+      const logits = randomF32(2 * vocab, next, 4);
+      logits[vocab + at] = Number.NaN;
+      const lse = new Float32Array(2);
+      kernels.softmaxRows(logits, new Float32Array(2 * vocab), lse, 2, vocab);
+      expect(Number.isNaN(lse[1])).toBe(true);
+      expect(Number.isFinite(lse[0])).toBe(true);
+      const lse2 = new Float32Array(2);
+      kernels.crossEntropyForward(logits, new Int32Array(2), new Float32Array(2), lse2, 2, vocab, -100);
+      expect(Number.isNaN(lse2[1])).toBe(true);
+      expect(lse2[0]).toBe(lse[0]);
+    }
+  });
+
   it("softmaxRows validates sizes", () => {
     expect(() => kernels.softmaxRows(new Float32Array(6), new Float32Array(5), new Float32Array(2), 2, 3)).toThrow(
       ShapeError,
