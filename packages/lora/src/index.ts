@@ -1,7 +1,7 @@
 // @kiln/lora: LoRA adapters compatible with PEFT.
 export * from "./errors.js";
 export { LoraLayer } from "./lora-layer.js";
-export { loraLinear } from "./lora-linear.js";
+export { loraLinear, type LoraDropout } from "./lora-linear.js";
 export { resolveTargets, shortTargetNames, type TargetModules } from "./targets.js";
 export { LoraAdapter, adapterFromLayers, attachLora, type LoraOptions } from "./lora-adapter.js";
 export {

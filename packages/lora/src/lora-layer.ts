@@ -2,7 +2,7 @@
 // with A [r, in], B [out, r] as nn.Linear weights. Only A and B are trainable.
 import { type Tensor, dropout, linear, mul, nextRngSequence } from "@kiln/tensor";
 import type { LinearAdapter } from "@kiln/models";
-import { loraLinear } from "./lora-linear.js";
+import { type LoraDropout, loraLinear } from "./lora-linear.js";
 
 export class LoraLayer implements LinearAdapter {
   enabled = true;
@@ -33,22 +33,24 @@ export class LoraLayer implements LinearAdapter {
     return this.scaling * this.scaleMultiplier;
   }
 
-  /** The adapter's input: x, or dropout(x) while training with p > 0. */
-  private adapterInput(x: Tensor): Tensor {
-    if (!(this.training && this.dropoutP > 0)) return x;
+  /** This call's dropout draw (none in eval mode or with p = 0). */
+  private dropoutDraw(x: Tensor): LoraDropout | undefined {
+    if (!(this.training && this.dropoutP > 0)) return undefined;
     // A fresh counter range per call from the shared sequence: masks differ between steps, a run
     // replays exactly, and gradient checkpointing's recomputation redraws the same mask.
-    return dropout(x, this.dropoutP, { seed: this.dropoutSeed, offset: nextRngSequence() * x.size });
+    return { p: this.dropoutP, seed: this.dropoutSeed, offset: nextRngSequence() * x.size };
   }
 
   /** s · B(A(dropout(x))) alone (what gets added to the base output). */
   forward(x: Tensor): Tensor {
+    const d = this.dropoutDraw(x);
+    const input = d ? dropout(x, d.p, { seed: d.seed, offset: d.offset }) : x;
     // Scale the rank-r intermediate, not the [tokens × out] result: same maths, r/out of the work.
-    return linear(mul(linear(this.adapterInput(x), this.A), this.effectiveScaling), this.B);
+    return linear(mul(linear(input, this.A), this.effectiveScaling), this.B);
   }
 
   /** The whole layer, x·Wᵀ + b + s · B(A(dropout(x))), as one fused op (see lora-linear.ts). */
   forwardWithBase(x: Tensor, weight: Tensor, bias: Tensor | null): Tensor {
-    return loraLinear(x, weight, bias, this.A, this.B, this.effectiveScaling, this.adapterInput(x));
+    return loraLinear(x, weight, bias, this.A, this.B, this.effectiveScaling, this.dropoutDraw(x));
   }
 }

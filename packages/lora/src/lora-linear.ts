@@ -1,18 +1,18 @@
 // A LoRA linear layer as one autograd node: y = x·Wᵀ + b + s·(x_d·Aᵀ)·Bᵀ (PEFT tuners/lora/layer.py,
 // Linear.forward), with W [out, in] frozen (bf16, f16 or f32), A [r, in], B [out, r] trainable and
-// x_d = dropout(x) (or x itself). Composing it from linear/mul/add ops costs, per layer and step, an
-// extra [tokens × out] adapter output and sum in the forward and an extra [tokens × in] input gradient
-// and sum in the backward; here the adapter product is accumulated into the base output by the GEMM
-// (`accumulate`), and the adapter's input gradient into the base's.
+// x_d = dropout(x) (or x itself). Composing it from linear/mul/add/dropout ops costs, per layer and
+// step, an extra [tokens × out] adapter output and sum in the forward and an extra [tokens × in] input
+// gradient and sum in the backward (two with dropout); here the adapter product is accumulated into
+// the base output by the GEMM (`accumulate`), and the adapter's input gradient into the base's.
 //
-// Backward, with G = ∂L/∂y and u = s·x_d·Aᵀ (saved, [tokens × r]):
+// Backward, with G = ∂L/∂y, M the dropout mask scaled by 1/(1−p) (all ones without dropout) and
+// u = s·x_d·Aᵀ (saved, [tokens × r]):
 //   ∂L/∂B = Gᵀ·u                 [out × r]
 //   du    = s·G·B                [tokens × r]
 //   ∂L/∂A = duᵀ·x_d              [r × in]
-//   ∂L/∂x = G·W (+ du·A when x_d is x, accumulated in the same buffer)
-//   ∂L/∂x_d = du·A (when x_d is a separate dropout output; autograd carries it back to x)
+//   ∂L/∂x = G·W + M ⊙ (du·A)     (without dropout the GEMM accumulates du·A into the same buffer)
 //   ∂L/∂W = Gᵀ·x only if W requires grad (never for a frozen base), ∂L/∂b = Σ_rows G.
-import { type MatmulShape, Tensor, kernel, record } from "@kiln/tensor";
+import { type MatmulShape, Tensor, kernel, randomBits, record } from "@kiln/tensor";
 import { LoraError } from "./errors.js";
 
 function fmt(shape: readonly number[]): string {
@@ -34,10 +34,35 @@ function gemm(a: Float32Array, b: Float32Array, out: Float32Array, shape: Matmul
   kernel("matmul")(a, b, out, shape);
 }
 
+/** Dropout on the adapter's input (PEFT applies it only there). */
+export interface LoraDropout {
+  /** Drop probability in [0, 1). */
+  p: number;
+  seed: number;
+  /** Counter offset of the first element (a fresh range per call, e.g. `nextRngSequence() * x.size`). */
+  offset: number;
+}
+
 /**
- * `x·Wᵀ + b + s·(xd·Aᵀ)·Bᵀ` as one op. `xd` is the adapter's input (PEFT applies dropout only there);
- * pass `x` itself (the default) when there is no dropout.
+ * The Philox stream of `@kiln/tensor`'s `dropout` op: the fused mask is the one `dropout(x, p, {seed,
+ * offset})` draws, so the fused and the composed layer train identically.
  */
+const DROPOUT_STREAM = 0x0d0d;
+
+/**
+ * Keep flags of inverted dropout: element i is kept iff its uniform (bits >>> 8)·2⁻²⁴ is ≥ p, i.e. iff
+ * bits >>> 8 ≥ ⌈p·2²⁴⌉ (scaling by a power of two is exact, so this is the same test in integers).
+ */
+function dropoutKeep(d: LoraDropout, n: number): Uint8Array {
+  const bits = new Uint32Array(n);
+  randomBits(d.seed, d.offset, bits, DROPOUT_STREAM);
+  const threshold = Math.ceil(d.p * 2 ** 24);
+  const keep = new Uint8Array(n);
+  for (let i = 0; i < n; i++) keep[i] = bits[i] >>> 8 >= threshold ? 1 : 0;
+  return keep;
+}
+
+/** `x·Wᵀ + b + s·(dropout(x)·Aᵀ)·Bᵀ` as one op (see the header for the gradients). */
 export function loraLinear(
   x: Tensor,
   weight: Tensor,
@@ -45,7 +70,7 @@ export function loraLinear(
   A: Tensor,
   B: Tensor,
   scaling: number,
-  xd: Tensor = x,
+  dropout?: LoraDropout,
 ): Tensor {
   if (weight.rank !== 2) throw new LoraError(`loraLinear: weight must be [out, in], got ${fmt(weight.shape)}`);
   const [out, inF] = weight.shape;
@@ -61,13 +86,20 @@ export function loraLinear(
     );
   if (bias && (bias.rank !== 1 || bias.shape[0] !== out))
     throw new LoraError(`loraLinear: bias must be [${out}], got ${fmt(bias.shape)}`);
-  if (xd !== x && (xd.rank !== x.rank || xd.shape.some((d, i) => d !== x.shape[i]) || xd.dtype === "i32"))
-    throw new LoraError(`loraLinear: adapter input ${fmt(xd.shape)} must match the input ${fmt(x.shape)}`);
   if (!Number.isFinite(scaling)) throw new LoraError(`loraLinear: scaling must be finite, got ${scaling}`);
+  if (dropout && !(dropout.p >= 0 && dropout.p < 1))
+    throw new LoraError(`loraLinear: dropout p must be in [0, 1), got ${dropout.p}`);
   const r = A.shape[0];
   const rows = inF === 0 ? 0 : x.size / inF;
   const xs = f32Of(x);
-  const xds = xd === x ? xs : f32Of(xd);
+  // x_d = x ⊙ M, M = keep / (1 − p): the same products as the dropout op's x·mask.
+  const keep = dropout && dropout.p > 0 ? dropoutKeep(dropout, x.size) : null;
+  const keepScale = dropout ? 1 / (1 - dropout.p) : 1;
+  let xds = xs;
+  if (keep) {
+    xds = new Float32Array(x.size);
+    for (let i = 0; i < xds.length; i++) if (keep[i]) xds[i] = xs[i] * keepScale;
+  }
   const a = A.data as Float32Array;
   const b = B.data as Float32Array;
 
@@ -87,16 +119,13 @@ export function loraLinear(
   gemm(u, b, y, { batch: 1, m: rows, n: out, k: r, transB: true, accumulate: true });
   const result = new Tensor(y, [...x.shape.slice(0, -1), out]);
 
-  const separate = xd !== x;
   const inputs: Tensor[] = [x, weight, A, B];
   if (bias) inputs.push(bias);
-  if (separate) inputs.push(xd);
   return record(result, "loraLinear", inputs, (grad) => {
     const g = f32Of(grad);
     const needX = x.requiresGrad;
-    const needXd = separate && xd.requiresGrad;
     let du: Float32Array | null = null;
-    if (A.requiresGrad || needXd || (needX && !separate)) {
+    if (A.requiresGrad || needX) {
       du = new Float32Array(rows * r);
       gemm(g, b, du, { batch: 1, m: rows, n: r, k: out });
       for (let i = 0; i < du.length; i++) du[i] *= scaling;
@@ -117,14 +146,15 @@ export function loraLinear(
     if (needX) {
       const d = new Float32Array(rows * inF);
       gemmWeight(g, weight, d, { batch: 1, m: rows, n: inF, k: out });
-      if (!separate) gemm(du!, a, d, { batch: 1, m: rows, n: inF, k: r, accumulate: true });
+      if (keep) {
+        // the dropout op's backward (g·mask) and the gradient sum, in one pass
+        const t = new Float32Array(rows * inF);
+        gemm(du!, a, t, { batch: 1, m: rows, n: inF, k: r });
+        for (let i = 0; i < d.length; i++) if (keep[i]) d[i] += t[i] * keepScale;
+      } else {
+        gemm(du!, a, d, { batch: 1, m: rows, n: inF, k: r, accumulate: true });
+      }
       dx = new Tensor(d, x.shape);
-    }
-    let dxd: Tensor | null = null;
-    if (needXd) {
-      const d = new Float32Array(rows * inF);
-      gemm(du!, a, d, { batch: 1, m: rows, n: inF, k: r });
-      dxd = new Tensor(d, xd.shape);
     }
     let dW: Tensor | null = null;
     if (weight.requiresGrad) {
@@ -143,7 +173,6 @@ export function loraLinear(
     }
     const grads: (Tensor | null)[] = [dx, dW, dA, dB];
     if (bias) grads.push(db);
-    if (separate) grads.push(dxd);
     return grads;
   });
 }

@@ -75,17 +75,14 @@ function check(opts: {
   const rows = x.size / inF;
   const dims = { rows, inF, out, r };
   let mask: Float64Array | null = null;
-  let xd = x;
-  if (opts.dropoutP) {
-    const p = opts.dropoutP;
-    // dropout of ones is the scaled keep-mask the op draws for the same seed and offset
-    mask = Float64Array.from(
-      T.dropout(T.ones([...x.shape]), p, { seed: 11, offset: 3 }).toFloat32Array() as Float32Array,
-    );
+  const drop = opts.dropoutP ? { p: opts.dropoutP, seed: 11, offset: 3 } : undefined;
+  if (drop) {
+    // the tensor dropout op on ones gives the scaled keep-mask for the same seed and offset
+    mask = Float64Array.from(T.dropout(T.ones([...x.shape]), drop.p, drop).toFloat32Array());
     expect(mask.some((v) => v === 0)).toBe(true);
-    xd = T.dropout(x, p, { seed: 11, offset: 3 });
+    expect(mask.some((v) => v > 1)).toBe(true);
   }
-  const y = loraLinear(x, w, bias, A, B, s, xd);
+  const y = loraLinear(x, w, bias, A, B, s, drop);
   expect(y.shape).toEqual([...x.shape.slice(0, -1), out]);
   const ins = [x, w, bias, A, B].map((t) => (t ? Float64Array.from(t.toFloat32Array()) : null));
   const ref = (v: (Float64Array | null)[]) => reference(v[0]!, v[1]!, v[2], v[3]!, v[4]!, s, dims, mask);
@@ -159,6 +156,7 @@ function suite() {
       A: tensor([4, 24], true),
       B: tensor([18, 4], true),
       s: 0.75,
+      dropoutP: 0.25,
     });
   });
 
@@ -220,16 +218,23 @@ describe("loraLinear input checks", () => {
     );
     expect(() => loraLinear(x, w, tensor([4], false), tensor([2, 4], true), tensor([3, 2], true), 1)).toThrow(/bias/);
     expect(() => loraLinear(x, w, null, tensor([2, 4], true), tensor([3, 2], true), Number.NaN)).toThrow(/scaling/);
+    const drop = { p: 1, seed: 0, offset: 0 };
+    expect(() => loraLinear(x, w, null, tensor([2, 4], true), tensor([3, 2], true), 1, drop)).toThrow(/dropout p/);
   });
 
-  it("is what a LoraLayer's fused path computes", () => {
-    const A = tensor([2, 4], true);
+  it.each([0, 0.3])("is what a LoraLayer's composed path computes (dropout %s, same mask)", (p) => {
+    const A = tensor([2, 40], true);
     const B = tensor([3, 2], true);
-    const layer = new LoraLayer("default", "m", A, B, 1.25, 0, 0);
-    const x = tensor([2, 4], false);
-    const w = tensor([3, 4], false);
+    const layer = new LoraLayer("default", "m", A, B, 1.25, p, 7);
+    const x = tensor([5, 40], false);
+    const w = tensor([3, 40], false);
+    T.setRngSequencePosition(42);
     const fused = layer.forwardWithBase(x, w, null).toFloat32Array();
+    T.setRngSequencePosition(42);
     const composed = T.add(T.linear(x, w), layer.forward(x)).toFloat32Array();
+    T.setRngSequencePosition(43);
+    const otherMask = layer.forwardWithBase(x, w, null).toFloat32Array();
     expectClose(fused, composed, 1e-6, 1e-6);
+    expect(fused.some((v, i) => v !== otherMask[i])).toBe(p > 0);
   });
 });
