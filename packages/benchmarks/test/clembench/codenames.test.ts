@@ -145,6 +145,30 @@ describe("codenames against the reference implementation", () => {
     });
   });
 
+  it("reproduces a whole reference benchmark run (130 instances in order, one seed) through the runner", async () => {
+    const ref = JSON.parse(fixture("benchmark-run.json")) as {
+      experiment: string;
+      game_id: number;
+      opponent_revealed: string[];
+      episode_scores_json: string;
+    }[];
+    codenames.resetRandom();
+    const { results } = await runBenchmark({
+      games: [codenames],
+      players: [codenamesCluegiver("team"), codenamesGuesser()],
+      dataDir,
+    });
+    expect(results).toHaveLength(130);
+    expect(ref).toHaveLength(130);
+    results.forEach((r, i) => {
+      expect([r.experiment, r.gameId]).toEqual([ref[i].experiment, ref[i].game_id]);
+      expect(gmEvents(r, "opponent revealed").map((c) => (c as { word: string }).word)).toEqual(
+        ref[i].opponent_revealed,
+      );
+      expect(pyJsonDumps(r.scores?.["episode scores"])).toBe(ref[i].episode_scores_json);
+    });
+  });
+
   it("depends on the episode order through the shared random state, and resetRandom restarts it", async () => {
     const s = specOf("instances", 5, 0); // opponent_easy: one opponent word per round
     const play = (def: ReturnType<typeof createCodenames>) =>
