@@ -1,10 +1,10 @@
-// Forward and reverse KL over the full vocabulary through the tensor backend's row kernels
-// (`softmaxRows` gives probabilities and logsumexps, `crossEntropyForward` logsumexps alone).
-// Every exp runs inside those kernels, so the divergence is as fast as the active backend's
-// softmax (the wasm SIMD kernels when that backend is selected); what is left here are exp-free
-// passes. In training the forward writes the gradient's direction while each chunk is in cache
-// and the backward only rescales it per row. Rows go through in chunks: besides the logits and
-// their gradient, only a few [chunk × V] scratch buffers exist.
+// Forward and reverse KL over the full vocabulary through the tensor backend's row kernels:
+// `klDivergenceRows` (divergence, logsumexps and, in training, the gradient's direction) for the
+// forward; the backward only rescales that direction per row. Every exp runs inside the kernels,
+// so the divergence is as fast as the active backend (the wasm SIMD kernels when selected). A
+// second backward through a retained graph rebuilds the gradient with the cross-entropy kernels.
+// Rows go through in chunks: besides the logits and their gradient, a backend holds at most a
+// few [chunk × V] scratch buffers.
 //
 // forward KL(P‖S): loss_r = Σ P·(ẑ_t − ẑ_s) − lse_t + lse_s, ∂/∂z_s = (S − P)/T
 // reverse KL(S‖P): loss_r = Σ S·(ẑ_s − ẑ_t) − lse_s + lse_t, ∂/∂z_s = S·(s − p − KL)/T
@@ -70,51 +70,39 @@ function scratch(p: Plan): { s: Float32Array | null; t: Float32Array | null; pro
 }
 
 /**
- * Per-row divergence. With `keepGradient`, also the direction of its gradient w.r.t. the student
- * logits (before the per-row factor g/T), written while each chunk is in cache: forward KL
- * S − P, reverse KL S·(s − p − KL). Two exps per logit in all (one per distribution).
+ * Per-row divergence. With `keepGradient`, also the direction of its gradient w.r.t. the scaled
+ * student logits (before the per-row factor g/T): forward KL S − P, reverse KL S·(s − p − KL),
+ * written by the backend's `klDivergenceRows` kernel while each chunk is in cache (two exps per
+ * logit in all, teacher rows gathered by the kernel, temperature applied on the fly).
  */
 export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
-  const { rows, V, mask, reverse } = p;
+  const { rows, V, mask, reverse, map, invT } = p;
   const out = new Float32Array(rows);
   const lseS = new Float32Array(rows);
   const lseT = new Float32Array(rows);
   const grad = keepGradient ? new Float32Array(rows * V) : null;
-  const softmax = kernel("softmaxRows");
-  const stats = kernel("crossEntropyForward");
-  const buf = scratch(p);
-  const probS = grad ? null : new Float32Array(Math.min(p.chunk, rows) * V);
-  const lossScratch = new Float32Array(p.chunk);
-  const zeroTargets = new Int32Array(p.chunk); // never the ignore index −1
+  const kl = kernel("klDivergenceRows");
+  let identity = true;
+  for (let r = 0; r < rows; r++) if (map[r] !== r) identity = false;
   for (let r0 = 0; r0 < rows; r0 += p.chunk) {
     const r1 = Math.min(rows, r0 + p.chunk);
-    const n = r1 - r0;
     let any = false;
     for (let r = r0; r < r1; r++) if (mask[r]) any = true;
     if (!any) continue;
-    const { s, t } = chunkInputs(p, r0, r1, buf.s, buf.t);
-    const S = grad ? grad.subarray(r0 * V, r1 * V) : (probS as Float32Array).subarray(0, n * V);
-    softmax(s, S, lseS.subarray(r0, r1), n, V);
-    const P = buf.prob.subarray(0, n * V);
-    if (reverse) stats(t, zeroTargets.subarray(0, n), lossScratch.subarray(0, n), lseT.subarray(r0, r1), n, V, -1);
-    else softmax(t, P, lseT.subarray(r0, r1), n, V);
-    for (let i = 0; i < n; i++) {
-      const r = r0 + i;
-      const o = i * V;
-      if (!mask[r]) {
-        if (grad) S.fill(0, o, o + V);
-        continue;
-      }
-      const ls = lseS[r];
-      const lt = lseT[r];
-      if (!reverse) {
-        // Σ P (p − s) = Σ P (ẑ_t − ẑ_s) − lse_t + lse_s; the gradient direction S − P in place.
-        out[r] = (grad ? weightedDifferenceSubtract(P, t, s, S, o, V) : weightedDifference(P, t, s, o, V)) - lt + ls;
-        continue;
-      }
-      const kl = weightedDifference(S, s, t, o, V) - ls + lt;
-      out[r] = kl;
-      if (grad) scaleByDifference(S, s, t, o, V, -ls + lt - kl);
+    kl(
+      p.zs.subarray(r0 * V, r1 * V),
+      identity ? p.zt.subarray(r0 * V, r1 * V) : p.zt,
+      identity ? null : map.subarray(r0, r1),
+      grad ? grad.subarray(r0 * V, r1 * V) : null,
+      out.subarray(r0, r1),
+      lseS.subarray(r0, r1),
+      lseT.subarray(r0, r1),
+      { rows: r1 - r0, vocab: V, scale: invT, reverse },
+    );
+    for (let r = r0; r < r1; r++) {
+      if (mask[r]) continue;
+      out[r] = 0;
+      if (grad) grad.fill(0, r * V, (r + 1) * V);
     }
   }
   return { out, lseS, lseT, grad };
@@ -184,36 +172,6 @@ function klRecomputedGradient(p: Plan, k: KlRows, g: Float32Array): Float32Array
 }
 
 // Small monomorphic loops, kept apart so the engine optimises each hot loop on its own.
-
-/** Σ_j w_j·(a_j − b_j) over [o, o+V), skipping zero weights (0·∞ would be NaN). */
-function weightedDifference(w: Float32Array, a: Float32Array, b: Float32Array, o: number, V: number): number {
-  let acc = 0;
-  for (let j = o; j < o + V; j++) {
-    const x = w[j];
-    if (x !== 0) acc += x * (a[j] - b[j]);
-  }
-  return acc;
-}
-
-/** Σ_j w_j·(a_j − b_j) over [o, o+V) as above, and d_j −= w_j in the same pass. */
-function weightedDifferenceSubtract(
-  w: Float32Array,
-  a: Float32Array,
-  b: Float32Array,
-  d: Float32Array,
-  o: number,
-  V: number,
-): number {
-  let acc = 0;
-  for (let j = o; j < o + V; j++) {
-    const x = w[j];
-    if (x !== 0) {
-      acc += x * (a[j] - b[j]);
-      d[j] -= x;
-    }
-  }
-  return acc;
-}
 
 function scaleRow(d: Float32Array, o: number, V: number, c: number): void {
   for (let j = o; j < o + V; j++) d[j] *= c;

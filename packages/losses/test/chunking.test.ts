@@ -19,6 +19,10 @@ registerKernels("losses-spy", {
     calls.push(rows);
     referenceKernel("softmaxRows")(l, p, lse, rows, vocab);
   },
+  klDivergenceRows: (s, t, map, grad, loss, lseS, lseT, shape) => {
+    calls.push(shape.rows);
+    referenceKernel("klDivergenceRows")(s, t, map, grad, loss, lseS, lseT, shape);
+  },
 });
 
 describe("chunked kernels", () => {

@@ -20,6 +20,15 @@ export interface MatmulShape {
   accumulate?: boolean;
 }
 
+export interface KlRowsShape {
+  rows: number;
+  vocab: number;
+  /** Both logits are multiplied by this (1/temperature); must be positive. */
+  scale: number;
+  /** KL(S‖P) instead of KL(P‖S). */
+  reverse: boolean;
+}
+
 export interface AttentionShape {
   batch: number;
   heads: number;
@@ -70,6 +79,22 @@ export interface Kernels {
    * backward is an exp-free rescaling (one exp per element in all).
    */
   softmaxRows(logits: Float32Array, probs: Float32Array, lse: Float32Array, rows: number, vocab: number): void;
+  /**
+   * Full-vocabulary KL per row between S = softmax(scale·student) and P = softmax(scale·teacher)
+   * (teacher row `teacherRows[r]`, or r when null): forward KL(P‖S) or reverse KL(S‖P) into `loss`,
+   * the logsumexps of the scaled rows into `lseS`/`lseT`, and, when `grad` is given, the direction
+   * of the gradient w.r.t. scale·student per row: S − P (forward), S·(log S − log P − KL) (reverse).
+   */
+  klDivergenceRows(
+    student: Float32Array,
+    teacher: Float32Array,
+    teacherRows: Int32Array | null,
+    grad: Float32Array | null,
+    loss: Float32Array,
+    lseS: Float32Array,
+    lseT: Float32Array,
+    shape: KlRowsShape,
+  ): void;
   /** out = silu(gate)·up; σ(gate) saved in `sig` for the backward. */
   swigluForward(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void;
   swigluBackward(

@@ -7,6 +7,7 @@ import { crossEntropyWat } from "./cross-entropy.mjs";
 import { resetLabels } from "./dsl.mjs";
 import { gemmWat } from "./gemm.mjs";
 import { gemvWat } from "./gemv.mjs";
+import { klDivergenceWat } from "./kl-divergence.mjs";
 import { rmsNormWat } from "./rmsnorm.mjs";
 import { swigluWat } from "./swiglu.mjs";
 import { vectorWat } from "./vector.mjs";
@@ -26,6 +27,7 @@ ${gemmWat({ relaxed })}
 ${gemvWat()}
 ${rmsNormWat()}
 ${crossEntropyWat()}
+${klDivergenceWat()}
 ${attentionWat()}
 ${swigluWat()}
 ${adamwWat()}

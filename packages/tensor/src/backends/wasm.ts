@@ -51,6 +51,7 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
     crossEntropyForward: k.crossEntropyForward.bind(k),
     crossEntropyBackward: k.crossEntropyBackward.bind(k),
     softmaxRows: k.softmaxRows.bind(k),
+    klDivergenceRows: k.klDivergenceRows.bind(k),
     swigluForward: k.swiglu.bind(k),
     swigluBackward: k.swigluBackward.bind(k),
     adamwUpdate: k.adamw.bind(k),

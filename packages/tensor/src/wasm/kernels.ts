@@ -1,5 +1,6 @@
 // createWasmKernels: instantiates the embedded SIMD module on one WebAssembly.Memory (shared when
 // threads > 1), copies inputs in, splits output rows among the caller and the workers, copies results out.
+import type { KlRowsShape } from "../backend.js";
 import { BackendError, IndexError, ShapeError } from "../errors.js";
 import { decodeBase64 } from "./base64.js";
 import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
@@ -409,6 +410,55 @@ class Kernels implements WasmKernels {
     const view = this.heap.f32();
     probs.set(view.subarray(px >>> 2, (px >>> 2) + rows * vocab));
     lse.set(view.subarray(plse >>> 2, (plse >>> 2) + rows));
+  }
+
+  klDivergenceRows(
+    student: Float32Array,
+    teacher: Float32Array,
+    teacherRows: Int32Array | null,
+    grad: Float32Array | null,
+    loss: Float32Array,
+    lseS: Float32Array,
+    lseT: Float32Array,
+    shape: KlRowsShape,
+  ): void {
+    const op = "klDivergenceRows";
+    this.live(op);
+    const { rows, vocab, scale, reverse } = shape;
+    checkCount(op, "rows", rows);
+    checkCount(op, "vocab", vocab);
+    if (vocab === 0) throw new ShapeError(`${op}: vocab must be positive, got 0`);
+    if (!(scale > 0) || !Number.isFinite(scale))
+      throw new ShapeError(`${op}: scale must be positive and finite, got ${scale}`);
+    checkLength(op, "student", student, rows * vocab);
+    checkLength(op, "loss", loss, rows);
+    checkLength(op, "lseS", lseS, rows);
+    checkLength(op, "lseT", lseT, rows);
+    if (grad) checkLength(op, "grad", grad, rows * vocab);
+    const teacherCount = Math.floor(teacher.length / vocab);
+    if (teacherRows) {
+      checkLength(op, "teacherRows", teacherRows, rows);
+      for (let r = 0; r < rows; r++)
+        if (!(teacherRows[r] >= 0 && teacherRows[r] < teacherCount))
+          throw new IndexError(`${op}: teacherRows[${r}] = ${teacherRows[r]} is outside [0, ${teacherCount})`);
+    } else checkLength(op, "teacher", teacher, rows * vocab);
+    if (rows === 0) return;
+    const n = rows * vocab;
+    const [ps, pt, po, pl, pls, plt] = this.heap.layout([n * 4, n * 4, n * 4, rows * 4, rows * 4, rows * 4]);
+    const f32 = this.heap.f32();
+    f32.set(student.subarray(0, n), ps >>> 2);
+    if (teacherRows)
+      for (let r = 0; r < rows; r++)
+        f32.set(teacher.subarray(teacherRows[r] * vocab, (teacherRows[r] + 1) * vocab), (pt >>> 2) + r * vocab);
+    else f32.set(teacher.subarray(0, n), pt >>> 2);
+    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    const name = reverse ? "kl_rev_rows" : "kl_fwd_rows";
+    this.splitRows(name, rows, parts, 1, (r0, r1) => [ps, pt, po, pl, pls, plt, vocab, scale, grad ? 1 : 0, r0, r1]);
+    const view = this.heap.f32();
+    if (grad) grad.set(view.subarray(po >>> 2, (po >>> 2) + n));
+    loss.set(view.subarray(pl >>> 2, (pl >>> 2) + rows));
+    lseS.set(view.subarray(pls >>> 2, (pls >>> 2) + rows));
+    lseT.set(view.subarray(plt >>> 2, (plt >>> 2) + rows));
   }
 
   private checkAttention(op: string, shape: AttentionShape) {

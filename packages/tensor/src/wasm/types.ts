@@ -37,6 +37,7 @@ export interface WasmKernels
     | "crossEntropyForward"
     | "crossEntropyBackward"
     | "softmaxRows"
+    | "klDivergenceRows"
     | "swigluBackward"
   > {
   /** Threads that share a call (the calling thread included). */

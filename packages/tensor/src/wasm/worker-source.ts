@@ -23,6 +23,8 @@ export const WORKER_OPS = [
   "swiglu_bwd",
   "adamw",
   "softmax_rows",
+  "kl_fwd_rows",
+  "kl_rev_rows",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 export const MAX_ARGS = 32;

@@ -41,6 +41,45 @@ function softmaxRef(logits: Float32Array, rows: number, vocab: number) {
   return { probs, lse };
 }
 
+function klRef(
+  student: Float32Array,
+  teacher: Float32Array,
+  map: Int32Array | null,
+  rows: number,
+  vocab: number,
+  c: number,
+  reverse: boolean,
+) {
+  const lse = (x: Float32Array, o: number) => {
+    let mx = Number.NEGATIVE_INFINITY;
+    for (let j = 0; j < vocab; j++) mx = Math.max(mx, x[o + j] * c);
+    let s = 0;
+    for (let j = 0; j < vocab; j++) s += Math.exp(x[o + j] * c - mx);
+    return mx + Math.log(s);
+  };
+  const loss = new Float64Array(rows);
+  const lseS = new Float64Array(rows);
+  const lseT = new Float64Array(rows);
+  const grad = new Float64Array(rows * vocab);
+  for (let r = 0; r < rows; r++) {
+    const os = r * vocab;
+    const ot = (map ? map[r] : r) * vocab;
+    lseS[r] = lse(student, os);
+    lseT[r] = lse(teacher, ot);
+    const logS = (j: number) => student[os + j] * c - lseS[r];
+    const logP = (j: number) => teacher[ot + j] * c - lseT[r];
+    let kl = 0;
+    for (let j = 0; j < vocab; j++) {
+      const w = Math.exp(reverse ? logS(j) : logP(j));
+      if (w > 0) kl += w * (reverse ? logS(j) - logP(j) : logP(j) - logS(j));
+    }
+    loss[r] = kl;
+    for (let j = 0; j < vocab; j++)
+      grad[os + j] = reverse ? Math.exp(logS(j)) * (logS(j) - logP(j) - kl) : Math.exp(logS(j)) - Math.exp(logP(j));
+  }
+  return { loss, lseS, lseT, grad };
+}
+
 function ceRef(
   logits: Float32Array,
   targets: Int32Array,
@@ -181,6 +220,65 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
       expect(Number.isNaN(lse2[1])).toBe(true);
       expect(lse2[0]).toBe(lse[0]);
     }
+  });
+
+  for (const [rows, vocab, reverse, scale, mapped] of [
+    [1, 1, false, 1, false],
+    [3, 7, true, 1, true],
+    [4, 33, false, 0.6, true],
+    [5, 35, true, 1.3, false],
+    [20, 2051, false, 1, false],
+    [20, 2051, true, 0.5, true],
+  ] as const)
+    it(`klDivergenceRows ${reverse ? "reverse" : "forward"} ${rows}x${vocab} scale ${scale}${mapped ? " with teacherRows" : ""} against float64 (seed ${SEED})`, () => {
+      const student = randomF32(rows * vocab, next, 6);
+      const teacherCount = mapped ? 3 : rows;
+      const teacher = randomF32(teacherCount * vocab, next, 6);
+      const map = mapped ? Int32Array.from({ length: rows }, () => Math.floor(next() * teacherCount)) : null;
+      const grad = new Float32Array(rows * vocab).fill(Number.NaN);
+      const loss = new Float32Array(rows);
+      const lseS = new Float32Array(rows);
+      const lseT = new Float32Array(rows);
+      kernels.klDivergenceRows(student, teacher, map, grad, loss, lseS, lseT, { rows, vocab, scale, reverse });
+      const want = klRef(student, teacher, map, rows, vocab, scale, reverse);
+      expect(maxRelDiff(lseS, want.lseS)).toBeLessThan(2e-6);
+      expect(maxRelDiff(lseT, want.lseT)).toBeLessThan(2e-6);
+      for (let r = 0; r < rows; r++)
+        expect(Math.abs(loss[r] - want.loss[r])).toBeLessThan(2e-5 * Math.max(1, want.loss[r]));
+      let err = 0;
+      for (let i = 0; i < grad.length; i++) err = Math.max(err, Math.abs(grad[i] - want.grad[i]));
+      expect(err).toBeLessThan(2e-6);
+      const loss2 = new Float32Array(rows);
+      kernels.klDivergenceRows(student, teacher, map, null, loss2, lseS, lseT, { rows, vocab, scale, reverse });
+      expect(loss2).toEqual(loss);
+    });
+
+  it("klDivergenceRows: a −inf teacher logit contributes 0·log 0 = 0 (forward KL stays finite)", () => {
+    const vocab = 9;
+    const student = randomF32(vocab, next, 2);
+    const teacher = randomF32(vocab, next, 2);
+    teacher[2] = Number.NEGATIVE_INFINITY;
+    teacher[7] = Number.NEGATIVE_INFINITY;
+    const loss = new Float32Array(1);
+    const grad = new Float32Array(vocab);
+    kernels.klDivergenceRows(student, teacher, null, grad, loss, new Float32Array(1), new Float32Array(1), {
+      rows: 1,
+      vocab,
+      scale: 1,
+      reverse: false,
+    });
+    const want = klRef(student, teacher, null, 1, vocab, 1, false);
+    expect(Number.isFinite(loss[0])).toBe(true);
+    expect(loss[0]).toBeCloseTo(want.loss[0], 5);
+    for (let j = 0; j < vocab; j++) expect(grad[j]).toBeCloseTo(want.grad[j], 6);
+  });
+
+  it("klDivergenceRows rejects teacherRows outside the teacher", () => {
+    const args = [new Float32Array(6), new Float32Array(6), new Int32Array([0, 2])] as const;
+    const out = [null, new Float32Array(2), new Float32Array(2), new Float32Array(2)] as const;
+    expect(() => kernels.klDivergenceRows(...args, ...out, { rows: 2, vocab: 3, scale: 1, reverse: false })).toThrow(
+      /teacherRows\[1\] = 2 is outside \[0, 2\)/,
+    );
   });
 
   it("softmaxRows validates sizes", () => {

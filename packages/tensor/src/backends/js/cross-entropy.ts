@@ -1,3 +1,5 @@
+import type { KlRowsShape } from "../../backend.js";
+
 /** Per row: lse = logsumexp(logits); loss = lse − logits[target]; ignored rows: loss 0 (lse still stored). */
 export function crossEntropyForwardJs(
   logits: Float32Array,
@@ -67,5 +69,53 @@ export function softmaxRowsJs(
     lse[r] = max + Math.log(sum);
     const inv = 1 / sum;
     for (let j = 0; j < vocab; j++) probs[o + j] *= inv;
+  }
+}
+
+/** Reference for `klDivergenceRows` (see backend.ts): float64 sums, zero weights skipped (0·log 0 = 0). */
+export function klDivergenceRowsJs(
+  student: Float32Array,
+  teacher: Float32Array,
+  teacherRows: Int32Array | null,
+  grad: Float32Array | null,
+  loss: Float32Array,
+  lseS: Float32Array,
+  lseT: Float32Array,
+  shape: KlRowsShape,
+): void {
+  const { rows, vocab, scale: c, reverse } = shape;
+  for (let r = 0; r < rows; r++) {
+    const os = r * vocab;
+    const ot = (teacherRows ? teacherRows[r] : r) * vocab;
+    let ms = Number.NEGATIVE_INFINITY;
+    let mt = Number.NEGATIVE_INFINITY;
+    for (let j = 0; j < vocab; j++) {
+      if (student[os + j] * c > ms) ms = student[os + j] * c;
+      if (teacher[ot + j] * c > mt) mt = teacher[ot + j] * c;
+    }
+    let ss = 0;
+    let st = 0;
+    for (let j = 0; j < vocab; j++) {
+      ss += Math.exp(student[os + j] * c - ms);
+      st += Math.exp(teacher[ot + j] * c - mt);
+    }
+    const ls = ms + Math.log(ss);
+    const lt = mt + Math.log(st);
+    let kl = 0;
+    for (let j = 0; j < vocab; j++) {
+      const s = student[os + j] * c - ls;
+      const p = teacher[ot + j] * c - lt;
+      const w = Math.exp(reverse ? s : p);
+      if (w !== 0) kl += w * (reverse ? s - p : p - s);
+    }
+    loss[r] = kl;
+    lseS[r] = ls;
+    lseT[r] = lt;
+    if (!grad) continue;
+    for (let j = 0; j < vocab; j++) {
+      const s = student[os + j] * c - ls;
+      const p = teacher[ot + j] * c - lt;
+      grad[os + j] = reverse ? Math.exp(s) * (s - p - kl) : Math.exp(s) - Math.exp(p);
+    }
   }
 }

@@ -1,7 +1,7 @@
 import type { Kernels } from "../../backend.js";
 import { adamwUpdateJs } from "./adamw.js";
 import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
-import { crossEntropyBackwardJs, crossEntropyForwardJs, softmaxRowsJs } from "./cross-entropy.js";
+import { crossEntropyBackwardJs, crossEntropyForwardJs, klDivergenceRowsJs, softmaxRowsJs } from "./cross-entropy.js";
 import { matmulBf16BJs, matmulJs } from "./matmul.js";
 import { rmsNormJs } from "./norms.js";
 import { swigluBackwardJs, swigluForwardJs } from "./swiglu.js";
@@ -14,6 +14,7 @@ export const jsKernels: Kernels = {
   crossEntropyForward: crossEntropyForwardJs,
   crossEntropyBackward: crossEntropyBackwardJs,
   softmaxRows: softmaxRowsJs,
+  klDivergenceRows: klDivergenceRowsJs,
   adamwUpdate: adamwUpdateJs,
   swigluForward: swigluForwardJs,
   swigluBackward: swigluBackwardJs,
