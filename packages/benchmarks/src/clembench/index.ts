@@ -29,6 +29,7 @@ export * from "./games/privateshared.js";
 export * from "./games/referencegame.js";
 export * from "./games/taboo.js";
 export * from "./games/textmapworld.js";
+export * from "./games/adventuregame/index.js";
 export { pyLiteralEval, pyRepr } from "./py-literal.js";
 export { graphEditDistance, graphSimilarity, makeGraph } from "./graph-edit-distance.js";
 export * from "./games/wordle.js";

@@ -1,5 +1,6 @@
 import { RunnerOptionsError } from "./errors.js";
 import type { GameDefinition } from "./game.js";
+import { adventuregame } from "./games/adventuregame/master.js";
 import { codenames } from "./games/codenames/index.js";
 import { guesswhat } from "./games/guesswhat.js";
 import { imagegame } from "./games/imagegame.js";
@@ -26,6 +27,7 @@ export const GAMES: Readonly<Record<string, GameDefinition>> = {
   textmapworld,
   textmapworld_specificroom: textmapworldSpecificRoom,
   textmapworld_graphreasoning: textmapworldGraphReasoning,
+  adventuregame,
 };
 
 /** The static benchmarks of statscore that are ported (bbh, eqbench; see README for the others). */

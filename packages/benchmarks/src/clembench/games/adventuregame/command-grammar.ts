@@ -306,12 +306,36 @@ export class CommandGrammar {
    * or null where lark raises (no complete parse: a character no terminal matches, or leftover input).
    */
   parseTree(input: string): Tree | null {
-    const memo = new Map<string, Derivation[]>();
-    const all = this.derive({ kind: "name", name: "action" }, input, 0, memo).filter((d) => d.end === input.length);
-    let best: Derivation | null = null;
-    for (const d of all) if (best === null || better(d, best)) best = d;
-    if (!best) return null;
-    return (best.children[0] as Tree).children[0] as Tree;
+    const best = this.bestDerivations(input);
+    if (best.length === 0) return null;
+    return (best[best.length - 1].children[0] as Tree).children[0] as Tree;
+  }
+
+  /** The complete derivations that lark cannot tell apart (same priority, same expansion), in order. */
+  private bestDerivations(input: string): Derivation[] {
+    const all = this.derive({ kind: "name", name: "action" }, input, 0, new Map()).filter(
+      (d) => d.end === input.length,
+    );
+    let best: Derivation[] = [];
+    for (const d of all) {
+      if (best.length === 0 || better(d, best[0], false)) best = [d];
+      else if (!better(best[0], d, false)) best.push(d);
+    }
+    return best;
+  }
+
+  /**
+   * Every parse the reference may return for `input`: one entry where the grammar decides, several where
+   * lark's choice among equally good derivations depends on hash order (PYTHONHASHSEED). `parse` returns
+   * the last of them.
+   */
+  candidates(input: string): ActionDict[] {
+    const out: ActionDict[] = [];
+    for (const d of this.bestDerivations(input)) {
+      const dict = transform((d.children[0] as Tree).children[0] as Tree);
+      if (!out.some((o) => JSON.stringify(o) === JSON.stringify(dict))) out.push(dict);
+    }
+    return out;
   }
 
   /**
@@ -327,7 +351,10 @@ export class CommandGrammar {
       const expected = [...(this.attempts.get(reach) ?? [])].sort();
       const list = `Expected one of: \n\t* ${expected.join("\n\t* ")}\n`;
       if (reach >= input.length) return `Unexpected end-of-input. ${list}`;
-      const before = input.slice(Math.max(reach - 40, 0), reach).split("\n").pop() as string;
+      const before = input
+        .slice(Math.max(reach - 40, 0), reach)
+        .split("\n")
+        .pop() as string;
       const after = input.slice(reach, reach + 40).split("\n")[0];
       const line = input.slice(0, reach).split("\n").length;
       const column = reach - input.lastIndexOf("\n", reach - 1);
@@ -351,15 +378,15 @@ export class CommandGrammar {
  * prefers the lower-numbered BNF expansion of the action rule, and lark lists the expansion *with* an
  * optional `x*` part before the one without (so "go back kitchen" consumes "back"). Derivations that tie
  * within one expansion (e.g. how "put pillow living room" splits its two bare things) are ordered by hashes
- * in lark's forest, so the reference's choice there changes with PYTHONHASHSEED; we keep the last in
- * enumeration order (repetitions greedy, alternatives in grammar order), which gives the earlier argument
- * the shorter reading ("put pillow living room": pillow, living room).
+ * in lark's forest, so the reference's choice there changes with PYTHONHASHSEED; `parse` keeps the last in
+ * enumeration order (repetitions greedy, alternatives in grammar order), which mostly gives the earlier
+ * argument the shorter reading ("put pillow living room": pillow, living room).
  */
-function better(a: Derivation, b: Derivation): boolean {
+function better(a: Derivation, b: Derivation, tieWins = true): boolean {
   if (a.priority !== b.priority) return a.priority > b.priority;
   for (let i = 0; i < Math.min(a.shape.length, b.shape.length); i++)
     if (a.shape[i] !== b.shape[i]) return a.shape[i] > b.shape[i];
-  return true;
+  return tieWins;
 }
 
 /** Python `str.expandtabs()` (tab stops every 8 columns). */

@@ -240,12 +240,7 @@ export class AdventureInterpreter {
       }
       if (f[0] === "in" && f[2] === "inventory") toAdd.add(["accessible", f[1]]);
       if (f[0] === "on" && this.worldState.has(["support", f[2]])) toAdd.add(["accessible", f[1]]);
-      if (
-        f[0] === "type" &&
-        !this.worldState.has(["needs_support", f[1]]) &&
-        f[2] !== "floor" &&
-        f[2] !== "player"
-      )
+      if (f[0] === "type" && !this.worldState.has(["needs_support", f[1]]) && f[2] !== "floor" && f[2] !== "player")
         toAdd.add(["accessible", f[1]]);
     }
     this.worldState = this.worldState.union(toAdd);
@@ -424,7 +419,8 @@ export class AdventureInterpreter {
             openableState = g[0] as string;
             break;
           }
-        if (openableState === undefined) throw new AdventureInterpreterError(`${this.where()}: ${entityId} is neither open nor closed`);
+        if (openableState === undefined)
+          throw new AdventureInterpreterError(`${this.where()}: ${entityId} is neither open nor closed`);
         out.push(`The ${name} is openable and currently ${openableState}.`);
       }
       if (f[0] === "takeable") out.push(`The ${stripDigits(f[1] as string)} is takeable.`);
@@ -531,7 +527,8 @@ export class AdventureInterpreter {
     info.visited_rooms_ratio = visited.length / allRooms.size;
     const goalEntities = new Set<FactValue>();
     for (const g of this.goalState) {
-      if (g.length < 3) throw new AdventureInterpreterError(`${this.where()}: goal ${factToString(g)} has one argument`);
+      if (g.length < 3)
+        throw new AdventureInterpreterError(`${this.where()}: goal ${factToString(g)} has one argument`);
       goalEntities.add(g[1]);
       goalEntities.add(g[2]);
     }
@@ -676,9 +673,12 @@ export class AdventureInterpreter {
       if (!arg || typeof arg !== "string") continue;
       if (endsWithDigit(arg) || arg.endsWith("inventory")) continue;
       const matched: string[] = [];
-      for (const f of this.worldState) if ((f[0] === "room" || f[0] === "type") && f[2] === arg) matched.push(f[1] as string);
+      for (const f of this.worldState)
+        if ((f[0] === "room" || f[0] === "type") && f[2] === arg) matched.push(f[1] as string);
       if (matched.length === 0)
-        throw new AdventureInterpreterError(`${this.where()}: no instance of type "${arg}" in the world (the reference raises IndexError)`);
+        throw new AdventureInterpreterError(
+          `${this.where()}: no instance of type "${arg}" in the world (the reference raises IndexError)`,
+        );
       for (const [k, v] of vars) if (v === arg) vars.set(k, matched[0]);
       tuple[idx + 1] = matched[0];
     }
@@ -726,7 +726,9 @@ export class AdventureInterpreter {
       const a = this.functionValue(c.arg1, vars);
       const b = this.functionValue(c.arg2, vars);
       if (a.value === undefined || b.value === undefined)
-        throw new AdventureInterpreterError(`${this.where()}: no function fact for ${pyRepr(a.list)} (the reference raises)`);
+        throw new AdventureInterpreterError(
+          `${this.where()}: no function fact for ${pyRepr(a.list)} (the reference raises)`,
+        );
       const holds = {
         equal: a.value === b.value,
         less: a.value < b.value,
@@ -800,13 +802,16 @@ export class AdventureInterpreter {
       const a = this.functionValue(e.arg1, vars);
       const b = this.functionValue(e.arg2, vars);
       if (a.list.length < 3 || b.value === undefined)
-        throw new AdventureInterpreterError(`${this.where()}: no function fact for ${pyRepr(a.list)} (the reference raises)`);
+        throw new AdventureInterpreterError(
+          `${this.where()}: no function fact for ${pyRepr(a.list)} (the reference raises)`,
+        );
       const old = [...a.list];
       this.worldState.delete(old);
       res.removed.push(old);
       const next = [...a.list];
       const cur = next[2] as number;
-      next[2] = e.function_change === "increase" ? cur + b.value : e.function_change === "decrease" ? cur - b.value : b.value;
+      next[2] =
+        e.function_change === "increase" ? cur + b.value : e.function_change === "decrease" ? cur - b.value : b.value;
       this.worldState.add(next);
       res.added.push(next);
     }
@@ -871,7 +876,8 @@ export class AdventureInterpreter {
   /** `feedback_idx_from_precon_trace`: the index of the first failed precondition fact (root 'and'). */
   private feedbackIndex(): [number, TraceNode] {
     const root = this.preconTrace[this.preconTrace.length - 1];
-    const leafIdx = (x: TraceNode): number => ("not" in x ? ((x.not as TraceNode).precon_idx as number) : (x.precon_idx as number));
+    const leafIdx = (x: TraceNode): number =>
+      "not" in x ? ((x.not as TraceNode).precon_idx as number) : (x.precon_idx as number);
     for (const item of root.and as TraceNode[]) {
       if (item.fulfilled) continue;
       if ("or" in item) {
@@ -885,7 +891,9 @@ export class AdventureInterpreter {
       } else if ("predicate_tuple" in item) return [item.precon_idx as number, item];
       else if ("not" in item) return [leafIdx(item), item];
     }
-    throw new AdventureInterpreterError(`${this.where()}: no failed precondition fact found (the reference raises TypeError)`);
+    throw new AdventureInterpreterError(
+      `${this.where()}: no failed precondition fact found (the reference raises TypeError)`,
+    );
   }
 
   /** `resolve_action`: parameter types, preconditions (with the first failed fact's feedback), effects. */
@@ -902,7 +910,8 @@ export class AdventureInterpreter {
       const paramType = param.type_list_element;
       for (const item of param.items) {
         const varId = variableOf(item);
-        if (varId === null) throw new ResourceError(`adventuregame action ${action.type}: parameters must be variables`);
+        if (varId === null)
+          throw new ResourceError(`adventuregame action ${action.type}: parameters must be variables`);
         const map = mapping[`?${varId}`];
         if (!map) throw new ResourceError(`adventuregame action ${action.type}: no parameter mapping for ?${varId}`);
         switch (map[0]) {
@@ -943,7 +952,9 @@ export class AdventureInterpreter {
         }
         const value = vars.get(varId);
         if (value === undefined)
-          throw new AdventureInterpreterError(`${this.where()}: ?${varId} of ${action.type} is unbound (the reference raises KeyError)`);
+          throw new AdventureInterpreterError(
+            `${this.where()}: ?${varId} of ${action.type} is unbound (the reference raises KeyError)`,
+          );
         if (value) {
           if (endsWithDigit(value)) {
             if (this.instToType.has(value)) varType = this.instToType.get(value);
@@ -982,7 +993,10 @@ export class AdventureInterpreter {
       const [template, failType] = feedbackDef.precondition[idx];
       const clean: Record<string, unknown> = {};
       for (const [k, v] of vars) {
-        if (v === null) throw new AdventureInterpreterError(`${this.where()}: ?${k} is None in failure feedback (the reference raises AttributeError)`);
+        if (v === null)
+          throw new AdventureInterpreterError(
+            `${this.where()}: ?${k} is None in failure feedback (the reference raises AttributeError)`,
+          );
         clean[k] = endsWithDigit(v) ? this.instStr(v) : v;
       }
       return {

@@ -171,7 +171,6 @@ export class AdventureGameMaster extends DialogueGameMaster {
   }
 }
 
-
 export const adventuregame: GameDefinition = {
   name: "adventuregame",
   players: 1,

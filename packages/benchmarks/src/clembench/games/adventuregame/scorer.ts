@@ -140,7 +140,8 @@ export class AdventureGameScorer extends GameScorer {
     const overPar = turnCount - optimal;
     this.logEpisodeScore("turns_over_par", finished ? overPar : Number.NaN);
     const range = num(info.max_turns) - optimal;
-    if (range === 0) throw new ScoringError(`${this.gameName}: max_turns equals optimal_turns (division by zero in the reference)`);
+    if (range === 0)
+      throw new ScoringError(`${this.gameName}: max_turns equals optimal_turns (division by zero in the reference)`);
     const turnRatio = 1 - overPar / range;
     this.logEpisodeScore("turn_ratio", finished ? pyFloat(turnRatio) : Number.NaN);
     this.logEpisodeScore("finish_speed", finished ? pyFloat(1 - turnRatio) : Number.NaN);
