@@ -13,6 +13,7 @@ import {
   createCodenames,
   type EpisodeResult,
   type EpisodeSpec,
+  EpisodeSequencer,
   episodeOutcome,
   GAMES,
   Guesser,
@@ -152,21 +153,42 @@ describe("codenames against the reference implementation", () => {
       opponent_revealed: string[];
       episode_scores_json: string;
     }[];
+    const check = (results: EpisodeResult[]) => {
+      expect(results).toHaveLength(130);
+      expect(ref).toHaveLength(130);
+      results.forEach((r, i) => {
+        expect([r.experiment, r.gameId]).toEqual([ref[i].experiment, ref[i].game_id]);
+        expect(gmEvents(r, "opponent revealed").map((c) => (c as { word: string }).word)).toEqual(
+          ref[i].opponent_revealed,
+        );
+        expect(pyJsonDumps(r.scores?.["episode scores"])).toBe(ref[i].episode_scores_json);
+      });
+    };
     codenames.resetRandom();
-    const { results } = await runBenchmark({
+    check(
+      (await runBenchmark({ games: [codenames], players: [codenamesCluegiver(), codenamesGuesser()], dataDir }))
+        .results,
+    );
+
+    // concurrent episodes whose players answer after varying delays still draw in benchmark order
+    let calls = 0;
+    const slow = (inner: PlayerBackend): PlayerBackend => ({
+      modelName: inner.modelName,
+      async respond(messages, context) {
+        const ticks = (calls++ * 7) % 5;
+        for (let t = 0; t < ticks; t++) await new Promise((r) => setImmediate(r));
+        return inner.respond(messages, context);
+      },
+    });
+    codenames.resetRandom();
+    const concurrent = await runBenchmark({
       games: [codenames],
-      players: [codenamesCluegiver("team"), codenamesGuesser()],
+      // without overrides the scripted players only read the prompt, so one pair serves all episodes
+      players: [slow(codenamesCluegiver()), slow(codenamesGuesser())],
       dataDir,
+      concurrency: 4,
     });
-    expect(results).toHaveLength(130);
-    expect(ref).toHaveLength(130);
-    results.forEach((r, i) => {
-      expect([r.experiment, r.gameId]).toEqual([ref[i].experiment, ref[i].game_id]);
-      expect(gmEvents(r, "opponent revealed").map((c) => (c as { word: string }).word)).toEqual(
-        ref[i].opponent_revealed,
-      );
-      expect(pyJsonDumps(r.scores?.["episode scores"])).toBe(ref[i].episode_scores_json);
-    });
+    check(concurrent.results);
   });
 
   it("depends on the episode order through the shared random state, and resetRandom restarts it", async () => {
@@ -388,6 +410,32 @@ describe("codenames reply rules", () => {
     const r = await playEpisode(createCodenames(), bad, [codenamesCluegiver(), codenamesGuesser()], { dataDir });
     expect(r.scores).toBeNull();
     expect(r.error).toMatch(/board word "zzzunknownword" is not covered/);
+  });
+});
+
+describe("codenames episode order", () => {
+  it("lets an episode play only after every earlier one finished; reset releases waiters", async () => {
+    const seq = new EpisodeSequencer();
+    const [a, b, c] = [seq.take(), seq.take(), seq.take()];
+    const order: number[] = [];
+    const pc = seq.waitTurn(c).then(() => order.push(c));
+    const pb = seq.waitTurn(b).then(() => order.push(b));
+    await seq.waitTurn(a);
+    seq.finish(c); // c is done early (e.g. its setup failed): it does not open b's turn
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([]);
+    seq.finish(a);
+    await pb;
+    expect(order).toEqual([b]);
+    seq.finish(b); // b done: c's waiter runs, and the next ticket may start at once
+    await pc;
+    expect(order).toEqual([b, c]);
+    await seq.waitTurn(seq.take());
+    const e = seq.take();
+    const waiting = seq.waitTurn(e + 5);
+    seq.reset();
+    await waiting;
+    expect(seq.take()).toBe(0);
   });
 });
 

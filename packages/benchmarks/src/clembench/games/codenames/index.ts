@@ -3,6 +3,7 @@ import { PythonRandom } from "../../../tau2/python-random.js";
 import type { GameContext, GameDefinition } from "../../game.js";
 import type { Experiment, GameInstance } from "../../instances.js";
 import type { PlayerBackend } from "../../player.js";
+import { EpisodeSequencer } from "./episode-sequencer.js";
 import { CodenamesMaster } from "./master.js";
 import { CodenamesScorer } from "./scorer.js";
 
@@ -12,18 +13,21 @@ export const CODENAMES_SEED = 42;
 /**
  * The codenames game with its own Python `random` state. The reference seeds it once when the benchmark
  * starts and the mock opponent draws from it in every episode, so an episode's draws depend on the episodes
- * played before it: play episodes in instance-file order, one at a time (concurrency 1), on a fresh
- * definition (`createCodenames()`) or after `resetRandom()` to reproduce a reference run.
+ * played before it. Episodes therefore play one after the other in the order their masters were created (the
+ * runner's episode order), whatever the runner's concurrency; a master must be played (or fail its setup) for
+ * later codenames episodes to start. Use a fresh definition (`createCodenames()`) or `resetRandom()` per
+ * benchmark run to reproduce a reference run.
  */
 export interface CodenamesDefinition extends GameDefinition {
   /** The shared generator (Python MT19937). */
   readonly rng: PythonRandom;
-  /** `random.seed(seed)`, as at benchmark start. */
+  /** `random.seed(seed)`, as at benchmark start; also restarts the episode order. */
   resetRandom(seed?: number): void;
 }
 
 export function createCodenames(seed = CODENAMES_SEED): CodenamesDefinition {
   const rng = new PythonRandom(seed);
+  const sequencer = new EpisodeSequencer();
   return {
     name: "codenames",
     players: 2,
@@ -31,9 +35,10 @@ export function createCodenames(seed = CODENAMES_SEED): CodenamesDefinition {
     rng,
     resetRandom(s = CODENAMES_SEED) {
       rng.seed(s);
+      sequencer.reset();
     },
     createMaster: (experiment: Experiment, backends: PlayerBackend[], ctx: GameContext) =>
-      new CodenamesMaster("codenames", experiment, backends, ctx, rng),
+      new CodenamesMaster("codenames", experiment, backends, ctx, rng, sequencer),
     createScorer: (experiment: Experiment, instance: GameInstance) =>
       new CodenamesScorer("codenames", experiment, instance),
   };
@@ -43,6 +48,7 @@ export function createCodenames(seed = CODENAMES_SEED): CodenamesDefinition {
 export const codenames: CodenamesDefinition = createCodenames();
 
 export { ASSASSIN, type Assignment, type BoardStatus, CodenamesBoard, INNOCENT, OPPONENT, TEAM } from "./board.js";
+export { EpisodeSequencer } from "./episode-sequencer.js";
 export { type CodenamesFlags, FLAG_NAMES, parseFlags } from "./flags.js";
 export {
   BOARD_END_STATUS,

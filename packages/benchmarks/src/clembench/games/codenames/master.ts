@@ -10,6 +10,7 @@ import { type Experiment, field, type GameInstance } from "../../instances.js";
 import * as M from "../../metrics.js";
 import type { Player, PlayerBackend } from "../../player.js";
 import { ASSASSIN, CodenamesBoard, INNOCENT, OPPONENT, TEAM } from "./board.js";
+import type { EpisodeSequencer } from "./episode-sequencer.js";
 import { type CodenamesFlags, parseFlags } from "./flags.js";
 import { ClueGiver, Guesser } from "./players.js";
 import { pySample } from "./python-sample.js";
@@ -65,6 +66,8 @@ export class CodenamesMaster extends DialogueGameMaster {
   parsedRequestCount = 0;
   violatedRequestCount = 0;
   lastErrorMessage = "";
+  /** This episode's place in the run order (-1 without a sequencer). */
+  private readonly ticket: number;
 
   constructor(
     gameName: string,
@@ -73,6 +76,8 @@ export class CodenamesMaster extends DialogueGameMaster {
     private readonly ctx: GameContext,
     /** The benchmark run's `random` (seeded once with 42 at benchmark start). */
     private readonly rng: PythonRandom,
+    /** Orders the episodes that share `rng` (see EpisodeSequencer); none = no ordering. */
+    private readonly sequencer?: EpisodeSequencer,
   ) {
     super(gameName, experiment);
     const where = `${gameName}/${experiment.name}`;
@@ -81,6 +86,31 @@ export class CodenamesMaster extends DialogueGameMaster {
       throw new InstanceError(`${where}: "opponent difficulty" must be a non-negative integer`);
     this.opponentDifficulty = difficulty as number;
     this.flags = parseFlags(field(experiment, "flags", where), where);
+    this.ticket = sequencer ? sequencer.take() : -1;
+  }
+
+  private finishTicket(): void {
+    if (this.sequencer) this.sequencer.finish(this.ticket);
+  }
+
+  /** A failed setup frees the episode's place in the run order. */
+  override async setup(instance: GameInstance): Promise<void> {
+    try {
+      await super.setup(instance);
+    } catch (e) {
+      this.finishTicket();
+      throw e;
+    }
+  }
+
+  /** Waits until the codenames episodes created before this one have finished (their draws come first). */
+  override async play(): Promise<void> {
+    if (this.sequencer) await this.sequencer.waitTurn(this.ticket);
+    try {
+      await super.play();
+    } finally {
+      this.finishTicket();
+    }
   }
 
   protected onSetup(instance: GameInstance): void {
