@@ -20,9 +20,9 @@ import {
   getGame,
   InstanceError,
   listEpisodes,
+  loadCodenamesInstances,
   loadWordNetLemmatizer,
   parseFlags,
-  parseInstancesFile,
   parsePyJson,
   type PlayerBackend,
   playEpisode,
@@ -62,8 +62,7 @@ interface GoldenEpisode {
 const golden = parsePyJson(fixture("episodes.json")) as GoldenEpisode[];
 
 function loadFile(file: "instances" | "generous") {
-  const name = file === "instances" ? "instances.json" : "generous_instances.json";
-  return parseInstancesFile(JSON.parse(readFileSync(join(dataDir, "codenames", name), "utf8")), name);
+  return loadCodenamesInstances(file === "instances" ? "instances" : "generous_instances", dataDir);
 }
 const FILES = { instances: loadFile("instances"), generous: loadFile("generous") };
 
@@ -100,6 +99,15 @@ async function playGolden(makePlayers: (g: GoldenEpisode) => PlayerBackend[]): P
 }
 
 describe("codenames against the reference implementation", () => {
+  it("ships the v2.0 instance set (13 experiments × 10, strict) and the generous variant", () => {
+    expect(FILES.instances.experiments.map((e) => e.game_instances?.length)).toEqual(new Array(13).fill(10));
+    for (const e of FILES.instances.experiments)
+      expect(Object.entries(e.flags as Record<string, boolean>).filter(([, on]) => on)).toEqual([
+        ["STRIP WORDS", true],
+      ]);
+    expect(Object.values(FILES.generous.experiments[0].flags as Record<string, boolean>).every(Boolean)).toBe(true);
+  });
+
   it("covers every outcome and abort cause in the golden run", () => {
     expect(golden.map((g) => g.label)).toContain("win");
     const outcomes = golden.map((g) => {

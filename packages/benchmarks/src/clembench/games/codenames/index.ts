@@ -1,7 +1,8 @@
 // codenames (clembench a717f238 `codenames/`): a cluegiver and a guesser against a mock opponent.
 import { PythonRandom } from "../../../tau2/python-random.js";
+import { readDataJson, resolveDataDir } from "../../data-dir.js";
 import type { GameContext, GameDefinition } from "../../game.js";
-import type { Experiment, GameInstance } from "../../instances.js";
+import { type Experiment, type GameInstance, type InstancesFile, parseInstancesFile } from "../../instances.js";
 import type { PlayerBackend } from "../../player.js";
 import { EpisodeSequencer } from "./episode-sequencer.js";
 import { CodenamesMaster } from "./master.js";
@@ -42,6 +43,18 @@ export function createCodenames(seed = CODENAMES_SEED): CodenamesDefinition {
     createScorer: (experiment: Experiment, instance: GameInstance) =>
       new CodenamesScorer("codenames", experiment, instance),
   };
+}
+
+/**
+ * A codenames instance file: `instances` (the v2.0 set the runner plays) or `generous_instances` (the same
+ * boards with every relaxing flag on; play it with `listEpisodes("codenames", file)` and `playEpisode`).
+ */
+export function loadCodenamesInstances(
+  variant: "instances" | "generous_instances" = "instances",
+  dataDir?: string,
+): InstancesFile {
+  const file = `${variant}.json`;
+  return parseInstancesFile(readDataJson(resolveDataDir(dataDir), "codenames", file), `codenames/${file}`);
 }
 
 /** The registered codenames game: seeded 42 when the module loads (one benchmark run per process, as `clem run`). */
