@@ -18,6 +18,11 @@ export interface GameDefinition {
   readonly players: number;
   /** Roles of the LLM players, in call order. */
   readonly roles: readonly string[];
+  /**
+   * Called by `runBenchmark` once per run before the game's first episode is created: reset state
+   * that a reference benchmark sets up once per run (codenames seeds Python's `random` here).
+   */
+  startRun?(): void;
   createMaster(experiment: Experiment, backends: PlayerBackend[], ctx: GameContext): DialogueGameMaster;
   createScorer(experiment: Experiment, instance: GameInstance): GameScorer;
 }

@@ -96,6 +96,7 @@ export async function runBenchmark(opts: RunOptions): Promise<RunSummary> {
       throw new RunnerOptionsError(
         `${def.name} has ${def.players} LLM role(s) (${def.roles.join(", ")}); got ${backends.length} players`,
       );
+    def.startRun?.();
     for (const spec of listEpisodes(def.name, loadInstances(def.dataPath ?? def.name, dataDir), opts.filter))
       jobs.push({ def, spec });
   }

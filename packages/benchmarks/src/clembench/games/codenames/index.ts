@@ -38,6 +38,11 @@ export function createCodenames(seed = CODENAMES_SEED): CodenamesDefinition {
       rng.seed(s);
       sequencer.reset();
     },
+    // Every runBenchmark run starts from random.seed(seed), like a fresh `clem run`.
+    startRun() {
+      rng.seed(seed);
+      sequencer.reset();
+    },
     createMaster: (experiment: Experiment, backends: PlayerBackend[], ctx: GameContext) =>
       new CodenamesMaster("codenames", experiment, backends, ctx, rng, sequencer),
     createScorer: (experiment: Experiment, instance: GameInstance) =>
@@ -57,7 +62,7 @@ export function loadCodenamesInstances(
   return parseInstancesFile(readDataJson(resolveDataDir(dataDir), "codenames", file), `codenames/${file}`);
 }
 
-/** The registered codenames game: seeded 42 when the module loads (one benchmark run per process, as `clem run`). */
+/** The registered codenames game: `runBenchmark` reseeds it (42) at the start of every run, as each `clem run` does. */
 export const codenames: CodenamesDefinition = createCodenames();
 
 export { ASSASSIN, type Assignment, type BoardStatus, CodenamesBoard, INNOCENT, OPPONENT, TEAM } from "./board.js";
