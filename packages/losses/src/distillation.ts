@@ -20,8 +20,15 @@ export function distillationLoss(student: Tensor, teacher: Tensor, options: Dist
   const op = "distillationLoss";
   const { rows } = logitRows(op, "student logits", student);
   const mask = maskValues(op, "mask", options.mask, rows);
-  const perToken = tokenDivergence(student, teacher, { ...options, mask });
-  const weights = reductionWeights(op, mask, perToken.shape, options);
+  const weights = reductionWeights(op, mask, student.shape.slice(0, -1), options);
+  // backward(loss) sends each row exactly its weight: the forward pre-scales the gradient by it.
+  let finite = true;
+  for (let i = 0; i < weights.length; i++) if (!Number.isFinite(weights[i])) finite = false;
+  const perToken = tokenDivergence(student, teacher, {
+    ...options,
+    mask,
+    expectedGradient: options.expectedGradient ?? (finite ? weights : undefined),
+  });
   const loss = weightedSum(perToken, weights);
   const metrics = noGrad(() => {
     const d = perToken.data as Float32Array;

@@ -50,6 +50,14 @@ export interface TokenDivergenceOptions {
    * backend's fused softmax kernels (default: about 16 MiB of logits per chunk).
    */
   chunkRows?: number;
+  /**
+   * The gradient the per-token output is expected to receive in the backward, per row or one
+   * number for all rows (the reduction weights, as `distillationLoss` passes). Full-vocabulary
+   * forward / reverse KL then store the gradient already scaled by it in the forward, so a
+   * backward that receives exactly this needs no pass over the vocabulary; any other gradient is
+   * still exact.
+   */
+  expectedGradient?: number | ArrayLike<number>;
 }
 
 interface Resolved {
@@ -73,6 +81,20 @@ function resolve(op: string, options: TokenDivergenceOptions): Resolved {
   if (beta === 0) return { mode: 0, beta, invT: 1 / temperature };
   if (beta === 1) return { mode: 1, beta, invT: 1 / temperature };
   return { mode: 2, beta, invT: 1 / temperature };
+}
+
+function expectedRows(op: string, hint: number | ArrayLike<number> | undefined, rows: number): Float32Array | null {
+  if (hint === undefined) return null;
+  const e = new Float32Array(rows);
+  if (typeof hint === "number") e.fill(hint);
+  else {
+    if (hint.length !== rows)
+      throw new LossInputError(`${op}: expectedGradient has ${hint.length} entries, expected one per row (${rows})`);
+    for (let i = 0; i < rows; i++) e[i] = hint[i];
+  }
+  for (let i = 0; i < rows; i++)
+    if (!Number.isFinite(e[i])) throw new LossInputError(`${op}: expectedGradient[${i}] = ${e[i]} is not finite`);
+  return e;
 }
 
 /** log(a·e^x + b·e^y) with la = log a, lb = log b, stable. */
@@ -180,7 +202,8 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
   if (k === 0 && mode !== 2) {
     const chunk = options.chunkRows ?? defaultChunkRows(V);
     checkPositiveInt(op, "chunkRows", chunk);
-    const plan = { reverse: mode === 1, zs, zt, map, mask, rows, V, invT, chunk };
+    const expected = expectedRows(op, options.expectedGradient, rows);
+    const plan = { reverse: mode === 1, zs, zt, map, mask, rows, V, invT, chunk, expected };
     const rowsOut = klForwardRows(plan, isGradEnabled() && student.requiresGrad);
     return record(new Tensor(rowsOut.out, outShape), opName, [student], (g) => [
       new Tensor(klBackwardRows(plan, rowsOut, g.data as Float32Array), student.shape),

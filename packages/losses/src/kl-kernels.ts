@@ -17,8 +17,9 @@ export interface KlRows {
   out: Float32Array;
   lseS: Float32Array;
   lseT: Float32Array;
-  /** Gradient direction kept by the forward; handed over (and cleared) by the first backward. */
+  /** Gradient direction kept by the forward, row r scaled by rowScale[r]; handed over (and cleared) by the first backward. */
   grad: Float32Array | null;
+  rowScale: Float32Array | null;
 }
 
 interface Plan {
@@ -31,6 +32,8 @@ interface Plan {
   V: number;
   invT: number;
   chunk: number;
+  /** Per-row gradient the output is expected to receive (see TokenDivergenceOptions.expectedGradient). */
+  expected: Float32Array | null;
 }
 
 /** Rows [r0, r1) of the student (scaled by 1/T) and of the mapped teacher rows, as contiguous views. */
@@ -81,6 +84,13 @@ export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
   const lseS = new Float32Array(rows);
   const lseT = new Float32Array(rows);
   const grad = keepGradient ? new Float32Array(rows * V) : null;
+  // With an expected gradient e the rows are stored already multiplied by e/T, the factor the
+  // backward would apply, so a backward that receives e has nothing left to do.
+  let rowScale: Float32Array | null = null;
+  if (grad && p.expected) {
+    rowScale = new Float32Array(rows);
+    for (let r = 0; r < rows; r++) rowScale[r] = p.expected[r] * invT;
+  }
   const kl = kernel("klDivergenceRows");
   let identity = true;
   for (let r = 0; r < rows; r++) if (map[r] !== r) identity = false;
@@ -98,6 +108,7 @@ export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
       lseS.subarray(r0, r1),
       lseT.subarray(r0, r1),
       { rows: r1 - r0, vocab: V, scale: invT, reverse },
+      rowScale ? rowScale.subarray(r0, r1) : null,
     );
     for (let r = r0; r < r1; r++) {
       if (mask[r]) continue;
@@ -105,7 +116,7 @@ export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
       if (grad) grad.fill(0, r * V, (r + 1) * V);
     }
   }
-  return { out, lseS, lseT, grad };
+  return { out, lseS, lseT, grad, rowScale };
 }
 
 /** Gradient w.r.t. the student logits for per-row output gradients `g` (rows × V). */
@@ -113,9 +124,16 @@ export function klBackwardRows(p: Plan, k: KlRows, g: Float32Array): Float32Arra
   const { rows, V, mask, invT } = p;
   const d = k.grad;
   if (d === null) return klRecomputedGradient(p, k, g);
+  const { expected } = p;
+  const stored = k.rowScale;
+  for (let r = 0; r < rows; r++)
+    if (mask[r] && g[r] !== 0 && stored && stored[r] === 0 && !(expected && g[r] === expected[r]))
+      return klRecomputedGradient(p, k, g); // a row stored as zeros needs a real gradient
   k.grad = null; // the buffer becomes the caller's gradient
   for (let r = 0; r < rows; r++) {
-    const c = mask[r] ? g[r] * invT : 0;
+    if (!mask[r]) continue; // stored as zeros
+    if (expected && g[r] === expected[r]) continue; // stored exactly as needed
+    const c = (g[r] * invT) / (stored ? stored[r] : 1);
     if (c === 0) d.fill(0, r * V, (r + 1) * V);
     else if (c !== 1) scaleRow(d, r * V, V, c);
   }

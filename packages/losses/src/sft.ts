@@ -65,7 +65,12 @@ export function sftLoss(logits: Tensor, labels: Tensor, options: SftLossOptions 
   }
   const flatLogits = reshape(logits, [rows, vocab]);
   const flatTargets = reshape(targets, [rows]);
-  const logps = tokenLogProbs(flatLogits, flatTargets, { ignoreIndex, chunkRows: options.chunkRows });
+  // backward(loss) sends fround(−1/denom) to every row: the forward pre-scales the softmax by it.
+  const logps = tokenLogProbs(flatLogits, flatTargets, {
+    ignoreIndex,
+    chunkRows: options.chunkRows,
+    expectedGradient: Number.isFinite(1 / denom) ? -1 / denom : undefined,
+  });
   const loss = mul(sum(logps), -1 / denom);
   const metrics: Record<string, number> = noGrad(() => {
     const m: Record<string, number> = {

@@ -12,6 +12,13 @@ export interface TokenLogProbsOptions {
   ignoreIndex?: number;
   /** Rows per kernel call (default: about 16 MiB of logits). Bounds a backend's scratch copy. */
   chunkRows?: number;
+  /**
+   * The gradient the output is expected to receive in the backward, per row or one number for
+   * all rows (−1/N below a mean of −log p, as in `sftLoss`). The forward then stores the softmax
+   * already scaled by it, and a backward that receives exactly this gradient skips the pass over
+   * the vocabulary. Any other gradient is still exact (the rows are rescaled or rebuilt).
+   */
+  expectedGradient?: number | ArrayLike<number>;
 }
 
 /**
@@ -37,8 +44,12 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
   const out = new Float32Array(rows);
   const lse = new Float32Array(rows);
   if (isGradEnabled() && logits.requiresGrad) {
-    // Training: keep softmax from the forward in the buffer that becomes the gradient, so the
-    // backward is one exp-free rescaling pass and every logit is exponentiated once.
+    // Training: the forward writes −e·softmax (e: the expected gradient, −1 without a hint) into the
+    // buffer that becomes the gradient, so every logit is exponentiated once and the backward only
+    // adds g at each target (and rescales rows whose gradient differs from e).
+    const expected = expectedRowGradients(op, options.expectedGradient, rows);
+    const rowScale = new Float32Array(rows);
+    for (let i = 0; i < rows; i++) rowScale[i] = td[i] === ignoreIndex ? 0 : -expected[i];
     const probs = new Float32Array(rows * vocab);
     const softmax = kernel("softmaxRows");
     for (let r0 = 0; r0 < rows; r0 += chunk) {
@@ -49,6 +60,7 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
         lse.subarray(r0, r1),
         r1 - r0,
         vocab,
+        rowScale.subarray(r0, r1),
       );
     }
     for (let i = 0; i < rows; i++) out[i] = td[i] === ignoreIndex ? 0 : ld[i * vocab + td[i]] - lse[i];
@@ -56,18 +68,19 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
     return record(new Tensor(out, targets.shape), op, [logits], (g) => {
       const gd = g.data as Float32Array;
       if (saved === null) return [recomputedGradient(ld, td, lse, gd, rows, vocab, chunk, ignoreIndex, logits.shape)];
-      // d(log p_t)/dlogits = onehot − softmax, times g; the buffer is handed over as the gradient.
+      // d(log p_t)/dlogits = g·(onehot − softmax); the row holds −e·softmax. Handed over as the gradient.
       const d = saved;
       saved = null;
       for (let i = 0; i < rows; i++) {
-        const o = i * vocab;
         const t = td[i];
-        const c = -gd[i];
-        if (t === ignoreIndex || c === 0) d.fill(0, o, o + vocab);
-        else {
-          scaleRow(d, o, vocab, c);
-          d[o + t] -= c;
+        const c = gd[i];
+        if (t === ignoreIndex) continue; // stored as zeros
+        const o = i * vocab;
+        if (c !== expected[i]) {
+          if (expected[i] !== 0) scaleRow(d, o, vocab, c / expected[i]);
+          else rebuildRow(d, ld, o, vocab, lse[i], c);
         }
+        d[o + t] += c;
       }
       return [new Tensor(d, logits.shape)];
     });
@@ -94,6 +107,26 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
 
 function scaleRow(d: Float32Array, o: number, n: number, c: number): void {
   for (let j = o; j < o + n; j++) d[j] *= c;
+}
+
+/** d = −c·softmax over one row, from the logits and the row's logsumexp. */
+function rebuildRow(d: Float32Array, ld: Float32Array, o: number, n: number, lse: number, c: number): void {
+  for (let j = o; j < o + n; j++) d[j] = -c * Math.exp(ld[j] - lse);
+}
+
+/** The expected gradient per row as float32 values (what the backward will compare against). */
+function expectedRowGradients(op: string, hint: number | ArrayLike<number> | undefined, rows: number): Float32Array {
+  const e = new Float32Array(rows);
+  if (hint === undefined) e.fill(-1);
+  else if (typeof hint === "number") e.fill(hint);
+  else {
+    if (hint.length !== rows)
+      throw new LossInputError(`${op}: expectedGradient has ${hint.length} entries, expected one per row (${rows})`);
+    for (let i = 0; i < rows; i++) e[i] = hint[i];
+  }
+  for (let i = 0; i < rows; i++)
+    if (!Number.isFinite(e[i])) throw new LossInputError(`${op}: expectedGradient[${i}] = ${e[i]} is not finite`);
+  return e;
 }
 
 /** The gradient rebuilt from the logits and saved logsumexps (a second backward, or no saved softmax). */

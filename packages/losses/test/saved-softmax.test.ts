@@ -1,9 +1,9 @@
 // In training the forward keeps the softmax (CE) or the gradient direction (KL) and the first
 // backward rescales it in place; a second backward over the same graph rebuilds the gradient from
 // the logits. Both paths must give the same gradient.
-import { backward, tensor } from "@kiln/tensor";
+import { type Tensor, backward, tensor } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
-import { distillationLoss, sftLoss } from "../src/index.js";
+import { LossInputError, distillationLoss, sftLoss, tokenDivergence, tokenLogProbs } from "../src/index.js";
 import { randomArray } from "./reference.js";
 
 const N = 9;
@@ -48,4 +48,58 @@ describe(`saved softmax vs recomputed gradient (seed ${seed})`, () => {
       expect(scale).toBeGreaterThan(1e-4);
       expect(worst).toBeLessThan(1e-6 * Math.max(1, scale));
     });
+});
+
+describe(`expected-gradient hints (seed ${seed})`, () => {
+  const labels = Int32Array.from({ length: N }, (_, i) => (i % 3 === 1 ? -100 : (i * 13) % V));
+  const teacher = randomArray(N * V, seed + 2, 3);
+  const mask = Array.from({ length: N }, (_, i) => (i % 5 === 3 ? 0 : 1));
+
+  function gradOf(make: (x: Tensor) => Tensor, seedGrad?: Tensor): Float32Array {
+    const x = tensor(randomArray(N * V, seed + 3, 3), [N, V]).requireGrad();
+    backward(make(x), seedGrad);
+    return x.grad?.data as Float32Array;
+  }
+  function expectScaled(got: Float32Array, want: Float32Array, factor: number) {
+    let worst = 0;
+    let scale = 0;
+    for (let i = 0; i < want.length; i++) {
+      worst = Math.max(worst, Math.abs(got[i] - factor * want[i]));
+      scale = Math.max(scale, Math.abs(factor * want[i]));
+    }
+    expect(scale).toBeGreaterThan(1e-5);
+    expect(worst).toBeLessThan(1e-6 * scale);
+  }
+
+  it("a loss backpropagated with another seed gradient rescales the pre-scaled rows exactly", () => {
+    const losses: ((x: Tensor) => Tensor)[] = [
+      (x) => sftLoss(x, tensor(labels, [N], "i32"), { shift: false }).loss,
+      (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "forward_kl", mask, temperature: 2 }).loss,
+      (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "reverse_kl", mask }).loss,
+    ];
+    for (const make of losses) expectScaled(gradOf(make, tensor([2.5], [])), gradOf(make), 2.5);
+  });
+
+  it("rows whose hint is 0 (or wrong) still get their exact gradient", () => {
+    const g = Float32Array.from(randomArray(N, seed + 4, 1));
+    const hint = Array.from({ length: N }, (_, i) => (i % 2 === 0 ? 0 : 0.3));
+    const cases: [(x: Tensor, h?: number[]) => Tensor][] = [
+      [(x, h) => tokenLogProbs(x, tensor(labels, [N], "i32"), { expectedGradient: h })],
+      [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "forward_kl", mask, expectedGradient: h })],
+      [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "reverse_kl", expectedGradient: h })],
+    ];
+    for (const [make] of cases) {
+      const plain = gradOf((x) => make(x), tensor(g, [N]));
+      const hinted = gradOf((x) => make(x, hint), tensor(g, [N]));
+      expectScaled(hinted, plain, 1);
+    }
+  });
+
+  it("rejects a hint of the wrong length or with non-finite values", () => {
+    const x = tensor(randomArray(N * V, seed, 1), [N, V]).requireGrad();
+    expect(() => tokenLogProbs(x, tensor(labels, [N], "i32"), { expectedGradient: [1, 2] })).toThrow(LossInputError);
+    expect(() =>
+      tokenDivergence(x, tensor(teacher, [N, V]), { kind: "forward_kl", expectedGradient: Number.NaN }),
+    ).toThrow(/expectedGradient\[0\] = NaN is not finite/);
+  });
 });

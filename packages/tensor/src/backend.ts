@@ -74,16 +74,25 @@ export interface Kernels {
     ignoreIndex: number,
   ): void;
   /**
-   * probs = softmax(logits) and lse = logsumexp(logits) per row of `vocab` values. `probs` may be
-   * `logits` itself (in place). Losses keep the probabilities from the forward so that their
-   * backward is an exp-free rescaling (one exp per element in all).
+   * probs = softmax(logits)·rowScale[r] (rowScale omitted: 1) and lse = logsumexp(logits) per row
+   * of `vocab` values. `probs` may be `logits` itself (in place). Losses keep the probabilities
+   * from the forward, already scaled by the gradient they expect, so that their backward needs
+   * no exp and usually no pass over the vocabulary.
    */
-  softmaxRows(logits: Float32Array, probs: Float32Array, lse: Float32Array, rows: number, vocab: number): void;
+  softmaxRows(
+    logits: Float32Array,
+    probs: Float32Array,
+    lse: Float32Array,
+    rows: number,
+    vocab: number,
+    rowScale?: Float32Array | null,
+  ): void;
   /**
    * Full-vocabulary KL per row between S = softmax(scale·student) and P = softmax(scale·teacher)
    * (teacher row `teacherRows[r]`, or r when null): forward KL(P‖S) or reverse KL(S‖P) into `loss`,
    * the logsumexps of the scaled rows into `lseS`/`lseT`, and, when `grad` is given, the direction
-   * of the gradient w.r.t. scale·student per row: S − P (forward), S·(log S − log P − KL) (reverse).
+   * of the gradient w.r.t. scale·student per row: S − P (forward), S·(log S − log P − KL) (reverse),
+   * times gradRowScale[r] when given.
    */
   klDivergenceRows(
     student: Float32Array,
@@ -94,6 +103,7 @@ export interface Kernels {
     lseS: Float32Array,
     lseT: Float32Array,
     shape: KlRowsShape,
+    gradRowScale?: Float32Array | null,
   ): void;
   /** out = silu(gate)·up; σ(gate) saved in `sig` for the backward. */
   swigluForward(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void;

@@ -32,6 +32,11 @@ describe("softmax family", () => {
     const inPlace = logits.slice();
     T.withBackend("js", () => T.kernel("softmaxRows")(inPlace, inPlace, new Float32Array(rows), rows, vocab));
     expect(inPlace).toEqual(probs);
+    const rowScale = Float32Array.from([2, -0.5, 0, 3]);
+    const scaled = new Float32Array(rows * vocab);
+    T.withBackend("js", () => T.kernel("softmaxRows")(logits, scaled, new Float32Array(rows), rows, vocab, rowScale));
+    const want = rowsRef(x64, vocab, softmax64).map((v, i) => v * rowScale[Math.floor(i / vocab)]);
+    expectClose(scaled, want, 1e-6, 1e-9);
   });
 
   it("softmax and logSoftmax over the last axis", () => {

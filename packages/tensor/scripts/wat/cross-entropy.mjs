@@ -14,11 +14,12 @@ const rowMax = `
 
 export function crossEntropyWat() {
   return `
-(func (export "softmax_rows") (param $x i32) (param $lse i32) (param $vocab i32) (param $row0 i32) (param $row1 i32)
+(func (export "softmax_rows") (param $x i32) (param $lse i32) (param $scale i32) (param $hasScale i32) (param $vocab i32)
+  (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)
   (local $s f32) (local $e v128) (local $e1 f32) (local $inv v128) ${VEXP_LOCALS}
-  ;; In place: row ← exp(row − max) while summing, then row ← row / sum. One exp per element; a row
-  ;; (V floats) stays in cache across the three passes.
+  ;; In place: row ← exp(row − max) while summing, then row ← row · (scale[row] or 1) / sum. One exp
+  ;; per element; a row (V floats) stays in cache across the three passes.
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
   ${forLoop(
     "row",
@@ -50,7 +51,10 @@ export function crossEntropyWat() {
     )}
     (f32.store ${add(get("lse"), mul(get("row"), i32(4)))}
       (f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $s))))))
-    ${set("inv", "(f32x4.splat (f32.div (f32.const 1) (local.get $s)))")}
+    ${set(
+      "inv",
+      `(f32x4.splat (f32.div (if (result f32) (local.get $hasScale) (then (f32.load ${add(get("scale"), mul(get("row"), i32(4)))})) (else (f32.const 1))) (local.get $s)))`,
+    )}
     ${forLoop("j", i32(0), get("v4"), i32(4), `(v128.store ${add(get("lr"), mul(get("j"), i32(4)))} (f32x4.mul (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $inv)))`)}
     ${forLoop("j", get("v4"), get("vocab"), i32(1), `(f32.store ${add(get("lr"), mul(get("j"), i32(4)))} (f32.mul (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (f32x4.extract_lane 0 (local.get $inv))))`)}`,
   )})

@@ -3,7 +3,7 @@
 // GKD's β = 0 / β = 1 cases):
 //   forward KL(P‖S) = (1/Σe_t)·Σ e_t (c·t − c·s) − lse_t + lse_s,   gradient direction S − P
 //   reverse KL(S‖P) = (1/Σe_s)·Σ e_s (c·s − c·t) − lse_s + lse_t,   gradient direction S·(log S − log P − KL)
-// with e = exp(c·x − max). Terms whose weight underflowed (exponent below the exp clamp) count as
+// with e = exp(c·x − max); the gradient rows are optionally multiplied by a per-row factor. Terms whose weight underflowed (exponent below the exp clamp) count as
 // 0, so a −inf logit contributes 0·log 0 = 0 instead of NaN or −inf.
 // Per row, three passes over data that stays in cache: maxima; exps, sums and the weighted
 // difference; then the gradient. `$out` receives e_s and then the gradient; the forward variant
@@ -49,14 +49,15 @@ function klRows(name, reverse) {
     : `(f32.sub (f32.mul (f32.load ${at("lo", "j")}) (local.get $is)) (f32.mul (f32.load ${at("lt", "j")}) (local.get $it)))`;
   return `
 (func (export "${name}") (param $s i32) (param $t i32) (param $out i32) (param $loss i32) (param $lseS i32)
-  (param $lseT i32) (param $vocab i32) (param $c f32) (param $wantGrad i32) (param $row0 i32) (param $row1 i32)
+  (param $lseT i32) (param $vocab i32) (param $c f32) (param $wantGrad i32) (param $gscale i32) (param $hasScale i32)
+  (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $ls i32) (local $lt i32) (local $lo i32) (local $j i32) (local $v4 i32)
   (local $vm v128) (local $ms f32) (local $mt f32) (local $vms v128) (local $vmt v128) (local $vc v128)
   (local $vfloor v128) (local $xs v128) (local $xt v128) (local $es v128) (local $et v128)
   (local $sumS v128) (local $sumT v128) (local $acc v128)
   (local $ys f32) (local $yt f32) (local $fs f32) (local $ft f32) (local $ss f32) (local $st f32) (local $a f32)
   (local $lseSv f32) (local $lseTv f32) (local $kl f32) (local $is f32) (local $it f32) (local $k f32)
-  (local $vis v128) (local $vit v128) (local $vk v128) ${VEXP_LOCALS}
+  (local $vis v128) (local $vit v128) (local $vk v128) (local $g f32) ${VEXP_LOCALS}
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
   ${set("vc", "(f32x4.splat (local.get $c))")}
   ${set("vfloor", `(f32x4.splat (f32.const ${EXP_FLOOR_ARG}))`)}
@@ -125,8 +126,9 @@ function klRows(name, reverse) {
     (f32.store ${add(get("lseS"), mul(get("row"), i32(4)))} (local.get $lseSv))
     (f32.store ${add(get("lseT"), mul(get("row"), i32(4)))} (local.get $lseTv))
     (if (local.get $wantGrad) (then
-      ${set("is", "(f32.div (f32.const 1) (local.get $ss))")}
-      ${set("it", "(f32.div (f32.const 1) (local.get $st))")}
+      ${set("g", `(if (result f32) (local.get $hasScale) (then (f32.load ${add(get("gscale"), mul(get("row"), i32(4)))})) (else (f32.const 1)))`)}
+      ${set("is", "(f32.div (local.get $g) (local.get $ss))")}
+      ${set("it", "(f32.div (local.get $g) (local.get $st))")}
       ${set("k", "(f32.sub (f32.sub (local.get $lseTv) (local.get $lseSv)) (local.get $kl))")}
       ${set("vis", "(f32x4.splat (local.get $is))")}
       ${set("vit", "(f32x4.splat (local.get $it))")}

@@ -392,7 +392,14 @@ class Kernels implements WasmKernels {
     dlogits.set(this.heap.f32().subarray(pd >>> 2, (pd >>> 2) + rows * vocab));
   }
 
-  softmaxRows(logits: Float32Array, probs: Float32Array, lse: Float32Array, rows: number, vocab: number): void {
+  softmaxRows(
+    logits: Float32Array,
+    probs: Float32Array,
+    lse: Float32Array,
+    rows: number,
+    vocab: number,
+    rowScale?: Float32Array | null,
+  ): void {
     const op = "softmaxRows";
     this.live(op);
     checkCount(op, "rows", rows);
@@ -401,12 +408,15 @@ class Kernels implements WasmKernels {
     checkLength(op, "logits", logits, rows * vocab);
     checkLength(op, "probs", probs, rows * vocab);
     checkLength(op, "lse", lse, rows);
+    if (rowScale) checkLength(op, "rowScale", rowScale, rows);
     if (rows === 0) return;
     // The kernel works in place on the heap copy, so `probs` may be `logits` itself.
-    const [px, plse] = this.heap.layout([rows * vocab * 4, rows * 4]);
+    const [px, plse, pscale] = this.heap.layout([rows * vocab * 4, rows * 4, rows * 4]);
     this.heap.f32().set(logits.subarray(0, rows * vocab), px >>> 2);
+    if (rowScale) this.heap.f32().set(rowScale.subarray(0, rows), pscale >>> 2);
     const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    this.splitRows("softmax_rows", rows, parts, 1, (r0, r1) => [px, plse, vocab, r0, r1]);
+    const has = rowScale ? 1 : 0;
+    this.splitRows("softmax_rows", rows, parts, 1, (r0, r1) => [px, plse, pscale, has, vocab, r0, r1]);
     const view = this.heap.f32();
     probs.set(view.subarray(px >>> 2, (px >>> 2) + rows * vocab));
     lse.set(view.subarray(plse >>> 2, (plse >>> 2) + rows));
@@ -421,6 +431,7 @@ class Kernels implements WasmKernels {
     lseS: Float32Array,
     lseT: Float32Array,
     shape: KlRowsShape,
+    gradRowScale?: Float32Array | null,
   ): void {
     const op = "klDivergenceRows";
     this.live(op);
@@ -435,6 +446,7 @@ class Kernels implements WasmKernels {
     checkLength(op, "lseS", lseS, rows);
     checkLength(op, "lseT", lseT, rows);
     if (grad) checkLength(op, "grad", grad, rows * vocab);
+    if (gradRowScale) checkLength(op, "gradRowScale", gradRowScale, rows);
     const teacherCount = Math.floor(teacher.length / vocab);
     if (teacherRows) {
       checkLength(op, "teacherRows", teacherRows, rows);
@@ -444,16 +456,26 @@ class Kernels implements WasmKernels {
     } else checkLength(op, "teacher", teacher, rows * vocab);
     if (rows === 0) return;
     const n = rows * vocab;
-    const [ps, pt, po, pl, pls, plt] = this.heap.layout([n * 4, n * 4, n * 4, rows * 4, rows * 4, rows * 4]);
+    const [ps, pt, po, pl, pls, plt, pg] = this.heap.layout([
+      n * 4,
+      n * 4,
+      n * 4,
+      rows * 4,
+      rows * 4,
+      rows * 4,
+      rows * 4,
+    ]);
     const f32 = this.heap.f32();
     f32.set(student.subarray(0, n), ps >>> 2);
+    if (gradRowScale) f32.set(gradRowScale.subarray(0, rows), pg >>> 2);
     if (teacherRows)
       for (let r = 0; r < rows; r++)
         f32.set(teacher.subarray(teacherRows[r] * vocab, (teacherRows[r] + 1) * vocab), (pt >>> 2) + r * vocab);
     else f32.set(teacher.subarray(0, n), pt >>> 2);
     const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
     const name = reverse ? "kl_rev_rows" : "kl_fwd_rows";
-    this.splitRows(name, rows, parts, 1, (r0, r1) => [ps, pt, po, pl, pls, plt, vocab, scale, grad ? 1 : 0, r0, r1]);
+    const has = gradRowScale ? 1 : 0;
+    this.splitRows(name, rows, parts, 1, (r0, r1) => [ps, pt, po, pl, pls, plt, vocab, scale, grad ? 1 : 0, pg, has, r0, r1]);
     const view = this.heap.f32();
     if (grad) grad.set(view.subarray(po >>> 2, (po >>> 2) + n));
     loss.set(view.subarray(pl >>> 2, (pl >>> 2) + rows));

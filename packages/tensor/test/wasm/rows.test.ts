@@ -204,6 +204,13 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
       kernels.softmaxRows(inPlace, inPlace, lse2, rows, vocab);
       expect(inPlace).toEqual(probs);
       expect(lse2).toEqual(lse);
+      const rowScale = randomF32(rows, next, 3);
+      const scaled = new Float32Array(rows * vocab);
+      kernels.softmaxRows(logits, scaled, lse2, rows, vocab, rowScale);
+      let err = 0;
+      for (let i = 0; i < scaled.length; i++)
+        err = Math.max(err, Math.abs(scaled[i] - want.probs[i] * rowScale[Math.floor(i / vocab)]));
+      expect(err).toBeLessThan(3e-6 * 3);
     });
 
   it("a NaN logit anywhere in a row makes that row's logsumexp NaN (and only that row's)", () => {
@@ -251,6 +258,23 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
       const loss2 = new Float32Array(rows);
       kernels.klDivergenceRows(student, teacher, map, null, loss2, lseS, lseT, { rows, vocab, scale, reverse });
       expect(loss2).toEqual(loss);
+      const rowScale = randomF32(rows, next, 2);
+      const scaledGrad = new Float32Array(rows * vocab);
+      kernels.klDivergenceRows(
+        student,
+        teacher,
+        map,
+        scaledGrad,
+        loss2,
+        lseS,
+        lseT,
+        { rows, vocab, scale, reverse },
+        rowScale,
+      );
+      let errScaled = 0;
+      for (let i = 0; i < grad.length; i++)
+        errScaled = Math.max(errScaled, Math.abs(scaledGrad[i] - want.grad[i] * rowScale[Math.floor(i / vocab)]));
+      expect(errScaled).toBeLessThan(2e-6 * 2);
     });
 
   it("klDivergenceRows: a −inf teacher logit contributes 0·log 0 = 0 (forward KL stays finite)", () => {

@@ -48,13 +48,14 @@ export function crossEntropyBackwardJs(
   }
 }
 
-/** probs = softmax(logits), lse = logsumexp(logits) per row; `probs` may alias `logits`. */
+/** probs = softmax(logits)·rowScale[r], lse = logsumexp(logits) per row; `probs` may alias `logits`. */
 export function softmaxRowsJs(
   logits: Float32Array,
   probs: Float32Array,
   lse: Float32Array,
   rows: number,
   vocab: number,
+  rowScale?: Float32Array | null,
 ): void {
   for (let r = 0; r < rows; r++) {
     const o = r * vocab;
@@ -67,7 +68,7 @@ export function softmaxRowsJs(
       sum += e;
     }
     lse[r] = max + Math.log(sum);
-    const inv = 1 / sum;
+    const inv = (rowScale ? rowScale[r] : 1) / sum;
     for (let j = 0; j < vocab; j++) probs[o + j] *= inv;
   }
 }
@@ -82,6 +83,7 @@ export function klDivergenceRowsJs(
   lseS: Float32Array,
   lseT: Float32Array,
   shape: KlRowsShape,
+  gradRowScale?: Float32Array | null,
 ): void {
   const { rows, vocab, scale: c, reverse } = shape;
   for (let r = 0; r < rows; r++) {
@@ -112,10 +114,11 @@ export function klDivergenceRowsJs(
     lseS[r] = ls;
     lseT[r] = lt;
     if (!grad) continue;
+    const g = gradRowScale ? gradRowScale[r] : 1;
     for (let j = 0; j < vocab; j++) {
       const s = student[os + j] * c - ls;
       const p = teacher[ot + j] * c - lt;
-      grad[os + j] = reverse ? Math.exp(s) * (s - p - kl) : Math.exp(s) - Math.exp(p);
+      grad[os + j] = g * (reverse ? Math.exp(s) * (s - p - kl) : Math.exp(s) - Math.exp(p));
     }
   }
 }
