@@ -315,9 +315,19 @@ describe("adventuregame game master", () => {
     expect(r).toMatchObject({ Aborted: 0, Lose: 1, Success: 0, "Main Score": 0, hallucination_count: 1 });
   });
 
-  it("refuses unsupported instances with a typed error", () => {
+  it("ends without scores where the reference crashes: a first planning reply '> done' leaves no plan", async () => {
+    const r = await play(game, [replay(["> done"])], 1, 0);
+    expect(r.scores).toBeNull();
+    expect(r.error).toMatch(/no plan recorded/);
+  });
+
+  it("refuses unsupported instances with a typed error", async () => {
     const s = spec("adventuregame", 0, 0);
     const master = game.createMaster(s.experiment, [replay([])], { dataDir });
-    expect(master.setup({ ...s.instance, variant: "witch" })).rejects.toThrow(InstanceError);
+    await expect(master.setup({ ...s.instance, variant: "witch" })).rejects.toThrow(InstanceError);
+    const other = game.createMaster(s.experiment, [replay([])], { dataDir });
+    await expect(other.setup({ ...s.instance, entity_definitions: ["witch_entities.json"] })).rejects.toThrow(
+      ResourceError,
+    );
   });
 });

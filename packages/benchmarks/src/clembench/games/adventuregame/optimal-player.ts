@@ -10,9 +10,9 @@ export function adventureOptimalPlayer(instance: GameInstance): ScriptedBackend 
   if (!Array.isArray(commands) || !commands.every((c) => typeof c === "string"))
     throw new InstanceError(`adventuregame/${instance.game_id}: "optimal_commands" must be a list of strings`);
   const plan = instance.variant === "plan";
-  let turn = 0;
-  return new ScriptedBackend(() => {
-    const i = turn++;
+  // the turn is read from the conversation, so one backend can replay the instance any number of times
+  return new ScriptedBackend((messages) => {
+    const i = messages.filter((m) => m.role === "assistant").length;
     if (i >= commands.length) return "> done";
     const rest = commands.slice(i + 1);
     return plan ? `> ${commands[i]}\nNext actions: ${(rest.length ? rest : ["done"]).join(", ")}` : `> ${commands[i]}`;
