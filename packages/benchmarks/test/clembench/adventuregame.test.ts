@@ -1,7 +1,8 @@
 // adventuregame against the reference (clembench a717f238 master.py + if_wrapper.py, lark 1.1, clemcore
 // 2c46b1cd): fixtures/adventuregame/make_fixtures.py recorded a command battery through the reference parser
 // and scripted episodes through the reference game master and scorer.
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
@@ -9,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import {
   AdventureInterpreter,
   AdventureInterpreterError,
+  adventureExplorer,
   adventureOptimalPlayer,
   getGame,
   InstanceError,
@@ -16,7 +18,9 @@ import {
   PyFloat,
   pyJsonDumps,
   ResourceError,
+  parsePyJson,
   replay,
+  runBenchmark,
 } from "../../src/clembench/index.js";
 import { dataDir, ep, gmEvents, play, spec } from "./helpers.js";
 
@@ -49,6 +53,7 @@ const optimal = readFixture("optimal.json.gz") as {
 const episodes = readFixture("episodes.json.gz") as EpisodeRow[];
 
 const game = getGame("adventuregame");
+type ScoresShape = { "episode scores": Record<string, unknown> };
 
 function interpreter(exp = 0, idx = 0): AdventureInterpreter {
   const s = spec("adventuregame", exp, idx);
@@ -313,6 +318,29 @@ describe("adventuregame game master", () => {
   it("scores an early DONE as a loss with a hallucinated finish", async () => {
     const r = ep(await play(game, [replay(["> done"])]));
     expect(r).toMatchObject({ Aborted: 0, Lose: 1, Success: 0, "Main Score": 0, hallucination_count: 1 });
+  });
+
+  it("is won from the game texts alone by the explorer player, through runBenchmark with results on disk", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "adventuregame-"));
+    try {
+      const run = await runBenchmark({
+        games: ["adventuregame"],
+        players: [adventureExplorer()],
+        filter: { limitPerExperiment: 2 },
+        resultsDir: dir,
+        concurrency: 2,
+      });
+      expect(run.table.rows[0].games.adventuregame).toMatchObject({ played: 100, quality: 100, n: 16 });
+      const exps = readdirSync(join(dir, "programmatic", "adventuregame")).filter((e) => !e.endsWith(".json"));
+      expect(exps).toHaveLength(8);
+      const episode = join(dir, "programmatic", "adventuregame", exps[0], "instance_00000");
+      const scores = parsePyJson(readFileSync(join(episode, "scores.json"), "utf8")) as ScoresShape;
+      expect(scores["episode scores"]["Main Score"]).toBe(100);
+      const interactions = JSON.parse(readFileSync(join(episode, "interactions.json"), "utf8"));
+      expect(interactions.adventure_info).toMatchObject({ max_turns: 50, goal_count: 3 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("ends without scores where the reference crashes: a first planning reply '> done' leaves no plan", async () => {

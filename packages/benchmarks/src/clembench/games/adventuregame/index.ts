@@ -11,6 +11,7 @@ export {
   type GoalsAchieved,
 } from "./interpreter.js";
 export { AdventureGameMaster, adventuregame } from "./master.js";
+export { adventureExplorer } from "./explorer-player.js";
 export { adventureOptimalPlayer } from "./optimal-player.js";
 export { parseActionPddl, parseDomainPddl } from "./pddl.js";
 export { ADVENTURE_FAIL_TYPES, AdventureGameScorer } from "./scorer.js";
