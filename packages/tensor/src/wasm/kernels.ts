@@ -25,6 +25,20 @@ import type { WorkerOp } from "./worker-source.js";
 
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
 const GEMM_PARALLEL_FLOPS = 1 << 22;
+/**
+ * Skinny GEMMs (the rank-r adapter products of LoRA) split worse than their flops suggest, measured with
+ * bench/gemm-split.ts (2 threads vs 1 on the same instance, interleaved medians): with k ≤ 16 every
+ * output element gets only k FMAs, so the work is the C stream and the calls lost 0–13% when split at
+ * 4–11 MFLOP (512 rows) and only gained from ~17 MFLOP (2048 rows): they need this many flops.
+ */
+const GEMM_PARALLEL_FLOPS_SMALL_K = 1 << 24;
+const GEMM_SMALL_K = 16;
+/**
+ * Every chunk of the tiled GEMM packs its own copy of B, so a part needs enough rows to pay for it:
+ * m = 16 (the rank-r weight gradient dA = duᵀ·x) split into 8-row parts ran 12–23% slower on a loaded
+ * machine (and at best 11–23% faster on an idle one).
+ */
+const GEMM_MIN_ROWS_PER_THREAD = 32;
 /** Below this many elements a row kernel runs on the calling thread only. */
 const ROWS_PARALLEL_ELEMENTS = 1 << 16;
 
@@ -54,6 +68,8 @@ function checkLength(op: string, name: string, arr: ArrayLike<number>, need: num
 
 class Kernels implements WasmKernels {
   private disposed = false;
+  /** Benchmark probe only (bench/gemm-split.ts): "auto" applies gemmParts' rule, "never" keeps every GEMM on one thread. */
+  gemmSplit: "auto" | "never" = "auto";
 
   constructor(
     readonly threads: number,
@@ -100,6 +116,13 @@ class Kernels implements WasmKernels {
   private partsFor(work: number, threshold: number, rows: number, align: number): number {
     if (!this.pool || work < threshold) return 1;
     return Math.max(1, Math.min(this.threads, Math.ceil(rows / align)));
+  }
+
+  /** Threads for a tiled GEMM over `rows` output rows (see GEMM_PARALLEL_FLOPS_SMALL_K, GEMM_MIN_ROWS_PER_THREAD). */
+  private gemmParts(rows: number, k: number, flops: number): number {
+    if (!this.pool || this.gemmSplit === "never") return 1;
+    if (flops < (k <= GEMM_SMALL_K ? GEMM_PARALLEL_FLOPS_SMALL_K : GEMM_PARALLEL_FLOPS)) return 1;
+    return Math.max(1, Math.min(this.threads, Math.floor(rows / GEMM_MIN_ROWS_PER_THREAD)));
   }
 
   private live(op: string): void {
@@ -164,7 +187,7 @@ class Kernels implements WasmKernels {
       // Few output rows per matrix: a register tile would be mostly padding and packing B would cost as
       // much as using it, so stream B (scripts/wat/gemv.mjs). Threads split rows, or columns when the
       // rows are too few.
-      const parts = this.pool && 2 * outLen * k >= GEMM_PARALLEL_FLOPS ? this.threads : 1;
+      const parts = this.pool && this.gemmSplit === "auto" && 2 * outLen * k >= GEMM_PARALLEL_FLOPS ? this.threads : 1;
       const base = [pa, pb, pc, m, n, k, flags, strideA, strideB];
       if (rows >= parts) {
         this.splitRows("gemv", rows, parts, 1, (r0, r1, t) => [...base, r0, r1, 0, n, this.heap.scratch(t)]);
@@ -193,7 +216,7 @@ class Kernels implements WasmKernels {
     rows: number,
     outLen: number,
   ): void {
-    const parts = this.partsFor(2 * outLen * k, GEMM_PARALLEL_FLOPS, rows, GEMM_MR);
+    const parts = this.gemmParts(rows, k, 2 * outLen * k);
     if (parts === 1) {
       this.exports.gemm(pa, pb, pc, m, n, k, flags, strideA, strideB, 0, rows, this.heap.scratch(0), 0, 0);
     } else {
@@ -475,7 +498,21 @@ class Kernels implements WasmKernels {
     const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
     const name = reverse ? "kl_rev_rows" : "kl_fwd_rows";
     const has = gradRowScale ? 1 : 0;
-    this.splitRows(name, rows, parts, 1, (r0, r1) => [ps, pt, po, pl, pls, plt, vocab, scale, grad ? 1 : 0, pg, has, r0, r1]);
+    this.splitRows(name, rows, parts, 1, (r0, r1) => [
+      ps,
+      pt,
+      po,
+      pl,
+      pls,
+      plt,
+      vocab,
+      scale,
+      grad ? 1 : 0,
+      pg,
+      has,
+      r0,
+      r1,
+    ]);
     const view = this.heap.f32();
     if (grad) grad.set(view.subarray(po >>> 2, (po >>> 2) + n));
     loss.set(view.subarray(pl >>> 2, (pl >>> 2) + rows));
