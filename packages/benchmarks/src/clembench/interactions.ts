@@ -67,7 +67,7 @@ export class InteractionsRecorder {
   logEvent(from: string, to: string, action: GameEvent["action"]): void {
     // Python's datetime.isoformat() has no "Z" and microseconds; keep ISO-8601 without the zone suffix
     const timestamp = this.now().toISOString().replace("Z", "");
-    this.interactions.turns[this.currentRound].push({ from, to, timestamp, action: structuredClone(action) });
+    this.interactions.turns[this.currentRound].push({ from, to, timestamp, action: structuredCloneKeepFloats(action) });
   }
 
   logKey(key: string, value: unknown): void {
