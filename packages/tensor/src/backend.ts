@@ -29,6 +29,18 @@ export interface KlRowsShape {
   reverse: boolean;
 }
 
+/** x [batch][heads][seq][headDim]; cos/sin [seq][rotaryDim/2], or [batch·seq][rotaryDim/2] when perBatch. */
+export interface RopeShape {
+  batch: number;
+  heads: number;
+  seq: number;
+  headDim: number;
+  /** Leading dims of each head that rotate: even, ≤ headDim; the rest pass through. */
+  rotaryDim: number;
+  /** One cos/sin row per (batch, position) instead of one per position shared by the batch. */
+  perBatch: boolean;
+}
+
 export interface AttentionShape {
   batch: number;
   heads: number;
@@ -105,6 +117,14 @@ export interface Kernels {
     shape: KlRowsShape,
     gradRowScale?: Float32Array | null,
   ): void;
+  /**
+   * Rotate-half RoPE (transformers apply_rotary_pos_emb) on the first rotaryDim dims of every head row:
+   * out[i] = x[i]·cos − x[i+h]·sin, out[i+h] = x[i+h]·cos + x[i]·sin for i < h = rotaryDim/2, the rest
+   * copied. `out` may be `x` (in place).
+   */
+  ropeForward(x: Float32Array, cos: Float32Array, sin: Float32Array, out: Float32Array, shape: RopeShape): void;
+  /** Gradient of ropeForward: the rotation by −θ (its transpose) applied to dOut. `dx` may be `dOut`. */
+  ropeBackward(dOut: Float32Array, cos: Float32Array, sin: Float32Array, dx: Float32Array, shape: RopeShape): void;
   /** out = silu(gate)·up; σ(gate) saved in `sig` for the backward. */
   swigluForward(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void;
   swigluBackward(

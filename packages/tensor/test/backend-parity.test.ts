@@ -115,6 +115,26 @@ const cases: Case[] = [
     },
   },
   {
+    name: "rope fwd+bwd, full rotary, shared positions, split across threads (71,680 elements)",
+    run: () => {
+      const x = randomTensor([2, 8, 70, 64], 23, -3, 3);
+      const positions = Int32Array.from({ length: 70 }, (_, i) => 3 * i + 1);
+      const y = T.rope(x, positions, T.ropeInvFreq(64, 10000));
+      T.backward(T.sum(T.mul(y, randomTensor([2, 8, 70, 64], 24, -1, 1, false))));
+      return [y, x.grad!];
+    },
+  },
+  {
+    name: "rope fwd+bwd, partial rotary 12 of 16, per-batch positions",
+    run: () => {
+      const x = randomTensor([3, 2, 5, 16], 25, -3, 3);
+      const positions = Int32Array.from({ length: 15 }, (_, i) => (i * 37) % 101);
+      const y = T.rope(x, positions, T.ropeInvFreq(12, 10000), { rotaryDim: 12 });
+      T.backward(T.sum(T.mul(y, randomTensor([3, 2, 5, 16], 26, -1, 1, false))));
+      return [y, x.grad!];
+    },
+  },
+  {
     name: "cross-entropy fwd+bwd",
     run: () => {
       const logits = randomTensor([9, 50], 7, -4, 4);

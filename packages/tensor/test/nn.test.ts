@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as T from "../src/index.js";
 import { checkOp, expectClose, randomArray, randomTensor } from "./helpers.js";
 
@@ -81,33 +81,67 @@ describe("RMSNorm", () => {
   }
 });
 
-describe("RoPE (rotate-half)", () => {
-  for (const rotaryDim of [8, 4]) {
-    it(`rotaryDim ${rotaryDim} of head dim 8, per-batch positions`, () => {
-      const [B, H, Tn, D] = [2, 2, 3, 8];
+describe.each(["js", "wasm"])("RoPE (rotate-half), %s kernels", (backend) => {
+  beforeAll(async () => {
+    if (backend === "wasm") await T.initBackend("wasm", { threads: 1, activate: false });
+  });
+  afterAll(() => {
+    if (backend === "wasm") T.disposeWasmBackend();
+  });
+
+  const cases: [number, number, boolean][] = [
+    [8, 8, true],
+    [4, 8, true],
+    [8, 8, false],
+    [10, 16, false],
+  ];
+  for (const [rotaryDim, D, perBatch] of cases) {
+    it(`rotaryDim ${rotaryDim} of head dim ${D}, ${perBatch ? "per-batch" : "shared"} positions`, () => {
+      const [B, H, Tn] = [2, 2, 3];
       const invFreq = T.ropeInvFreq(rotaryDim, 10000);
-      const positions = Int32Array.from([0, 1, 2, 5, 6, 7]);
-      checkOp({
-        inputs: [randomTensor([B, H, Tn, D])],
-        op: (x) => T.rope(x, positions, invFreq, { rotaryDim }),
-        ref: (x) => {
-          const out = Float64Array.from(x);
-          const half = rotaryDim / 2;
-          for (let b = 0; b < B; b++)
-            for (let h = 0; h < H; h++)
-              for (let t = 0; t < Tn; t++) {
-                const o = ((b * H + h) * Tn + t) * D;
-                for (let i = 0; i < half; i++) {
-                  const a = positions[b * Tn + t] * invFreq[i];
-                  out[o + i] = x[o + i] * Math.cos(a) - x[o + i + half] * Math.sin(a);
-                  out[o + i + half] = x[o + i + half] * Math.cos(a) + x[o + i] * Math.sin(a);
+      const positions = Int32Array.from(perBatch ? [0, 1, 2, 5, 6, 7] : [3, 4, 9]);
+      T.withBackend(backend, () =>
+        checkOp({
+          inputs: [randomTensor([B, H, Tn, D])],
+          op: (x) => T.rope(x, positions, invFreq, { rotaryDim }),
+          ref: (x) => {
+            const out = Float64Array.from(x);
+            const half = rotaryDim / 2;
+            for (let b = 0; b < B; b++)
+              for (let h = 0; h < H; h++)
+                for (let t = 0; t < Tn; t++) {
+                  const o = ((b * H + h) * Tn + t) * D;
+                  for (let i = 0; i < half; i++) {
+                    const a = positions[perBatch ? b * Tn + t : t] * invFreq[i];
+                    out[o + i] = x[o + i] * Math.cos(a) - x[o + i + half] * Math.sin(a);
+                    out[o + i + half] = x[o + i + half] * Math.cos(a) + x[o + i] * Math.sin(a);
+                  }
                 }
-              }
-          return out;
-        },
-      });
+            return out;
+          },
+        }),
+      );
     });
   }
+});
+
+describe("RoPE cos/sin tables", () => {
+  it("a reused table follows positions and invFreq changed in place", () => {
+    const x = T.randn([1, 2, 3, 8], { rng: new T.Rng(5) });
+    const positions = Int32Array.from([0, 1, 2]);
+    const invFreq = T.ropeInvFreq(8, 10000);
+    const fresh = () => T.rope(x, Int32Array.from(positions), Float32Array.from(invFreq)).toFloat32Array();
+    const first = T.rope(x, positions, invFreq).toFloat32Array();
+    expect(Array.from(T.rope(x, positions, invFreq).toFloat32Array())).toEqual(Array.from(first));
+    positions[2] = 9;
+    const moved = T.rope(x, positions, invFreq).toFloat32Array();
+    expect(Array.from(moved)).toEqual(Array.from(fresh()));
+    expect(Array.from(moved)).not.toEqual(Array.from(first));
+    invFreq[1] *= 2;
+    const rescaled = T.rope(x, positions, invFreq).toFloat32Array();
+    expect(Array.from(rescaled)).toEqual(Array.from(fresh()));
+    expect(Array.from(rescaled)).not.toEqual(Array.from(moved));
+  });
 });
 
 function attentionRef(

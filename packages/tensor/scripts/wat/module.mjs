@@ -9,6 +9,7 @@ import { gemmWat } from "./gemm.mjs";
 import { gemvWat } from "./gemv.mjs";
 import { klDivergenceWat } from "./kl-divergence.mjs";
 import { rmsNormWat } from "./rmsnorm.mjs";
+import { ropeWat } from "./rope.mjs";
 import { swigluWat } from "./swiglu.mjs";
 import { vectorWat } from "./vector.mjs";
 import { vexpWat } from "./vexp.mjs";
@@ -31,6 +32,7 @@ ${klDivergenceWat()}
 ${attentionWat()}
 ${swigluWat()}
 ${adamwWat()}
+${ropeWat()}
 )
 `;
 }

@@ -52,6 +52,8 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
     crossEntropyBackward: k.crossEntropyBackward.bind(k),
     softmaxRows: k.softmaxRows.bind(k),
     klDivergenceRows: k.klDivergenceRows.bind(k),
+    ropeForward: k.ropeForward.bind(k),
+    ropeBackward: k.ropeBackward.bind(k),
     swigluForward: k.swiglu.bind(k),
     swigluBackward: k.swigluBackward.bind(k),
     adamwUpdate: k.adamw.bind(k),

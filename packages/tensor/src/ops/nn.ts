@@ -1,7 +1,7 @@
 // Fused neural-network ops: each has a dedicated forward and backward because fusing
 // saves a pass or a large intermediate (softmax, norms, RoPE, SwiGLU, cross-entropy).
 import { record } from "../autograd.js";
-import { kernel } from "../backend.js";
+import { type RopeShape, kernel } from "../backend.js";
 import { rmsNormBackwardJs } from "../backends/js/norms.js";
 import { DTypeError, IndexError, ShapeError, fmtShape } from "../errors.js";
 import { uniformFloats } from "../random.js";
@@ -101,6 +101,53 @@ export interface RopeOptions {
   rotaryDim?: number;
 }
 
+interface RopeTables {
+  positions: Int32Array;
+  invFreq: Float32Array;
+  invFreqCopy: Float32Array;
+  cos: Float32Array;
+  sin: Float32Array;
+}
+
+/** Recent cos/sin tables: every layer's q and k rotate by the same angles, so one table serves them all. */
+const ropeTableCache: RopeTables[] = [];
+const ROPE_TABLE_CACHE_SIZE = 4;
+
+/**
+ * cos/sin of position · invFreq[i] as [positions][half] f32 tables (the angle rounded to f32 first, as
+ * transformers computes it in f32). A cached table is reused only for equal positions and the same,
+ * unmodified invFreq array; the kernels only read the tables.
+ */
+function ropeTables(positions: Int32Array | readonly number[], invFreq: Float32Array): RopeTables {
+  const same = (t: RopeTables) => {
+    if (t.invFreq !== invFreq || t.positions.length !== positions.length) return false;
+    for (let i = 0; i < invFreq.length; i++) if (t.invFreqCopy[i] !== invFreq[i]) return false;
+    for (let i = 0; i < positions.length; i++) if (t.positions[i] !== positions[i]) return false;
+    return true;
+  };
+  const hit = ropeTableCache.find(same);
+  if (hit) return hit;
+  const rows = positions.length;
+  const half = invFreq.length;
+  const cos = new Float32Array(rows * half);
+  const sin = new Float32Array(rows * half);
+  for (let r = 0; r < rows; r++) {
+    for (let i = 0; i < half; i++) {
+      const angle = Math.fround(positions[r] * invFreq[i]);
+      cos[r * half + i] = Math.cos(angle);
+      sin[r * half + i] = Math.sin(angle);
+    }
+  }
+  // Positions that are not integers (or not exact in i32) are not cached: the copy would not compare equal.
+  const posCopy = Int32Array.from(positions);
+  const t = { positions: posCopy, invFreq, invFreqCopy: Float32Array.from(invFreq), cos, sin };
+  if (posCopy.every((p, i) => p === positions[i])) {
+    ropeTableCache.unshift(t);
+    if (ropeTableCache.length > ROPE_TABLE_CACHE_SIZE) ropeTableCache.pop();
+  }
+  return t;
+}
+
 /**
  * Rotary embedding, rotate-half layout (transformers apply_rotary_pos_emb):
  * out = x·cos + rotate_half(x)·sin on the first rotaryDim dims, angle = position · invFreq[i].
@@ -123,37 +170,16 @@ export function rope(
   if (!perBatch && positions.length !== T) {
     throw new ShapeError(`rope: ${positions.length} positions for T=${T} (B=${B}); pass T or B·T positions`);
   }
-  const rows = perBatch ? B * T : T;
-  const cos = new Float32Array(rows * half);
-  const sin = new Float32Array(rows * half);
-  for (let r = 0; r < rows; r++) {
-    for (let i = 0; i < half; i++) {
-      const angle = Math.fround(positions[r] * invFreq[i]);
-      cos[r * half + i] = Math.cos(angle);
-      sin[r * half + i] = Math.sin(angle);
-    }
-  }
-  const apply = (src: Float32Array, sign: 1 | -1): Float32Array => {
-    const out = Float32Array.from(src);
-    for (let b = 0; b < B; b++)
-      for (let h = 0; h < H; h++)
-        for (let t = 0; t < T; t++) {
-          const o = ((b * H + h) * T + t) * D;
-          const r = (perBatch ? b * T + t : t) * half;
-          for (let i = 0; i < half; i++) {
-            const x1 = src[o + i];
-            const x2 = src[o + i + half];
-            const c = cos[r + i];
-            const s = sign * sin[r + i];
-            out[o + i] = x1 * c - x2 * s;
-            out[o + i + half] = x2 * c + x1 * s;
-          }
-        }
-    return out;
-  };
-  const out = apply(floatData("rope", x), 1);
+  const { cos, sin } = ropeTables(positions, invFreq);
+  const shape: RopeShape = { batch: B, heads: H, seq: T, headDim: D, rotaryDim: rot, perBatch };
+  const out = new Float32Array(x.size);
+  kernel("ropeForward")(floatData("rope", x), cos, sin, out, shape);
   // The rotation is orthogonal: its transpose (angle −θ) carries the gradient back.
-  return record(new Tensor(out, x.shape), "rope", [x], (g) => [new Tensor(apply(g.data as Float32Array, -1), x.shape)]);
+  return record(new Tensor(out, x.shape), "rope", [x], (g) => {
+    const dx = new Float32Array(x.size);
+    kernel("ropeBackward")(g.data as Float32Array, cos, sin, dx, shape);
+    return [new Tensor(dx, x.shape)];
+  });
 }
 
 /** Inverse frequencies θ^(−2i/d) for RoPE (default rope_type). */

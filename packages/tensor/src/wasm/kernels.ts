@@ -1,6 +1,6 @@
 // createWasmKernels: instantiates the embedded SIMD module on one WebAssembly.Memory (shared when
 // threads > 1), copies inputs in, splits output rows among the caller and the workers, copies results out.
-import type { KlRowsShape } from "../backend.js";
+import type { KlRowsShape, RopeShape } from "../backend.js";
 import { BackendError, IndexError, ShapeError } from "../errors.js";
 import { decodeBase64 } from "./base64.js";
 import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
@@ -341,6 +341,60 @@ class Kernels implements WasmKernels {
       ],
       [h.beta1, h.beta2, h.eps, h.stepSize, h.bc2Sqrt, h.decay],
     );
+  }
+
+  ropeForward(x: Float32Array, cos: Float32Array, sin: Float32Array, out: Float32Array, shape: RopeShape): void {
+    this.rope("ropeForward", x, cos, sin, out, shape, 1);
+  }
+
+  ropeBackward(dOut: Float32Array, cos: Float32Array, sin: Float32Array, dx: Float32Array, shape: RopeShape): void {
+    this.rope("ropeBackward", dOut, cos, sin, dx, shape, -1);
+  }
+
+  /** Rotates a heap copy of x in place (dims past rotaryDim stay as copied) and copies it out. */
+  private rope(
+    op: string,
+    x: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    out: Float32Array,
+    shape: RopeShape,
+    sign: 1 | -1,
+  ): void {
+    this.live(op);
+    const { batch, heads, seq, headDim, rotaryDim, perBatch } = shape;
+    for (const [name, v] of [
+      ["batch", batch],
+      ["heads", heads],
+      ["seq", seq],
+      ["headDim", headDim],
+      ["rotaryDim", rotaryDim],
+    ] as const)
+      checkCount(op, name, v);
+    if (rotaryDim % 2 !== 0 || rotaryDim > headDim)
+      throw new ShapeError(`${op}: rotaryDim must be even and at most headDim=${headDim}, got ${rotaryDim}`);
+    const n = batch * heads * seq * headDim;
+    const half = rotaryDim / 2;
+    const tableLen = (perBatch ? batch * seq : seq) * half;
+    checkLength(op, "x", x, n);
+    checkLength(op, "out", out, n);
+    checkLength(op, "cos", cos, tableLen);
+    checkLength(op, "sin", sin, tableLen);
+    if (n === 0) return;
+    if (half === 0) {
+      if (out !== x) out.set(x.subarray(0, n));
+      return;
+    }
+    const [px, pc, ps] = this.heap.layout([n * 4, tableLen * 4, tableLen * 4]);
+    const f32 = this.heap.f32();
+    f32.set(x.subarray(0, n), px >>> 2);
+    f32.set(cos.subarray(0, tableLen), pc >>> 2);
+    f32.set(sin.subarray(0, tableLen), ps >>> 2);
+    const units = batch * heads;
+    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, units, 1);
+    const flag = perBatch ? 1 : 0;
+    this.splitRows("rope", units, parts, 1, (u0, u1) => [px, pc, ps, heads, seq, headDim, half, flag, sign, u0, u1]);
+    out.set(this.heap.f32().subarray(px >>> 2, (px >>> 2) + n));
   }
 
   private checkTargets(op: string, targets: Int32Array, rows: number, vocab: number, ignoreIndex: number): void {

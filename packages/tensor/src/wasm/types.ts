@@ -24,7 +24,7 @@ export interface AttentionShape {
 }
 
 /**
- * The wasm module's kernels. GEMM, RMSNorm, cross-entropy and the SwiGLU backward have exactly the
+ * The wasm module's kernels. GEMM, RMSNorm, cross-entropy, RoPE and the SwiGLU backward have exactly the
  * backend registry's signatures (see `Kernels` in backend.ts, where they are documented); attention
  * takes the module's own `AttentionShape`.
  */
@@ -39,6 +39,8 @@ export interface WasmKernels
     | "softmaxRows"
     | "klDivergenceRows"
     | "swigluBackward"
+    | "ropeForward"
+    | "ropeBackward"
   > {
   /** Threads that share a call (the calling thread included). */
   readonly threads: number;

@@ -25,6 +25,7 @@ export const WORKER_OPS = [
   "softmax_rows",
   "kl_fwd_rows",
   "kl_rev_rows",
+  "rope",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 export const MAX_ARGS = 32;

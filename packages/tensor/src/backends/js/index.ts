@@ -4,6 +4,7 @@ import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
 import { crossEntropyBackwardJs, crossEntropyForwardJs, klDivergenceRowsJs, softmaxRowsJs } from "./cross-entropy.js";
 import { matmulBf16BJs, matmulJs } from "./matmul.js";
 import { rmsNormJs } from "./norms.js";
+import { ropeBackwardJs, ropeForwardJs } from "./rope.js";
 import { swigluBackwardJs, swigluForwardJs } from "./swiglu.js";
 
 /** The js backend: plain TypeScript kernels, the reference every other backend is checked against. */
@@ -16,6 +17,8 @@ export const jsKernels: Kernels = {
   softmaxRows: softmaxRowsJs,
   klDivergenceRows: klDivergenceRowsJs,
   adamwUpdate: adamwUpdateJs,
+  ropeForward: ropeForwardJs,
+  ropeBackward: ropeBackwardJs,
   swigluForward: swigluForwardJs,
   swigluBackward: swigluBackwardJs,
   attentionForward: attentionForwardJs,
