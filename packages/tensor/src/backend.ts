@@ -66,6 +66,20 @@ export interface Kernels {
     eps: number,
     zeroCentered: boolean,
   ): void;
+  /**
+   * RMSNorm backward from the forward's rstd: with x̂ = x·rstd and w' = w (or 1 + w),
+   * dx = rstd·(g·w' − x̂·mean(g·w'·x̂)) and, when `dw` is given, dw = Σ_rows g·x̂ (overwritten).
+   */
+  rmsNormBackward(
+    x: Float32Array,
+    w: Float32Array,
+    rstd: Float32Array,
+    g: Float32Array,
+    dx: Float32Array,
+    dw: Float32Array | null,
+    dim: number,
+    zeroCentered: boolean,
+  ): void;
   crossEntropyForward(
     logits: Float32Array,
     targets: Int32Array,

@@ -135,6 +135,18 @@ const cases: Case[] = [
     },
   },
   {
+    name: "rmsNorm fwd+bwd split across threads (600×130), zero-centred, and with a frozen weight",
+    run: () => {
+      const x = randomTensor([600, 130], 27, -2, 2);
+      const w = randomTensor([130], 28, -0.5, 0.5);
+      const y = T.rmsNorm(x, w, { eps: 1e-6, zeroCentered: true });
+      const frozen = randomTensor([130], 29, 0.5, 1.5, false);
+      const y2 = T.rmsNorm(x, frozen, { eps: 1e-6 });
+      T.backward(T.add(T.sum(T.square(y)), T.sum(T.mul(y2, x))));
+      return [y, y2, x.grad!, w.grad!];
+    },
+  },
+  {
     name: "cross-entropy fwd+bwd",
     run: () => {
       const logits = randomTensor([9, 50], 7, -4, 4);

@@ -8,7 +8,7 @@ import { resetLabels } from "./dsl.mjs";
 import { gemmWat } from "./gemm.mjs";
 import { gemvWat } from "./gemv.mjs";
 import { klDivergenceWat } from "./kl-divergence.mjs";
-import { rmsNormWat } from "./rmsnorm.mjs";
+import { rmsNormBackwardWat, rmsNormWat } from "./rmsnorm.mjs";
 import { ropeWat } from "./rope.mjs";
 import { swigluWat } from "./swiglu.mjs";
 import { vectorWat } from "./vector.mjs";
@@ -33,6 +33,7 @@ ${attentionWat()}
 ${swigluWat()}
 ${adamwWat()}
 ${ropeWat()}
+${rmsNormBackwardWat()}
 )
 `;
 }

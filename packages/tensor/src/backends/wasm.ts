@@ -48,6 +48,7 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
     matmul,
     matmulBf16B: k.matmulBf16B.bind(k),
     rmsNorm: k.rmsNorm.bind(k),
+    rmsNormBackward: k.rmsNormBackward.bind(k),
     crossEntropyForward: k.crossEntropyForward.bind(k),
     crossEntropyBackward: k.crossEntropyBackward.bind(k),
     softmaxRows: k.softmaxRows.bind(k),

@@ -2,7 +2,6 @@
 // saves a pass or a large intermediate (softmax, norms, RoPE, SwiGLU, cross-entropy).
 import { record } from "../autograd.js";
 import { type RopeShape, kernel } from "../backend.js";
-import { rmsNormBackwardJs } from "../backends/js/norms.js";
 import { DTypeError, IndexError, ShapeError, fmtShape } from "../errors.js";
 import { uniformFloats } from "../random.js";
 import { normAxis, sizeOf } from "../shape.js";
@@ -90,9 +89,10 @@ export function rmsNorm(x: Tensor, weight: Tensor, options: RmsNormOptions = {})
   kernel("rmsNorm")(xd, wd, out, rstd, dim, eps, zc);
   return record(new Tensor(out, x.shape), "rmsNorm", [x, weight], (g) => {
     const dx = new Float32Array(xd.length);
-    const dw = new Float32Array(dim);
-    rmsNormBackwardJs(xd, wd, rstd, g.data as Float32Array, dx, dw, dim, zc);
-    return [x.requiresGrad ? new Tensor(dx, x.shape) : null, weight.requiresGrad ? new Tensor(dw, weight.shape) : null];
+    // A frozen norm weight (LoRA) needs no dw: the kernel then skips that sum.
+    const dw = weight.requiresGrad ? new Float32Array(dim) : null;
+    kernel("rmsNormBackward")(xd, wd, rstd, g.data as Float32Array, dx, dw, dim, zc);
+    return [x.requiresGrad ? new Tensor(dx, x.shape) : null, dw ? new Tensor(dw, weight.shape) : null];
   });
 }
 

@@ -274,6 +274,63 @@ class Kernels implements WasmKernels {
     rstd.set(view.subarray(pr >>> 2, (pr >>> 2) + rows));
   }
 
+  rmsNormBackward(
+    x: Float32Array,
+    w: Float32Array,
+    rstd: Float32Array,
+    g: Float32Array,
+    dx: Float32Array,
+    dw: Float32Array | null,
+    dim: number,
+    zeroCentered: boolean,
+  ): void {
+    const op = "rmsNormBackward";
+    this.live(op);
+    checkCount(op, "dim", dim);
+    if (dim === 0) throw new ShapeError(`${op}: dim must be positive, got 0`);
+    if (x.length % dim !== 0) throw new ShapeError(`${op}: x has ${x.length} elements, not a multiple of dim=${dim}`);
+    const rows = x.length / dim;
+    const n = x.length;
+    checkLength(op, "w", w, dim);
+    checkLength(op, "rstd", rstd, rows);
+    checkLength(op, "g", g, n);
+    checkLength(op, "dx", dx, n);
+    if (dw) checkLength(op, "dw", dw, dim);
+    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    // dw is a sum over rows: every thread adds into its own partial row, summed here after.
+    const [px, pw, pr, pg, pd, pdw] = this.heap.layout([n * 4, dim * 4, rows * 4, n * 4, n * 4, parts * dim * 4]);
+    const f32 = this.heap.f32();
+    f32.set(x, px >>> 2);
+    f32.set(w.subarray(0, dim), pw >>> 2);
+    f32.set(rstd.subarray(0, rows), pr >>> 2);
+    f32.set(g.subarray(0, n), pg >>> 2);
+    if (dw) f32.fill(0, pdw >>> 2, (pdw >>> 2) + parts * dim);
+    const zc = zeroCentered ? 1 : 0;
+    const has = dw ? 1 : 0;
+    this.splitRows("rmsnorm_bwd", rows, parts, 1, (r0, r1, t) => [
+      px,
+      pw,
+      pr,
+      pg,
+      pd,
+      pdw + t * dim * 4,
+      dim,
+      zc,
+      has,
+      r0,
+      r1,
+    ]);
+    const view = this.heap.f32();
+    dx.set(view.subarray(pd >>> 2, (pd >>> 2) + n));
+    if (dw) {
+      dw.set(view.subarray(pdw >>> 2, (pdw >>> 2) + dim));
+      for (let t = 1; t < parts; t++) {
+        const o = (pdw >>> 2) + t * dim;
+        for (let i = 0; i < dim; i++) dw[i] += view[o + i];
+      }
+    }
+  }
+
   /**
    * An elementwise kernel over n elements: copies `inputs` into the heap, runs `op(...pointers, i0, i1,
    * ...scalars)` split across threads in 4-aligned ranges, and copies the `outputs` back out. `outputs`

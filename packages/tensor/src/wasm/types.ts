@@ -24,7 +24,7 @@ export interface AttentionShape {
 }
 
 /**
- * The wasm module's kernels. GEMM, RMSNorm, cross-entropy, RoPE and the SwiGLU backward have exactly the
+ * The wasm module's kernels. GEMM, RMSNorm (forward and backward), cross-entropy, RoPE and the SwiGLU backward have exactly the
  * backend registry's signatures (see `Kernels` in backend.ts, where they are documented); attention
  * takes the module's own `AttentionShape`.
  */
@@ -34,6 +34,7 @@ export interface WasmKernels
     | "matmul"
     | "matmulBf16B"
     | "rmsNorm"
+    | "rmsNormBackward"
     | "crossEntropyForward"
     | "crossEntropyBackward"
     | "softmaxRows"

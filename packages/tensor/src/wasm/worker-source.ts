@@ -26,6 +26,7 @@ export const WORKER_OPS = [
   "kl_fwd_rows",
   "kl_rev_rows",
   "rope",
+  "rmsnorm_bwd",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 export const MAX_ARGS = 32;

@@ -134,6 +134,56 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
         expect(err).toBeLessThan(1e-5 * 3 * 2 * Math.max(...want.rstd));
       });
 
+  // 600 x 130: split across threads, so dw is summed from per-thread partial rows.
+  for (const [rows, dim] of [
+    [1, 1],
+    [3, 7],
+    [600, 130],
+  ])
+    for (const zc of [false, true])
+      it(`rmsNormBackward ${rows}x${dim} zeroCentered=${zc}, with and without dw (seed ${SEED})`, () => {
+        const x = randomF32(rows * dim, next, 3);
+        const w = randomF32(dim, next);
+        const g = randomF32(rows * dim, next);
+        const rstd = Float32Array.from(rmsRef(x, w, dim, 1e-6, zc).rstd);
+        // float64: dx = rstd·(g·w' − x̂·mean(g·w'·x̂)), dw = Σ_rows g·x̂
+        const wantDx = new Float64Array(rows * dim);
+        const wantDw = new Float64Array(dim);
+        for (let r = 0; r < rows; r++) {
+          let dot = 0;
+          for (let j = 0; j < dim; j++) {
+            const xh = x[r * dim + j] * rstd[r];
+            dot += g[r * dim + j] * (zc ? 1 + w[j] : w[j]) * xh;
+            wantDw[j] += g[r * dim + j] * xh;
+          }
+          for (let j = 0; j < dim; j++)
+            wantDx[r * dim + j] =
+              rstd[r] * (g[r * dim + j] * (zc ? 1 + w[j] : w[j]) - x[r * dim + j] * rstd[r] * (dot / dim));
+        }
+        const dx = new Float32Array(rows * dim).fill(Number.NaN);
+        const dw = new Float32Array(dim).fill(Number.NaN);
+        kernels.rmsNormBackward(x, w, rstd, g, dx, dw, dim, zc);
+        const scale = Math.max(...rstd) * 4;
+        let err = 0;
+        for (let i = 0; i < dx.length; i++) err = Math.max(err, Math.abs(dx[i] - wantDx[i]));
+        expect(err).toBeLessThan(2e-5 * scale);
+        let errW = 0;
+        for (let j = 0; j < dim; j++) errW = Math.max(errW, Math.abs(dw[j] - wantDw[j]));
+        expect(errW).toBeLessThan(1e-5 * 3 * rows);
+        const dx2 = new Float32Array(rows * dim);
+        kernels.rmsNormBackward(x, w, rstd, g, dx2, null, dim, zc);
+        expect(Array.from(dx2)).toEqual(Array.from(dx));
+      });
+
+  it("rmsNormBackward validates sizes", () => {
+    const f = (n: number) => new Float32Array(n);
+    expect(() => kernels.rmsNormBackward(f(10), f(4), f(3), f(10), f(10), null, 4, false)).toThrow(
+      /not a multiple of dim=4/,
+    );
+    expect(() => kernels.rmsNormBackward(f(8), f(4), f(2), f(7), f(8), null, 4, false)).toThrow(/g has 7 elements/);
+    expect(() => kernels.rmsNormBackward(f(8), f(4), f(2), f(8), f(8), f(3), 4, false)).toThrow(/dw has 3 elements/);
+  });
+
   it("rmsNorm validates sizes", () => {
     expect(() =>
       kernels.rmsNorm(

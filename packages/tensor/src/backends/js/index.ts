@@ -3,7 +3,7 @@ import { adamwUpdateJs } from "./adamw.js";
 import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
 import { crossEntropyBackwardJs, crossEntropyForwardJs, klDivergenceRowsJs, softmaxRowsJs } from "./cross-entropy.js";
 import { matmulBf16BJs, matmulJs } from "./matmul.js";
-import { rmsNormJs } from "./norms.js";
+import { rmsNormBackwardJs, rmsNormJs } from "./norms.js";
 import { ropeBackwardJs, ropeForwardJs } from "./rope.js";
 import { swigluBackwardJs, swigluForwardJs } from "./swiglu.js";
 
@@ -12,6 +12,7 @@ export const jsKernels: Kernels = {
   matmul: matmulJs,
   matmulBf16B: matmulBf16BJs,
   rmsNorm: rmsNormJs,
+  rmsNormBackward: rmsNormBackwardJs,
   crossEntropyForward: crossEntropyForwardJs,
   crossEntropyBackward: crossEntropyBackwardJs,
   softmaxRows: softmaxRowsJs,

@@ -29,12 +29,12 @@ export function rmsNormBackwardJs(
   rstd: Float32Array,
   g: Float32Array,
   dx: Float32Array,
-  dw: Float32Array,
+  dw: Float32Array | null,
   dim: number,
   zeroCentered: boolean,
 ): void {
   const rows = x.length / dim;
-  dw.fill(0);
+  dw?.fill(0);
   for (let r = 0; r < rows; r++) {
     const o = r * dim;
     const s = rstd[r];
@@ -43,7 +43,7 @@ export function rmsNormBackwardJs(
       const wi = zeroCentered ? 1 + w[i] : w[i];
       const xh = x[o + i] * s;
       dot += g[o + i] * wi * xh;
-      dw[i] += g[o + i] * xh;
+      if (dw) dw[i] += g[o + i] * xh;
     }
     const mean = dot / dim;
     for (let i = 0; i < dim; i++) {
