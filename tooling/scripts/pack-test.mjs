@@ -87,7 +87,24 @@ if (!existsSync(stories260KPaths().tokenizer)) throw new Error("kit: embedded to
 if (tau2.loadSplitTasks("test", "v1.0").length !== 40) throw new Error("tau2 data missing from the ESM build");
 const r = await questworld.evaluateCore3({ policy: questworld.expertFactory, seeds: [1] });
 if (r.score.mean !== 30) throw new Error("questworld expert from the published build scored " + r.score.mean);
-console.log("ESM runtime ok: kit data, benchmark data, questworld");
+// codenames (WordNet excerpt, seeded opponent) and adventuregame (definitions, grammar) from shipped data
+const cb = await import("@kiln/benchmarks/clembench");
+const games = await cb.runBenchmark({
+  games: [cb.codenames],
+  players: [cb.codenamesCluegiver("team"), cb.codenamesGuesser()],
+  filter: { limitPerExperiment: 1 },
+});
+const codenamesWon = games.results.filter((e) => Number(e.scores?.["episode scores"]?.["Main Score"]) === 100).length;
+if (games.results.length !== 13 || codenamesWon === 0)
+  throw new Error("codenames from the published build: " + codenamesWon + "/" + games.results.length + " won");
+const adventure = await cb.runBenchmark({
+  games: [cb.adventuregame],
+  players: [cb.adventureExplorer()],
+  filter: { limitPerExperiment: 1 },
+});
+const won = adventure.results.filter((e) => Number(e.scores?.["episode scores"]?.["Main Score"]) === 100).length;
+if (adventure.results.length !== 8 || won === 0) throw new Error("adventuregame from the published build: " + won + "/" + adventure.results.length + " won");
+console.log("ESM runtime ok: kit data, benchmark data, questworld, codenames, adventuregame");
 `,
 );
 execFileSync("node", ["check.mjs"], { cwd: scratch, stdio: "inherit" });
