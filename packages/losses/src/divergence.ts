@@ -16,7 +16,8 @@
 import { Tensor, isGradEnabled, record } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, fmt, logitRows, maskValues } from "./inputs.js";
-import { klBackwardRows, klForwardRows } from "./kl-kernels.js";
+import { jsdForwardRows, type JsdRows } from "./jsd-rows.js";
+import { klBackwardRows, klForwardRows, takeStoredGradient } from "./kl-kernels.js";
 import type { MaskLike } from "./result.js";
 
 export type DivergenceKind = "forward_kl" | "reverse_kl" | "jsd";
@@ -219,70 +220,94 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
   const out = new Float32Array(rows);
   const la = Math.log(1 - beta);
   const lb = Math.log(beta);
-  for (let r = 0; r < rows; r++) {
-    if (!mask[r]) continue;
-    const os = r * V;
-    const ot = map[r] * V;
-    const ls = rowLse(zs, os, V, invT);
-    const lt = rowLse(zt, ot, V, invT);
-    lseS[r] = ls;
-    lseT[r] = lt;
-    if (topIdx && bucketG) {
-      const ok = r * k;
-      topKIndices(zs, os, V, k, topIdx, ok);
-      let massS = 0;
-      let massT = 0;
-      let loss = 0;
-      let c = 0;
-      const ob = r * (k + 1);
-      for (let b = 0; b <= k; b++) {
-        let s: number;
-        let p: number;
-        if (b < k) {
-          const j = topIdx[ok + b];
-          s = zs[os + j] * invT - ls;
-          p = zt[ot + j] * invT - lt;
-          massS += Math.exp(s);
-          massT += Math.exp(p);
-        } else {
-          s = tailLog(massS);
-          p = tailLog(massT);
+  // Training with the full vocabulary: softmax kernels, gradient stored in the forward (jsd-rows.ts).
+  let stored: JsdRows | null = null;
+  const plan = {
+    reverse: false,
+    zs,
+    zt,
+    map,
+    mask,
+    rows,
+    V,
+    invT,
+    chunk: options.chunkRows ?? defaultChunkRows(V),
+    expected: k === 0 ? expectedRows(op, options.expectedGradient, rows) : null,
+  };
+  if (k === 0 && isGradEnabled() && student.requiresGrad) {
+    checkPositiveInt(op, "chunkRows", plan.chunk);
+    stored = jsdForwardRows(plan, beta);
+    out.set(stored.out);
+    lseS.set(stored.lseS);
+    lseT.set(stored.lseT);
+    rowConst.set(stored.klSM);
+  } else
+    for (let r = 0; r < rows; r++) {
+      if (!mask[r]) continue;
+      const os = r * V;
+      const ot = map[r] * V;
+      const ls = rowLse(zs, os, V, invT);
+      const lt = rowLse(zt, ot, V, invT);
+      lseS[r] = ls;
+      lseT[r] = lt;
+      if (topIdx && bucketG) {
+        const ok = r * k;
+        topKIndices(zs, os, V, k, topIdx, ok);
+        let massS = 0;
+        let massT = 0;
+        let loss = 0;
+        let c = 0;
+        const ob = r * (k + 1);
+        for (let b = 0; b <= k; b++) {
+          let s: number;
+          let p: number;
+          if (b < k) {
+            const j = topIdx[ok + b];
+            s = zs[os + j] * invT - ls;
+            p = zt[ot + j] * invT - lt;
+            massS += Math.exp(s);
+            massT += Math.exp(p);
+          } else {
+            s = tailLog(massS);
+            p = tailLog(massT);
+          }
+          const m = mode === 2 ? logMix(la, s, lb, p) : 0;
+          loss += bucketLoss(mode, beta, s, p, m);
+          const q = Math.exp(s);
+          // G_b = ∂L/∂q_b; q_b·G_b is what the softmax chain rule needs. A clamped student tail
+          // is a constant (no gradient through it), as in the reference.
+          let g: number;
+          if (b === k && massS >= TAIL_MASS_MAX) g = 0;
+          else if (mode === 0) g = q > 0 ? -Math.exp(p) / q : 0;
+          else if (mode === 1) g = q > 0 ? s - p + 1 : 0;
+          else g = q > 0 ? (1 - beta) * (s - m) : 0;
+          bucketG[ob + b] = g;
+          c += q * g;
         }
-        const m = mode === 2 ? logMix(la, s, lb, p) : 0;
-        loss += bucketLoss(mode, beta, s, p, m);
-        const q = Math.exp(s);
-        // G_b = ∂L/∂q_b; q_b·G_b is what the softmax chain rule needs. A clamped student tail
-        // is a constant (no gradient through it), as in the reference.
-        let g: number;
-        if (b === k && massS >= TAIL_MASS_MAX) g = 0;
-        else if (mode === 0) g = q > 0 ? -Math.exp(p) / q : 0;
-        else if (mode === 1) g = q > 0 ? s - p + 1 : 0;
-        else g = q > 0 ? (1 - beta) * (s - m) : 0;
-        bucketG[ob + b] = g;
-        c += q * g;
+        rowConst[r] = c;
+        out[r] = loss;
+        continue;
       }
-      rowConst[r] = c;
+      // Full-vocabulary JSD (forward / reverse KL took the kernel path above).
+      let klSM = 0;
+      let klPM = 0;
+      for (let j = 0; j < V; j++) {
+        const s = zs[os + j] * invT - ls;
+        const p = zt[ot + j] * invT - lt;
+        const m = logMix(la, s, lb, p);
+        const S = Math.exp(s);
+        const P = Math.exp(p);
+        if (S > 0) klSM += S * (s - m);
+        if (P > 0) klPM += P * (p - m);
+      }
+      const loss = beta * klPM + (1 - beta) * klSM;
+      rowConst[r] = klSM;
       out[r] = loss;
-      continue;
     }
-    // Full-vocabulary JSD (forward / reverse KL took the kernel path above).
-    let klSM = 0;
-    let klPM = 0;
-    for (let j = 0; j < V; j++) {
-      const s = zs[os + j] * invT - ls;
-      const p = zt[ot + j] * invT - lt;
-      const m = logMix(la, s, lb, p);
-      const S = Math.exp(s);
-      const P = Math.exp(p);
-      if (S > 0) klSM += S * (s - m);
-      if (P > 0) klPM += P * (p - m);
-    }
-    const loss = beta * klPM + (1 - beta) * klSM;
-    rowConst[r] = klSM;
-    out[r] = loss;
-  }
   return record(new Tensor(out, outShape), opName, [student], (g) => {
     const gd = g.data as Float32Array;
+    const kept = stored ? takeStoredGradient(plan, stored, gd) : null;
+    if (kept) return [new Tensor(kept, student.shape)];
     const dz = new Float32Array(rows * V);
     for (let r = 0; r < rows; r++) {
       if (!mask[r] || gd[r] === 0) continue;

@@ -22,7 +22,7 @@ export interface KlRows {
   rowScale: Float32Array | null;
 }
 
-interface Plan {
+export interface Plan {
   reverse: boolean;
   zs: Float32Array;
   zt: Float32Array;
@@ -37,7 +37,13 @@ interface Plan {
 }
 
 /** Rows [r0, r1) of the student (scaled by 1/T) and of the mapped teacher rows, as contiguous views. */
-function chunkInputs(p: Plan, r0: number, r1: number, scratchS: Float32Array | null, scratchT: Float32Array | null) {
+export function chunkInputs(
+  p: Plan,
+  r0: number,
+  r1: number,
+  scratchS: Float32Array | null,
+  scratchT: Float32Array | null,
+) {
   const { zs, zt, map, V, invT } = p;
   let s = zs.subarray(r0 * V, r1 * V);
   if (invT !== 1 && scratchS) {
@@ -61,7 +67,7 @@ function chunkInputs(p: Plan, r0: number, r1: number, scratchS: Float32Array | n
   return { s, t };
 }
 
-function scratch(p: Plan): { s: Float32Array | null; t: Float32Array | null; prob: Float32Array } {
+export function scratch(p: Plan): { s: Float32Array | null; t: Float32Array | null; prob: Float32Array } {
   const n = Math.min(p.chunk, p.rows) * p.V;
   let needT = p.invT !== 1;
   for (let r = 0; r < p.rows && !needT; r++) if (p.map[r] !== r) needT = true;
@@ -121,14 +127,24 @@ export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
 
 /** Gradient w.r.t. the student logits for per-row output gradients `g` (rows × V). */
 export function klBackwardRows(p: Plan, k: KlRows, g: Float32Array): Float32Array {
-  const { rows, V, mask, invT } = p;
+  return takeStoredGradient(p, k, g) ?? klRecomputedGradient(p, k, g);
+}
+
+/**
+ * The gradient the forward stored (direction × rowScale), rescaled per row to g/T; null when there
+ * is none (a second backward) or a row stored as zeros now needs a gradient.
+ */
+export function takeStoredGradient(
+  p: Plan,
+  k: { grad: Float32Array | null; rowScale: Float32Array | null },
+  g: Float32Array,
+): Float32Array | null {
+  const { rows, V, mask, invT, expected } = p;
   const d = k.grad;
-  if (d === null) return klRecomputedGradient(p, k, g);
-  const { expected } = p;
+  if (d === null) return null;
   const stored = k.rowScale;
   for (let r = 0; r < rows; r++)
-    if (mask[r] && g[r] !== 0 && stored && stored[r] === 0 && !(expected && g[r] === expected[r]))
-      return klRecomputedGradient(p, k, g); // a row stored as zeros needs a real gradient
+    if (mask[r] && g[r] !== 0 && stored && stored[r] === 0 && !(expected && g[r] === expected[r])) return null;
   k.grad = null; // the buffer becomes the caller's gradient
   for (let r = 0; r < rows; r++) {
     if (!mask[r]) continue; // stored as zeros

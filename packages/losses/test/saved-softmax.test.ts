@@ -33,7 +33,7 @@ describe(`saved softmax vs recomputed gradient (seed ${seed})`, () => {
   const teacherRows = Array.from({ length: N }, (_, i) => i % 4);
   const cases: [string, (x: ReturnType<typeof tensor>) => ReturnType<typeof tensor>][] = [
     ["sft cross-entropy", (x) => sftLoss(x, tensor(labels, [N], "i32"), { shift: false }).loss],
-    ...(["forward_kl", "reverse_kl"] as const).map(
+    ...(["forward_kl", "reverse_kl", "jsd"] as const).map(
       (kind) =>
         [
           `${kind} with temperature, mask and teacherRows`,
@@ -76,6 +76,7 @@ describe(`expected-gradient hints (seed ${seed})`, () => {
       (x) => sftLoss(x, tensor(labels, [N], "i32"), { shift: false }).loss,
       (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "forward_kl", mask, temperature: 2 }).loss,
       (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "reverse_kl", mask }).loss,
+      (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "jsd", beta: 0.3, mask, temperature: 1.5 }).loss,
     ];
     for (const make of losses) expectScaled(gradOf(make, tensor([2.5], [])), gradOf(make), 2.5);
   });
@@ -87,6 +88,7 @@ describe(`expected-gradient hints (seed ${seed})`, () => {
       [(x, h) => tokenLogProbs(x, tensor(labels, [N], "i32"), { expectedGradient: h })],
       [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "forward_kl", mask, expectedGradient: h })],
       [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "reverse_kl", expectedGradient: h })],
+      [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "jsd", mask, expectedGradient: h })],
     ];
     for (const [make] of cases) {
       const plain = gradOf((x) => make(x), tensor(g, [N]));

@@ -29,7 +29,7 @@ describe(`losses: wasm backend vs js (seed ${seed})`, () => {
   const cases: [string, (x: Tensor) => Tensor][] = [
     ["sft cross-entropy", (x) => sftLoss(x, tensor(labels, [N], "i32"), { shift: false, chunkRows: 8 }).loss],
   ];
-  for (const kind of ["forward_kl", "reverse_kl"] as const)
+  for (const kind of ["forward_kl", "reverse_kl", "jsd"] as const)
     cases.push([
       `${kind}, temperature 0.7, mask, teacherRows`,
       (x) =>
