@@ -1,7 +1,8 @@
 // Token-level distillation over the full vocabulary (TRL GKD generalized_jsd_loss, SDFT/SDPO
 // full_logits and topk_logits modes; numerics.md §3). One fused op, and no [tokens × vocab]
-// temporary exists besides the gradient: forward / reverse KL write the gradient's direction in
-// the forward (kl-kernels.ts); JSD and top-k keep per-row statistics and rebuild it row by row.
+// temporary exists besides the gradient: in training, forward / reverse KL (kl-kernels.ts) and
+// the full-vocabulary JSD (jsd-rows.ts) write the gradient in the forward; top-k, and a second
+// backward through a retained graph, keep per-row statistics and rebuild it row by row.
 // Forward / reverse KL over the full vocabulary run through the backend's softmax kernels in
 // row chunks (kl-kernels.ts); JSD and top-k stream row by row here.
 //
