@@ -1,7 +1,7 @@
 // Softmax self-attention of Llama / Qwen2 / Qwen3 (transformers LlamaAttention, Qwen2Attention,
 // Qwen3Attention; numerics.md §5): projections, optional per-head q/k RMSNorm (Qwen3) before
 // rotate-half RoPE, GQA scaled dot-product attention, output projection.
-import { type Tensor, attention, permute, reshape, rmsNorm, rope } from "@kiln/tensor";
+import { type Tensor, attention, permute, reshape, rmsNorm, ropeHeads } from "@kiln/tensor";
 import type { DecoderConfig } from "./config.js";
 import type { Linear } from "./linear.js";
 import type { LayerContext } from "./layer-context.js";
@@ -39,16 +39,18 @@ export class SelfAttention {
   forward(x: Tensor, ctx: LayerContext): Tensor {
     const { numHeads: H, numKvHeads: Hkv, headDim: d, rmsNormEps: eps } = this.config;
     const [B, T] = x.shape;
-    // [B, T, n·d] → [B, n, T, d]; with T = 1 the two layouts share memory order, so no copy.
-    const heads = (t: Tensor, n: number, norm: Tensor | null): Tensor => {
-      let h = reshape(t, [B, T, n, d]);
-      if (norm) h = rmsNorm(h, norm, { eps, zeroCentered: this.config.zeroCenteredNorm });
-      return T === 1 ? reshape(h, [B, n, 1, d]) : permute(h, [0, 2, 1, 3]);
+    // [B, T, n·d] → [B, T, n, d] (then the optional per-head norm); with T = 1 this is already the [B, n, 1, d]
+    // memory order, so v needs no copy.
+    const split = (t: Tensor, n: number, norm: Tensor | null): Tensor => {
+      const h = reshape(t, [B, T, n, d]);
+      return norm ? rmsNorm(h, norm, { eps, zeroCentered: this.config.zeroCenteredNorm }) : h;
     };
     const rotaryDim = ctx.invFreq.length * 2;
-    let q = rope(heads(this.qProj.forward(x), H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
-    let k = rope(heads(this.kProj.forward(x), Hkv, this.kNorm), ctx.positions, ctx.invFreq, { rotaryDim });
-    let v = heads(this.vProj.forward(x), Hkv, null);
+    // q and k: RoPE and the permute to [B, n, T, d] in one pass (ropeHeads).
+    let q = ropeHeads(split(this.qProj.forward(x), H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
+    let k = ropeHeads(split(this.kProj.forward(x), Hkv, this.kNorm), ctx.positions, ctx.invFreq, { rotaryDim });
+    const vs = split(this.vProj.forward(x), Hkv, null);
+    let v = T === 1 ? reshape(vs, [B, Hkv, 1, d]) : permute(vs, [0, 2, 1, 3]);
     if (ctx.cache) ({ k, v } = ctx.cache.appendAttention(ctx.layerIndex, k, v));
     q = attention(q, k, v, { causal: true, keyMask: ctx.keyMask });
     return this.oProj.forward(reshape(T === 1 ? q : permute(q, [0, 2, 1, 3]), [B, T, H * d]));

@@ -29,7 +29,7 @@ export interface KlRowsShape {
   reverse: boolean;
 }
 
-/** x [batch][heads][seq][headDim]; cos/sin [seq][rotaryDim/2], or [batch·seq][rotaryDim/2] when perBatch. */
+/** x [batch][heads][seq][headDim] (see headsLast); cos/sin [seq][rotaryDim/2], or [batch·seq][rotaryDim/2] when perBatch. */
 export interface RopeShape {
   batch: number;
   heads: number;
@@ -39,6 +39,12 @@ export interface RopeShape {
   rotaryDim: number;
   /** One cos/sin row per (batch, position) instead of one per position shared by the batch. */
   perBatch: boolean;
+  /**
+   * x (ropeForward) and dx (ropeBackward) are [batch][seq][heads][headDim], the layout a projection
+   * produces, while out and dOut stay [batch][heads][seq][headDim]: the head permute happens in the
+   * same pass. out/dx must then be separate arrays.
+   */
+  headsLast?: boolean;
 }
 
 export interface AttentionShape {

@@ -135,6 +135,16 @@ const cases: Case[] = [
     },
   },
   {
+    name: "ropeHeads fwd+bwd ([B, T, H, D] in, head permute fused), partial rotary, threads split",
+    run: () => {
+      const x = randomTensor([2, 70, 8, 72], 30, -3, 3);
+      const positions = Int32Array.from({ length: 140 }, (_, i) => (i * 7) % 300);
+      const y = T.ropeHeads(x, positions, T.ropeInvFreq(64, 10000), { rotaryDim: 64 });
+      T.backward(T.sum(T.mul(y, randomTensor([2, 8, 70, 72], 31, -1, 1, false))));
+      return [y, x.grad!];
+    },
+  },
+  {
     name: "rmsNorm fwd+bwd split across threads (600×130), zero-centred, and with a frozen weight",
     run: () => {
       const x = randomTensor([600, 130], 27, -2, 2);

@@ -125,6 +125,61 @@ describe.each(["js", "wasm"])("RoPE (rotate-half), %s kernels", (backend) => {
   }
 });
 
+describe.each(["js", "wasm"])("ropeHeads (RoPE fused with the head permute), %s kernels", (backend) => {
+  beforeAll(async () => {
+    if (backend === "wasm") await T.initBackend("wasm", { threads: 1, activate: false });
+  });
+  afterAll(() => {
+    if (backend === "wasm") T.disposeWasmBackend();
+  });
+
+  for (const [rotaryDim, D, perBatch] of [
+    [8, 8, false],
+    [6, 10, true],
+  ] as [number, number, boolean][]) {
+    it(`x [B, T, H, D] → [B, H, T, D], rotaryDim ${rotaryDim} of ${D}, ${perBatch ? "per-batch" : "shared"} positions`, () => {
+      const [B, Tn, H] = [2, 3, 2];
+      const invFreq = T.ropeInvFreq(rotaryDim, 10000);
+      const positions = Int32Array.from(perBatch ? [0, 1, 2, 5, 6, 7] : [3, 4, 9]);
+      T.withBackend(backend, () => {
+        checkOp({
+          inputs: [randomTensor([B, Tn, H, D])],
+          op: (x) => T.ropeHeads(x, positions, invFreq, { rotaryDim }),
+          ref: (x) => {
+            const out = new Float64Array(x.length);
+            const half = rotaryDim / 2;
+            for (let b = 0; b < B; b++)
+              for (let h = 0; h < H; h++)
+                for (let t = 0; t < Tn; t++) {
+                  const o = ((b * H + h) * Tn + t) * D;
+                  const src = ((b * Tn + t) * H + h) * D;
+                  for (let i = 0; i < D; i++) out[o + i] = x[src + i];
+                  for (let i = 0; i < half; i++) {
+                    const a = positions[perBatch ? b * Tn + t : t] * invFreq[i];
+                    out[o + i] = x[src + i] * Math.cos(a) - x[src + i + half] * Math.sin(a);
+                    out[o + i + half] = x[src + i + half] * Math.cos(a) + x[src + i] * Math.sin(a);
+                  }
+                }
+            return out;
+          },
+        });
+        // the same values as the two-op composition
+        const x = randomTensor([B, Tn, H, D]);
+        const fused = T.ropeHeads(x, positions, invFreq, { rotaryDim });
+        const composed = T.rope(T.permute(x, [0, 2, 1, 3]), positions, invFreq, { rotaryDim });
+        expect(fused.shape).toEqual([B, H, Tn, D]);
+        expect(Array.from(fused.toFloat32Array())).toEqual(Array.from(composed.toFloat32Array()));
+      });
+    });
+  }
+
+  it("names the expected layout in its shape error", () => {
+    expect(() => T.ropeHeads(T.zeros([2, 3, 4]), [0, 1, 2], T.ropeInvFreq(4, 10000))).toThrow(
+      /ropeHeads: expected x \[B, T, H, D\]/,
+    );
+  });
+});
+
 describe("RoPE cos/sin tables", () => {
   it("a reused table follows positions and invFreq changed in place", () => {
     const x = T.randn([1, 2, 3, 8], { rng: new T.Rng(5) });

@@ -159,23 +159,52 @@ export function rope(
   invFreq: Float32Array,
   options: RopeOptions = {},
 ): Tensor {
-  if (x.rank !== 4) throw new ShapeError(`rope: expected x [B, H, T, D], got ${fmtShape(x.shape)}`);
-  const [B, H, T, D] = x.shape;
+  return ropeOp("rope", x, positions, invFreq, options, false);
+}
+
+/**
+ * RoPE fused with the head permute of attention: x [B, T, H, D] (a projection split into heads) →
+ * rope(permute(x, [0, 2, 1, 3])) [B, H, T, D] in one pass, without the permuted copy (and without
+ * its copy back in the backward).
+ */
+export function ropeHeads(
+  x: Tensor,
+  positions: Int32Array | readonly number[],
+  invFreq: Float32Array,
+  options: RopeOptions = {},
+): Tensor {
+  return ropeOp("ropeHeads", x, positions, invFreq, options, true);
+}
+
+function ropeOp(
+  name: string,
+  x: Tensor,
+  positions: Int32Array | readonly number[],
+  invFreq: Float32Array,
+  options: RopeOptions,
+  headsLast: boolean,
+): Tensor {
+  if (x.rank !== 4)
+    throw new ShapeError(`${name}: expected x [${headsLast ? "B, T, H, D" : "B, H, T, D"}], got ${fmtShape(x.shape)}`);
+  const [B, d1, d2, D] = x.shape;
+  const [H, T] = headsLast ? [d2, d1] : [d1, d2];
   const rot = options.rotaryDim ?? D;
   const half = rot / 2;
   if (!Number.isInteger(half) || rot > D || invFreq.length !== half) {
-    throw new ShapeError(`rope: rotaryDim ${rot} with head dim ${D} needs ${half} frequencies, got ${invFreq.length}`);
+    throw new ShapeError(
+      `${name}: rotaryDim ${rot} with head dim ${D} needs ${half} frequencies, got ${invFreq.length}`,
+    );
   }
   const perBatch = positions.length === B * T;
   if (!perBatch && positions.length !== T) {
-    throw new ShapeError(`rope: ${positions.length} positions for T=${T} (B=${B}); pass T or B·T positions`);
+    throw new ShapeError(`${name}: ${positions.length} positions for T=${T} (B=${B}); pass T or B·T positions`);
   }
   const { cos, sin } = ropeTables(positions, invFreq);
-  const shape: RopeShape = { batch: B, heads: H, seq: T, headDim: D, rotaryDim: rot, perBatch };
+  const shape: RopeShape = { batch: B, heads: H, seq: T, headDim: D, rotaryDim: rot, perBatch, headsLast };
   const out = new Float32Array(x.size);
-  kernel("ropeForward")(floatData("rope", x), cos, sin, out, shape);
+  kernel("ropeForward")(floatData(name, x), cos, sin, out, shape);
   // The rotation is orthogonal: its transpose (angle −θ) carries the gradient back.
-  return record(new Tensor(out, x.shape), "rope", [x], (g) => {
+  return record(new Tensor(out, [B, H, T, D]), name, [x], (g) => {
     const dx = new Float32Array(x.size);
     kernel("ropeBackward")(g.data as Float32Array, cos, sin, dx, shape);
     return [new Tensor(dx, x.shape)];

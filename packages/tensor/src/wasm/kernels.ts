@@ -408,7 +408,10 @@ class Kernels implements WasmKernels {
     this.rope("ropeBackward", dOut, cos, sin, dx, shape, -1);
   }
 
-  /** Rotates a heap copy of x in place (dims past rotaryDim stay as copied) and copies it out. */
+  /**
+   * Rotates a heap copy of x in place (dims past rotaryDim stay as copied) and copies it out; with
+   * headsLast it writes a second heap buffer in the other layout.
+   */
   private rope(
     op: string,
     x: Float32Array,
@@ -420,6 +423,7 @@ class Kernels implements WasmKernels {
   ): void {
     this.live(op);
     const { batch, heads, seq, headDim, rotaryDim, perBatch } = shape;
+    const headsLast = shape.headsLast === true;
     for (const [name, v] of [
       ["batch", batch],
       ["heads", heads],
@@ -437,21 +441,41 @@ class Kernels implements WasmKernels {
     checkLength(op, "out", out, n);
     checkLength(op, "cos", cos, tableLen);
     checkLength(op, "sin", sin, tableLen);
+    if (headsLast && out === x) throw new ShapeError(`${op}: with headsLast the output must not be the input array`);
     if (n === 0) return;
-    if (half === 0) {
+    if (half === 0 && !headsLast) {
       if (out !== x) out.set(x.subarray(0, n));
       return;
     }
-    const [px, pc, ps] = this.heap.layout([n * 4, tableLen * 4, tableLen * 4]);
+    const [px, pc, ps, po] = this.heap.layout([n * 4, tableLen * 4, tableLen * 4, headsLast ? n * 4 : 0]);
+    const dst = headsLast ? po : px;
     const f32 = this.heap.f32();
     f32.set(x.subarray(0, n), px >>> 2);
     f32.set(cos.subarray(0, tableLen), pc >>> 2);
     f32.set(sin.subarray(0, tableLen), ps >>> 2);
     const units = batch * heads;
     const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, units, 1);
+    // The forward reads the [B][T][H][D] side, the backward writes it.
+    const srcBthd = headsLast && sign === 1 ? 1 : 0;
+    const dstBthd = headsLast && sign === -1 ? 1 : 0;
     const flag = perBatch ? 1 : 0;
-    this.splitRows("rope", units, parts, 1, (u0, u1) => [px, pc, ps, heads, seq, headDim, half, flag, sign, u0, u1]);
-    out.set(this.heap.f32().subarray(px >>> 2, (px >>> 2) + n));
+    this.splitRows("rope", units, parts, 1, (u0, u1) => [
+      px,
+      dst,
+      srcBthd,
+      dstBthd,
+      pc,
+      ps,
+      heads,
+      seq,
+      headDim,
+      half,
+      flag,
+      sign,
+      u0,
+      u1,
+    ]);
+    out.set(this.heap.f32().subarray(dst >>> 2, (dst >>> 2) + n));
   }
 
   private checkTargets(op: string, targets: Int32Array, rows: number, vocab: number, ignoreIndex: number): void {

@@ -1,5 +1,6 @@
 // The RoPE kernel (rotate-half, scripts/wat/rope.mjs) against a float64 reference: full and partial
-// rotary, shared and per-batch positions, in place, the backward as the inverse rotation, bad shapes.
+// rotary, shared and per-batch positions, in place, the head-permuting layout, the backward as the
+// inverse rotation, bad shapes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RopeShape } from "../../src/backend.js";
 import { ShapeError } from "../../src/errors.js";
@@ -93,6 +94,23 @@ describe.each([1, 2])("wasm rope kernel, threads=%i", (threads) => {
       const y = Float32Array.from(x);
       kernels.ropeForward(y, cos, sin, y, shape);
       expect(Array.from(y)).toEqual(Array.from(out));
+      // headsLast: the forward reads x as [B][T][H][D], the backward writes dx that way; same arithmetic
+      const toBthd = (a: Float32Array) => {
+        const r = new Float32Array(n);
+        const { batch: B, heads: H, seq: S, headDim: D } = shape;
+        for (let b = 0; b < B; b++)
+          for (let h = 0; h < H; h++)
+            for (let t = 0; t < S; t++)
+              r.set(a.subarray(((b * H + h) * S + t) * D, ((b * H + h) * S + t + 1) * D), ((b * S + t) * H + h) * D);
+        return r;
+      };
+      const hl = { ...shape, headsLast: true };
+      const outHl = new Float32Array(n).fill(Number.NaN);
+      kernels.ropeForward(toBthd(x), cos, sin, outHl, hl);
+      expect(Array.from(outHl)).toEqual(Array.from(out));
+      const dxHl = new Float32Array(n).fill(Number.NaN);
+      kernels.ropeBackward(out, cos, sin, dxHl, hl);
+      expect(Array.from(dxHl)).toEqual(Array.from(toBthd(dx)));
     });
   }
 
@@ -104,5 +122,6 @@ describe.each([1, 2])("wasm rope kernel, threads=%i", (threads) => {
     expect(() => kernels.ropeForward(x, t, t, x, { ...s, rotaryDim: 10 })).toThrow(/rotaryDim must be even/);
     expect(() => kernels.ropeForward(x, t.subarray(0, 7), t, x, s)).toThrow(/cos has 7 elements, needs at least 8/);
     expect(() => kernels.ropeBackward(x, t, t, x, { ...s, perBatch: true, batch: 2 })).toThrow(/x has 16/);
+    expect(() => kernels.ropeForward(x, t, t, x, { ...s, headsLast: true })).toThrow(/must not be the input array/);
   });
 });
