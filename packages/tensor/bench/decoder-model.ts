@@ -72,12 +72,14 @@ export function decoderLoss(p: DecoderParams, cfg: DecoderConfig, ids: Int32Arra
   const invFreq = T.ropeInvFreq(hd, 10000);
   const positions = Int32Array.from({ length: S }, (_, i) => i);
   let h = T.embedding(p.embed, new T.Tensor(ids, [B, S], "i32"));
-  const split = (x: T.Tensor) => T.permute(T.reshape(x, [B, S, heads, hd]), [0, 2, 1, 3]);
+  const heads4 = (x: T.Tensor) => T.reshape(x, [B, S, heads, hd]);
+  const split = (x: T.Tensor) => T.permute(heads4(x), [0, 2, 1, 3]);
   for (const l of p.layers) {
     const block = (x: T.Tensor) => {
       const n = T.rmsNorm(x, l.attnNorm, { eps: 1e-5 });
-      const q = T.rope(split(T.linear(n, l.wq)), positions, invFreq);
-      const k = T.rope(split(T.linear(n, l.wk)), positions, invFreq);
+      // RoPE fused with the permute to [B, H, T, D], as in @kiln/models' attention.
+      const q = T.ropeHeads(heads4(T.linear(n, l.wq)), positions, invFreq);
+      const k = T.ropeHeads(heads4(T.linear(n, l.wk)), positions, invFreq);
       const v = split(T.linear(n, l.wv));
       const a = T.reshape(T.permute(T.attention(q, k, v, { causal: true }), [0, 2, 1, 3]), [B, S, dim]);
       const x2 = T.add(x, T.linear(a, l.wo));
