@@ -114,6 +114,19 @@ describe.each([1, 2])("wasm rope kernel, threads=%i", (threads) => {
     });
   }
 
+  it("rotaryDim 0 copies (and with headsLast only permutes) the values", () => {
+    const s: RopeShape = { batch: 1, heads: 2, seq: 3, headDim: 4, rotaryDim: 0, perBatch: false };
+    const x = randomF32(24, next);
+    const out = new Float32Array(24);
+    kernels.ropeForward(x, new Float32Array(0), new Float32Array(0), out, s);
+    expect(Array.from(out)).toEqual(Array.from(x));
+    kernels.ropeForward(x, new Float32Array(0), new Float32Array(0), out, { ...s, headsLast: true });
+    // x is [1][3][2][4] here; out [1][2][3][4]
+    for (let h = 0; h < 2; h++)
+      for (let t = 0; t < 3; t++)
+        for (let i = 0; i < 4; i++) expect(out[(h * 3 + t) * 4 + i]).toBe(x[(t * 2 + h) * 4 + i]);
+  });
+
   it("rejects an odd or oversized rotaryDim and short tables", () => {
     const s: RopeShape = { batch: 1, heads: 1, seq: 2, headDim: 8, rotaryDim: 8, perBatch: false };
     const x = new Float32Array(16);
