@@ -11,9 +11,9 @@ const two = await createWasmKernels({ threads: 2, relaxedSimd: true });
 // The same instance with splitting off: the shared-memory module and heap are the same for both arms.
 const one = {
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, s: MatmulShape) {
-    (two as unknown as { gemmSplit: string }).gemmSplit = "never";
+    (two as unknown as { split: string }).split = "never";
     two.matmul(a, b, out, s);
-    (two as unknown as { gemmSplit: string }).gemmSplit = "auto";
+    (two as unknown as { split: string }).split = "auto";
   },
   dispose() {},
 };

@@ -115,12 +115,12 @@ const cases: Case[] = [
     },
   },
   {
-    name: "rope fwd+bwd, full rotary, shared positions, split across threads (71,680 elements)",
+    name: "rope fwd+bwd, full rotary, shared positions, split across threads (1,048,576 elements)",
     run: () => {
-      const x = randomTensor([2, 8, 70, 64], 23, -3, 3);
-      const positions = Int32Array.from({ length: 70 }, (_, i) => 3 * i + 1);
-      const y = T.rope(x, positions, T.ropeInvFreq(64, 10000));
-      T.backward(T.sum(T.mul(y, randomTensor([2, 8, 70, 64], 24, -1, 1, false))));
+      const x = randomTensor([2, 16, 256, 128], 23, -3, 3);
+      const positions = Int32Array.from({ length: 256 }, (_, i) => 3 * i + 1);
+      const y = T.rope(x, positions, T.ropeInvFreq(128, 10000));
+      T.backward(T.sum(T.mul(y, randomTensor([2, 16, 256, 128], 24, -1, 1, false))));
       return [y, x.grad!];
     },
   },
@@ -135,19 +135,19 @@ const cases: Case[] = [
     },
   },
   {
-    name: "ropeHeads fwd+bwd ([B, T, H, D] in, head permute fused), partial rotary, threads split",
+    name: "ropeHeads fwd+bwd ([B, T, H, D] in, head permute fused), partial rotary, split across threads",
     run: () => {
-      const x = randomTensor([2, 70, 8, 72], 30, -3, 3);
-      const positions = Int32Array.from({ length: 140 }, (_, i) => (i * 7) % 300);
-      const y = T.ropeHeads(x, positions, T.ropeInvFreq(64, 10000), { rotaryDim: 64 });
-      T.backward(T.sum(T.mul(y, randomTensor([2, 8, 70, 72], 31, -1, 1, false))));
+      const x = randomTensor([2, 128, 32, 136], 30, -3, 3);
+      const positions = Int32Array.from({ length: 256 }, (_, i) => (i * 7) % 300);
+      const y = T.ropeHeads(x, positions, T.ropeInvFreq(128, 10000), { rotaryDim: 128 });
+      T.backward(T.sum(T.mul(y, randomTensor([2, 32, 128, 136], 31, -1, 1, false))));
       return [y, x.grad!];
     },
   },
   {
-    name: "rmsNorm fwd+bwd split across threads (600×130), zero-centred, and with a frozen weight",
+    name: "rmsNorm fwd+bwd split across threads (2100×130), zero-centred, and with a frozen weight",
     run: () => {
-      const x = randomTensor([600, 130], 27, -2, 2);
+      const x = randomTensor([2100, 130], 27, -2, 2);
       const w = randomTensor([130], 28, -0.5, 0.5);
       const y = T.rmsNorm(x, w, { eps: 1e-6, zeroCentered: true });
       const frozen = randomTensor([130], 29, 0.5, 1.5, false);

@@ -26,13 +26,14 @@ import type { WorkerOp } from "./worker-source.js";
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
 const GEMM_PARALLEL_FLOPS = 1 << 22;
 /**
- * Skinny GEMMs (the rank-r adapter products of LoRA) split worse than their flops suggest, measured with
- * bench/gemm-split.ts (2 threads vs 1 on the same instance, interleaved medians): with k ≤ 16 every
- * output element gets only k FMAs, so the work is the C stream and the calls lost 0–13% when split at
- * 4–11 MFLOP (512 rows) and only gained from ~17 MFLOP (2048 rows): they need this many flops.
+ * Skinny GEMMs (the rank-r adapter products of LoRA: one of m, n, k at most 16) split worse than
+ * their flops suggest. Back to back (bench/gemm-split.ts, split vs unsplit on one 2-thread instance)
+ * the k = 16 products lost 0–13% split at 4–11 MFLOP and the n = 16 ones gained; inside a LoRA step,
+ * where the worker finds the operands in the other core's cache, splitting the n = 16 ones too cost
+ * ~13 ms per step (57 vs 44 ms for all rank-16 GEMMs). So they need this many flops (2048 rows of 256).
  */
-const GEMM_PARALLEL_FLOPS_SMALL_K = 1 << 24;
-const GEMM_SMALL_K = 16;
+const GEMM_PARALLEL_FLOPS_SKINNY = 1 << 24;
+const GEMM_SKINNY_DIM = 16;
 /**
  * Every chunk of the tiled GEMM packs its own copy of B, so a part needs enough rows to pay for it:
  * m = 16 (the rank-r weight gradient dA = duᵀ·x) split into 8-row parts ran 12–23% slower on a loaded
@@ -41,6 +42,14 @@ const GEMM_SMALL_K = 16;
 const GEMM_MIN_ROWS_PER_THREAD = 32;
 /** Below this many elements a row kernel runs on the calling thread only. */
 const ROWS_PARALLEL_ELEMENTS = 1 << 16;
+/**
+ * Kernels that only stream their data (a few flops per element: RMSNorm forward and backward) gain
+ * nothing from a second thread until the copies into and out of the heap are amortised: measured with
+ * bench/rows-split.ts, 512×256 split ran 15% slower, 512×1024 12–26% faster.
+ */
+const STREAM_PARALLEL_ELEMENTS = 1 << 18;
+/** RoPE is lighter still: in place on 512×1024 values split was 20% slower. */
+const ROPE_PARALLEL_ELEMENTS = 1 << 20;
 
 type Exports = Record<Exclude<WorkerOp, "">, (...args: number[]) => void>;
 
@@ -68,8 +77,8 @@ function checkLength(op: string, name: string, arr: ArrayLike<number>, need: num
 
 class Kernels implements WasmKernels {
   private disposed = false;
-  /** Benchmark probe only (bench/gemm-split.ts): "auto" applies gemmParts' rule, "never" keeps every GEMM on one thread. */
-  gemmSplit: "auto" | "never" = "auto";
+  /** Benchmark probe only (bench/gemm-split.ts, bench/rows-split.ts): "never" keeps every call on the calling thread. */
+  split: "auto" | "never" = "auto";
 
   constructor(
     readonly threads: number,
@@ -114,14 +123,14 @@ class Kernels implements WasmKernels {
   }
 
   private partsFor(work: number, threshold: number, rows: number, align: number): number {
-    if (!this.pool || work < threshold) return 1;
+    if (!this.pool || this.split === "never" || work < threshold) return 1;
     return Math.max(1, Math.min(this.threads, Math.ceil(rows / align)));
   }
 
-  /** Threads for a tiled GEMM over `rows` output rows (see GEMM_PARALLEL_FLOPS_SMALL_K, GEMM_MIN_ROWS_PER_THREAD). */
-  private gemmParts(rows: number, k: number, flops: number): number {
-    if (!this.pool || this.gemmSplit === "never") return 1;
-    if (flops < (k <= GEMM_SMALL_K ? GEMM_PARALLEL_FLOPS_SMALL_K : GEMM_PARALLEL_FLOPS)) return 1;
+  /** Threads for a tiled GEMM over `rows` output rows (see GEMM_PARALLEL_FLOPS_SKINNY, GEMM_MIN_ROWS_PER_THREAD). */
+  private gemmParts(rows: number, m: number, n: number, k: number, flops: number): number {
+    if (!this.pool || this.split === "never") return 1;
+    if (flops < (Math.min(m, n, k) <= GEMM_SKINNY_DIM ? GEMM_PARALLEL_FLOPS_SKINNY : GEMM_PARALLEL_FLOPS)) return 1;
     return Math.max(1, Math.min(this.threads, Math.floor(rows / GEMM_MIN_ROWS_PER_THREAD)));
   }
 
@@ -187,7 +196,7 @@ class Kernels implements WasmKernels {
       // Few output rows per matrix: a register tile would be mostly padding and packing B would cost as
       // much as using it, so stream B (scripts/wat/gemv.mjs). Threads split rows, or columns when the
       // rows are too few.
-      const parts = this.pool && this.gemmSplit === "auto" && 2 * outLen * k >= GEMM_PARALLEL_FLOPS ? this.threads : 1;
+      const parts = this.pool && this.split === "auto" && 2 * outLen * k >= GEMM_PARALLEL_FLOPS ? this.threads : 1;
       const base = [pa, pb, pc, m, n, k, flags, strideA, strideB];
       if (rows >= parts) {
         this.splitRows("gemv", rows, parts, 1, (r0, r1, t) => [...base, r0, r1, 0, n, this.heap.scratch(t)]);
@@ -216,7 +225,7 @@ class Kernels implements WasmKernels {
     rows: number,
     outLen: number,
   ): void {
-    const parts = this.gemmParts(rows, k, 2 * outLen * k);
+    const parts = this.gemmParts(rows, m, n, k, 2 * outLen * k);
     if (parts === 1) {
       this.exports.gemm(pa, pb, pc, m, n, k, flags, strideA, strideB, 0, rows, this.heap.scratch(0), 0, 0);
     } else {
@@ -267,7 +276,7 @@ class Kernels implements WasmKernels {
     const f32 = this.heap.f32();
     f32.set(x, px >>> 2);
     f32.set(w.length === dim ? w : w.subarray(0, dim), pw >>> 2);
-    const parts = this.partsFor(x.length, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    const parts = this.partsFor(x.length, STREAM_PARALLEL_ELEMENTS, rows, 1);
     this.splitRows("rmsnorm", rows, parts, 1, (r0, r1) => [px, pw, po, pr, dim, eps, zeroCentered ? 1 : 0, r0, r1]);
     const view = this.heap.f32();
     out.set(view.subarray(po >>> 2, (po >>> 2) + x.length));
@@ -296,7 +305,7 @@ class Kernels implements WasmKernels {
     checkLength(op, "g", g, n);
     checkLength(op, "dx", dx, n);
     if (dw) checkLength(op, "dw", dw, dim);
-    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
+    const parts = this.partsFor(n, STREAM_PARALLEL_ELEMENTS, rows, 1);
     // dw is a sum over rows: every thread adds into its own partial row, summed here after.
     const [px, pw, pr, pg, pd, pdw] = this.heap.layout([n * 4, dim * 4, rows * 4, n * 4, n * 4, parts * dim * 4]);
     const f32 = this.heap.f32();
@@ -454,7 +463,7 @@ class Kernels implements WasmKernels {
     f32.set(cos.subarray(0, tableLen), pc >>> 2);
     f32.set(sin.subarray(0, tableLen), ps >>> 2);
     const units = batch * heads;
-    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, units, 1);
+    const parts = this.partsFor(n, ROPE_PARALLEL_ELEMENTS, units, 1);
     // The forward reads the [B][T][H][D] side, the backward writes it.
     const srcBthd = headsLast && sign === 1 ? 1 : 0;
     const dstBthd = headsLast && sign === -1 ? 1 : 0;

@@ -113,11 +113,11 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
   });
   afterAll(() => kernels.dispose());
 
-  // 600 x 130 = 78k elements: above the threshold where rows are split across threads.
+  // 2100 x 130 = 273k elements: above the threshold where RMSNorm rows are split across threads.
   for (const [rows, dim] of [
     [1, 1],
     [3, 7],
-    [600, 130],
+    [2100, 130],
   ])
     for (const zc of [false, true])
       it(`rmsNorm ${rows}x${dim} zeroCentered=${zc} (seed ${SEED})`, () => {
@@ -134,11 +134,11 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
         expect(err).toBeLessThan(1e-5 * 3 * 2 * Math.max(...want.rstd));
       });
 
-  // 600 x 130: split across threads, so dw is summed from per-thread partial rows.
+  // 2100 x 130 = 273k elements: split across threads, so dw is summed from per-thread partial rows.
   for (const [rows, dim] of [
     [1, 1],
     [3, 7],
-    [600, 130],
+    [2100, 130],
   ])
     for (const zc of [false, true])
       it(`rmsNormBackward ${rows}x${dim} zeroCentered=${zc}, with and without dw (seed ${SEED})`, () => {
