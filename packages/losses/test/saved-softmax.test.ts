@@ -46,7 +46,9 @@ describe(`saved softmax vs recomputed gradient (seed ${seed})`, () => {
     it(name, () => {
       const { worst, scale } = twoBackwards(make);
       expect(scale).toBeGreaterThan(1e-4);
-      expect(worst).toBeLessThan(1e-6 * Math.max(1, scale));
+      // the two paths round differently (f32 softmax vs rebuilt from f32 logsumexps): a few 1e-6
+      // relative over 40 seeds, JSD up to 1e-5; a wrong path is off by O(1)
+      expect(worst).toBeLessThan(5e-5 * scale);
     });
 });
 
@@ -68,7 +70,8 @@ describe(`expected-gradient hints (seed ${seed})`, () => {
       scale = Math.max(scale, Math.abs(factor * want[i]));
     }
     expect(scale).toBeGreaterThan(1e-5);
-    expect(worst).toBeLessThan(1e-6 * scale);
+    // rescaled or rebuilt rows round differently from pre-scaled ones: ≤ 1e-5 relative over 40 seeds
+    expect(worst).toBeLessThan(5e-5 * scale);
   }
 
   it("a loss backpropagated with another seed gradient rescales the pre-scaled rows exactly", () => {

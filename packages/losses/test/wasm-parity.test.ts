@@ -47,8 +47,9 @@ describe(`losses: wasm backend vs js (seed ${seed})`, () => {
         scale = Math.max(scale, Math.abs(js.grad[i]));
       }
       expect(scale).toBeGreaterThan(0);
-      // f32 kernels vs float64 sums in the js reference; reverse KL's S·(s − p − KL) cancels terms of
-      // the size of the logits, so a few ulps of those show up relative to the largest gradient.
-      expect(worst).toBeLessThan(2e-5 * scale);
+      // f32 kernels vs float64 sums in the js reference; reverse KL's S·(s − p − KL) and JSD's
+      // S·(s − m − KL(S‖M)) cancel terms of the size of the logits, so a few ulps of those show up
+      // relative to the largest gradient (over 40 seeds: KL ≤ 1e-5, JSD ≤ 8e-5 of it).
+      expect(worst).toBeLessThan((name.startsWith("jsd") ? 5e-4 : 5e-5) * scale);
     });
 });
