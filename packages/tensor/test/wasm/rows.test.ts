@@ -304,7 +304,8 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
         expect(Math.abs(loss[r] - want.loss[r])).toBeLessThan(2e-5 * Math.max(1, want.loss[r]));
       let err = 0;
       for (let i = 0; i < grad.length; i++) err = Math.max(err, Math.abs(grad[i] - want.grad[i]));
-      expect(err).toBeLessThan(2e-6);
+      // reverse KL: S·(s − p − KL) with |s − p| up to ~30 here, so f32 rounding reaches a few 1e-6
+      expect(err).toBeLessThan(1e-5);
       const loss2 = new Float32Array(rows);
       kernels.klDivergenceRows(student, teacher, map, null, loss2, lseS, lseT, { rows, vocab, scale, reverse });
       expect(loss2).toEqual(loss);
@@ -324,7 +325,7 @@ describe.each([1, 2])("wasm row kernels, threads=%i", (threads) => {
       let errScaled = 0;
       for (let i = 0; i < grad.length; i++)
         errScaled = Math.max(errScaled, Math.abs(scaledGrad[i] - want.grad[i] * rowScale[Math.floor(i / vocab)]));
-      expect(errScaled).toBeLessThan(2e-6 * 2);
+      expect(errScaled).toBeLessThan(1e-5 * 2);
     });
 
   it("klDivergenceRows: a −inf teacher logit contributes 0·log 0 = 0 (forward KL stays finite)", () => {
