@@ -52,8 +52,15 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
     for (let i = 0; i < rows; i++) rowScale[i] = td[i] === ignoreIndex ? 0 : -expected[i];
     const probs = new Float32Array(rows * vocab);
     const softmax = kernel("softmaxRows");
-    for (let r0 = 0; r0 < rows; r0 += chunk) {
-      const r1 = Math.min(rows, r0 + chunk);
+    // Runs of rows with a target, at most `chunk` rows per call: ignored rows (prompt tokens under a
+    // completion mask, often most of a batch) cost nothing and keep a zero gradient.
+    for (let r0 = 0; r0 < rows; ) {
+      if (td[r0] === ignoreIndex) {
+        r0++;
+        continue;
+      }
+      let r1 = r0 + 1;
+      while (r1 < rows && r1 - r0 < chunk && td[r1] !== ignoreIndex) r1++;
       softmax(
         ld.subarray(r0 * vocab, r1 * vocab),
         probs.subarray(r0 * vocab, r1 * vocab),
@@ -62,6 +69,7 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
         vocab,
         rowScale.subarray(r0, r1),
       );
+      r0 = r1;
     }
     for (let i = 0; i < rows; i++) out[i] = td[i] === ignoreIndex ? 0 : ld[i * vocab + td[i]] - lse[i];
     let saved: Float32Array | null = probs;
@@ -74,7 +82,7 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
       for (let i = 0; i < rows; i++) {
         const t = td[i];
         const c = gd[i];
-        if (t === ignoreIndex) continue; // stored as zeros
+        if (t === ignoreIndex) continue; // never written: zeros
         const o = i * vocab;
         if (c !== expected[i]) {
           if (expected[i] !== 0) scaleRow(d, o, vocab, c / expected[i]);

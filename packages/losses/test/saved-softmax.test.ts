@@ -108,3 +108,22 @@ describe(`expected-gradient hints (seed ${seed})`, () => {
     ).toThrow(/expectedGradient\[0\] = NaN is not finite/);
   });
 });
+
+describe("ignored rows", () => {
+  it("are skipped: NaN logits in a row without a target leave the loss and the other rows' gradient alone", () => {
+    const labels = Int32Array.from({ length: N }, (_, i) => (i < 3 || i === 6 ? -100 : (i * 5) % V));
+    const base = randomArray(N * V, seed + 9, 3);
+    const grads = [false, true].map((poison) => {
+      const data = Float32Array.from(base);
+      if (poison) for (const r of [1, 6]) data.fill(Number.NaN, r * V, (r + 1) * V);
+      const x = tensor(data, [N, V]).requireGrad();
+      const { loss } = sftLoss(x, tensor(labels, [N], "i32"), { shift: false });
+      backward(loss);
+      return { loss: loss.item(), grad: x.grad?.data as Float32Array };
+    });
+    expect(Number.isFinite(grads[1].loss)).toBe(true);
+    expect(grads[1].loss).toBe(grads[0].loss);
+    expect(grads[1].grad).toEqual(grads[0].grad);
+    for (const r of [0, 1, 2, 6]) expect(grads[1].grad.subarray(r * V, (r + 1) * V).every((v) => v === 0)).toBe(true);
+  });
+});
