@@ -18,7 +18,7 @@ import { Tensor, isGradEnabled, record } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, fmt, logitRows, maskValues } from "./inputs.js";
 import { jsdForwardRows, type JsdRows } from "./jsd-rows.js";
-import { klBackwardRows, klForwardRows, takeStoredGradient } from "./kl-kernels.js";
+import { klBackwardRows, klForwardRows, studentSoftmaxRows, takeStoredGradient } from "./kl-kernels.js";
 import type { MaskLike } from "./result.js";
 
 export type DivergenceKind = "forward_kl" | "reverse_kl" | "jsd";
@@ -97,6 +97,10 @@ function expectedRows(op: string, hint: number | ArrayLike<number> | undefined, 
   for (let i = 0; i < rows; i++)
     if (!Number.isFinite(e[i])) throw new LossInputError(`${op}: expectedGradient[${i}] = ${e[i]} is not finite`);
   return e;
+}
+
+function scaleRowBy(d: Float32Array, o: number, V: number, c: number): void {
+  for (let j = o; j < o + V; j++) d[j] *= c;
 }
 
 /** log(a·e^x + b·e^y) with la = log a, lb = log b, stable. */
@@ -222,7 +226,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
   const la = Math.log(1 - beta);
   const lb = Math.log(beta);
   // Training with the full vocabulary: softmax kernels, gradient stored in the forward (jsd-rows.ts).
-  let stored: JsdRows | null = null;
+  let stored: JsdRows | { grad: Float32Array | null; rowScale: Float32Array | null } | null = null;
   const plan = {
     reverse: false,
     zs,
@@ -233,22 +237,40 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
     V,
     invT,
     chunk: options.chunkRows ?? defaultChunkRows(V),
-    expected: k === 0 ? expectedRows(op, options.expectedGradient, rows) : null,
+    expected: expectedRows(op, options.expectedGradient, rows),
   };
   if (k === 0 && isGradEnabled() && student.requiresGrad) {
     checkPositiveInt(op, "chunkRows", plan.chunk);
-    stored = jsdForwardRows(plan, beta);
-    out.set(stored.out);
-    lseS.set(stored.lseS);
-    lseT.set(stored.lseT);
-    rowConst.set(stored.klSM);
-  } else
+    const jsd = jsdForwardRows(plan, beta);
+    stored = jsd;
+    out.set(jsd.out);
+    lseS.set(jsd.lseS);
+    lseT.set(jsd.lseT);
+    rowConst.set(jsd.klSM);
+  } else {
+    // Top-k in training: S and both logsumexps from the backend's kernels; each row's gradient is
+    // then written on S in place (tail members S·(G_tail − c), top-k members q_b·(G_b − c)).
+    let topS: Float32Array | null = null;
+    let rowScale: Float32Array | null = null;
+    if (k > 0 && isGradEnabled() && student.requiresGrad) {
+      checkPositiveInt(op, "chunkRows", plan.chunk);
+      const sm = studentSoftmaxRows(plan);
+      topS = sm.S;
+      lseS.set(sm.lseS);
+      lseT.set(sm.lseT);
+      if (plan.expected) {
+        rowScale = new Float32Array(rows);
+        for (let r = 0; r < rows; r++) rowScale[r] = plan.expected[r] * invT;
+      }
+      stored = { grad: topS, rowScale };
+    }
+    const topQ = new Float64Array(Math.max(k, 1));
     for (let r = 0; r < rows; r++) {
       if (!mask[r]) continue;
       const os = r * V;
       const ot = map[r] * V;
-      const ls = rowLse(zs, os, V, invT);
-      const lt = rowLse(zt, ot, V, invT);
+      const ls = topS ? lseS[r] : rowLse(zs, os, V, invT);
+      const lt = topS ? lseT[r] : rowLse(zt, ot, V, invT);
       lseS[r] = ls;
       lseT[r] = lt;
       if (topIdx && bucketG) {
@@ -284,9 +306,15 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
           else g = q > 0 ? (1 - beta) * (s - m) : 0;
           bucketG[ob + b] = g;
           c += q * g;
+          if (b < k) topQ[b] = q;
         }
         rowConst[r] = c;
         out[r] = loss;
+        if (topS) {
+          const f = rowScale ? rowScale[r] : 1;
+          scaleRowBy(topS, os, V, f * (bucketG[ob + k] - c));
+          for (let b = 0; b < k; b++) topS[os + topIdx[ok + b]] = f * topQ[b] * (bucketG[ob + b] - c);
+        }
         continue;
       }
       // Full-vocabulary JSD (forward / reverse KL took the kernel path above).
@@ -305,6 +333,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
       rowConst[r] = klSM;
       out[r] = loss;
     }
+  }
   return record(new Tensor(out, outShape), opName, [student], (g) => {
     const gd = g.data as Float32Array;
     const kept = stored ? takeStoredGradient(plan, stored, gd) : null;

@@ -125,6 +125,35 @@ export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
   return { out, lseS, lseT, grad, rowScale };
 }
 
+/**
+ * S = softmax(student/T) per row into a fresh [rows × V] buffer (masked-out rows left zero) and
+ * the logsumexps of both scaled distributions, through the backend's kernels in chunks. The
+ * top-k distillation mode builds its gradient on S in place.
+ */
+export function studentSoftmaxRows(p: Plan): { S: Float32Array; lseS: Float32Array; lseT: Float32Array } {
+  const { rows, V, mask } = p;
+  const S = new Float32Array(rows * V);
+  const lseS = new Float32Array(rows);
+  const lseT = new Float32Array(rows);
+  const softmax = kernel("softmaxRows");
+  const stats = kernel("crossEntropyForward");
+  const buf = scratch(p);
+  const lossScratch = new Float32Array(p.chunk);
+  const zeroTargets = new Int32Array(p.chunk); // never the ignore index −1
+  for (let r0 = 0; r0 < rows; r0 += p.chunk) {
+    const r1 = Math.min(rows, r0 + p.chunk);
+    const n = r1 - r0;
+    let any = false;
+    for (let r = r0; r < r1; r++) if (mask[r]) any = true;
+    if (!any) continue;
+    const { s, t } = chunkInputs(p, r0, r1, buf.s, buf.t);
+    softmax(s, S.subarray(r0 * V, r1 * V), lseS.subarray(r0, r1), n, V);
+    stats(t, zeroTargets.subarray(0, n), lossScratch.subarray(0, n), lseT.subarray(r0, r1), n, V, -1);
+    for (let r = r0; r < r1; r++) if (!mask[r]) S.fill(0, r * V, (r + 1) * V);
+  }
+  return { S, lseS, lseT };
+}
+
 /** Gradient w.r.t. the student logits for per-row output gradients `g` (rows × V). */
 export function klBackwardRows(p: Plan, k: KlRows, g: Float32Array): Float32Array {
   return takeStoredGradient(p, k, g) ?? klRecomputedGradient(p, k, g);

@@ -42,6 +42,10 @@ describe(`saved softmax vs recomputed gradient (seed ${seed})`, () => {
         ] as [string, (x: ReturnType<typeof tensor>) => ReturnType<typeof tensor>],
     ),
   ];
+  cases.push([
+    "forward_kl top-4 with mask and teacherRows",
+    (x) => distillationLoss(x, tensor(teacher, [4, V]), { kind: "forward_kl", topK: 4, mask, teacherRows }).loss,
+  ]);
   for (const [name, make] of cases)
     it(name, () => {
       const { worst, scale } = twoBackwards(make);
@@ -80,6 +84,7 @@ describe(`expected-gradient hints (seed ${seed})`, () => {
       (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "forward_kl", mask, temperature: 2 }).loss,
       (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "reverse_kl", mask }).loss,
       (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "jsd", beta: 0.3, mask, temperature: 1.5 }).loss,
+      (x) => distillationLoss(x, tensor(teacher, [N, V]), { kind: "jsd", mask, topK: 5, temperature: 0.8 }).loss,
     ];
     for (const make of losses) expectScaled(gradOf(make, tensor([2.5], [])), gradOf(make), 2.5);
   });
@@ -92,6 +97,7 @@ describe(`expected-gradient hints (seed ${seed})`, () => {
       [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "forward_kl", mask, expectedGradient: h })],
       [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "reverse_kl", expectedGradient: h })],
       [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "jsd", mask, expectedGradient: h })],
+      [(x, h) => tokenDivergence(x, tensor(teacher, [N, V]), { kind: "reverse_kl", topK: 4, expectedGradient: h })],
     ];
     for (const [make] of cases) {
       const plain = gradOf((x) => make(x), tensor(g, [N]));

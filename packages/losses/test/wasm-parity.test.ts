@@ -35,6 +35,11 @@ describe(`losses: wasm backend vs js (seed ${seed})`, () => {
       (x) =>
         distillationLoss(x, tensor(teacher, [11, V]), { kind, temperature: 0.7, mask, teacherRows, chunkRows: 8 }).loss,
     ]);
+  cases.push([
+    "jsd top-8, mask, teacherRows",
+    (x) =>
+      distillationLoss(x, tensor(teacher, [11, V]), { kind: "jsd", topK: 8, mask, teacherRows, chunkRows: 8 }).loss,
+  ]);
   for (const [name, make] of cases)
     it(name, () => {
       const js = withBackend("js", () => lossAndGrad(make));
