@@ -16,7 +16,8 @@
 // the mixture formula (which tends to 0 at both ends).
 import { Tensor, isGradEnabled, record } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
-import { checkPositiveInt, defaultChunkRows, fmt, logitRows, maskValues } from "./inputs.js";
+import { checkPositiveInt, defaultChunkRows, expectedGradientRows, fmt, logitRows, maskValues } from "./inputs.js";
+import { scaleRow } from "./row-ops.js";
 import { jsdForwardRows, type JsdRows } from "./jsd-rows.js";
 import { klBackwardRows, klForwardRows, studentSoftmaxRows, takeStoredGradient } from "./kl-kernels.js";
 import type { MaskLike } from "./result.js";
@@ -83,24 +84,6 @@ function resolve(op: string, options: TokenDivergenceOptions): Resolved {
   if (beta === 0) return { mode: 0, beta, invT: 1 / temperature };
   if (beta === 1) return { mode: 1, beta, invT: 1 / temperature };
   return { mode: 2, beta, invT: 1 / temperature };
-}
-
-function expectedRows(op: string, hint: number | ArrayLike<number> | undefined, rows: number): Float32Array | null {
-  if (hint === undefined) return null;
-  const e = new Float32Array(rows);
-  if (typeof hint === "number") e.fill(hint);
-  else {
-    if (hint.length !== rows)
-      throw new LossInputError(`${op}: expectedGradient has ${hint.length} entries, expected one per row (${rows})`);
-    for (let i = 0; i < rows; i++) e[i] = hint[i];
-  }
-  for (let i = 0; i < rows; i++)
-    if (!Number.isFinite(e[i])) throw new LossInputError(`${op}: expectedGradient[${i}] = ${e[i]} is not finite`);
-  return e;
-}
-
-function scaleRowBy(d: Float32Array, o: number, V: number, c: number): void {
-  for (let j = o; j < o + V; j++) d[j] *= c;
 }
 
 /** log(a·e^x + b·e^y) with la = log a, lb = log b, stable. */
@@ -208,7 +191,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
   if (k === 0 && mode !== 2) {
     const chunk = options.chunkRows ?? defaultChunkRows(V);
     checkPositiveInt(op, "chunkRows", chunk);
-    const expected = expectedRows(op, options.expectedGradient, rows);
+    const expected = expectedGradientRows(op, options.expectedGradient, rows);
     const plan = { reverse: mode === 1, zs, zt, map, mask, rows, V, invT, chunk, expected };
     const rowsOut = klForwardRows(plan, isGradEnabled() && student.requiresGrad);
     return record(new Tensor(rowsOut.out, outShape), opName, [student], (g) => [
@@ -237,7 +220,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
     V,
     invT,
     chunk: options.chunkRows ?? defaultChunkRows(V),
-    expected: expectedRows(op, options.expectedGradient, rows),
+    expected: expectedGradientRows(op, options.expectedGradient, rows),
   };
   if (k === 0 && isGradEnabled() && student.requiresGrad) {
     checkPositiveInt(op, "chunkRows", plan.chunk);
@@ -312,7 +295,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
         out[r] = loss;
         if (topS) {
           const f = rowScale ? rowScale[r] : 1;
-          scaleRowBy(topS, os, V, f * (bucketG[ob + k] - c));
+          scaleRow(topS, os, V, f * (bucketG[ob + k] - c));
           for (let b = 0; b < k; b++) topS[os + topIdx[ok + b]] = f * topQ[b] * (bucketG[ob + b] - c);
         }
         continue;

@@ -64,3 +64,25 @@ export function checkFinite(op: string, name: string, v: number): void {
 export function defaultChunkRows(vocab: number): number {
   return Math.max(1, Math.floor((4 << 20) / vocab));
 }
+
+/**
+ * An `expectedGradient` option as float32 values per row (what a backward compares against
+ * exactly); null when not given. One number applies to every row.
+ */
+export function expectedGradientRows(
+  op: string,
+  hint: number | ArrayLike<number> | undefined,
+  rows: number,
+): Float32Array | null {
+  if (hint === undefined) return null;
+  const e = new Float32Array(rows);
+  if (typeof hint === "number") e.fill(hint);
+  else {
+    if (hint.length !== rows)
+      throw new LossInputError(`${op}: expectedGradient has ${hint.length} entries, expected one per row (${rows})`);
+    for (let i = 0; i < rows; i++) e[i] = hint[i];
+  }
+  for (let i = 0; i < rows; i++)
+    if (!Number.isFinite(e[i])) throw new LossInputError(`${op}: expectedGradient[${i}] = ${e[i]} is not finite`);
+  return e;
+}

@@ -11,6 +11,7 @@
 // with ẑ = z/T. The kernels subtract g at the row's target; target 0 is used and element 0 is
 // recomputed exactly afterwards (adding the onehot back would cancel catastrophically).
 import { kernel } from "@kiln/tensor";
+import { scaleRow } from "./row-ops.js";
 
 export interface KlRows {
   /** Per-row divergence (0 on masked-out rows). */
@@ -235,10 +236,6 @@ function klRecomputedGradient(p: Plan, k: KlRows, g: Float32Array): Float32Array
 }
 
 // Small monomorphic loops, kept apart so the engine optimises each hot loop on its own.
-
-function scaleRow(d: Float32Array, o: number, V: number, c: number): void {
-  for (let j = o; j < o + V; j++) d[j] *= c;
-}
 
 function subtractInPlace(d: Float32Array, x: Float32Array): void {
   for (let i = 0; i < d.length; i++) d[i] -= x[i];

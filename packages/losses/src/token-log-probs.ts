@@ -5,7 +5,8 @@
 // [N × V] buffer (PyTorch holds the log-softmax and the gradient).
 import { Tensor, isGradEnabled, kernel, record } from "@kiln/tensor";
 import { LossInputError } from "./errors.js";
-import { checkPositiveInt, defaultChunkRows, indexData, logitRows } from "./inputs.js";
+import { checkPositiveInt, defaultChunkRows, expectedGradientRows, indexData, logitRows } from "./inputs.js";
+import { scaleRow } from "./row-ops.js";
 
 export interface TokenLogProbsOptions {
   /** Targets equal to this get log-prob 0 and no gradient (transformers: −100). */
@@ -47,7 +48,8 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
     // Training: the forward writes −e·softmax (e: the expected gradient, −1 without a hint) into the
     // buffer that becomes the gradient, so every logit is exponentiated once and the backward only
     // adds g at each target (and rescales rows whose gradient differs from e).
-    const expected = expectedRowGradients(op, options.expectedGradient, rows);
+    // without a hint the rows hold softmax itself, i.e. e = −1
+    const expected = expectedGradientRows(op, options.expectedGradient, rows) ?? new Float32Array(rows).fill(-1);
     const rowScale = new Float32Array(rows);
     for (let i = 0; i < rows; i++) rowScale[i] = td[i] === ignoreIndex ? 0 : -expected[i];
     const probs = new Float32Array(rows * vocab);
@@ -113,28 +115,9 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
   ]);
 }
 
-function scaleRow(d: Float32Array, o: number, n: number, c: number): void {
-  for (let j = o; j < o + n; j++) d[j] *= c;
-}
-
 /** d = −c·softmax over one row, from the logits and the row's logsumexp. */
 function rebuildRow(d: Float32Array, ld: Float32Array, o: number, n: number, lse: number, c: number): void {
   for (let j = o; j < o + n; j++) d[j] = -c * Math.exp(ld[j] - lse);
-}
-
-/** The expected gradient per row as float32 values (what the backward will compare against). */
-function expectedRowGradients(op: string, hint: number | ArrayLike<number> | undefined, rows: number): Float32Array {
-  const e = new Float32Array(rows);
-  if (hint === undefined) e.fill(-1);
-  else if (typeof hint === "number") e.fill(hint);
-  else {
-    if (hint.length !== rows)
-      throw new LossInputError(`${op}: expectedGradient has ${hint.length} entries, expected one per row (${rows})`);
-    for (let i = 0; i < rows; i++) e[i] = hint[i];
-  }
-  for (let i = 0; i < rows; i++)
-    if (!Number.isFinite(e[i])) throw new LossInputError(`${op}: expectedGradient[${i}] = ${e[i]} is not finite`);
-  return e;
 }
 
 /** The gradient rebuilt from the logits and saved logsumexps (a second backward, or no saved softmax). */
