@@ -68,14 +68,18 @@ export function chunkInputs(
   return { s, t };
 }
 
-export function scratch(p: Plan): { s: Float32Array | null; t: Float32Array | null; prob: Float32Array } {
+/** Chunk buffers for scaled / gathered inputs and, unless `withProb` is false, one probability chunk. */
+export function scratch(
+  p: Plan,
+  withProb = true,
+): { s: Float32Array | null; t: Float32Array | null; prob: Float32Array } {
   const n = Math.min(p.chunk, p.rows) * p.V;
   let needT = p.invT !== 1;
   for (let r = 0; r < p.rows && !needT; r++) if (p.map[r] !== r) needT = true;
   return {
     s: p.invT !== 1 ? new Float32Array(n) : null,
     t: needT ? new Float32Array(n) : null,
-    prob: new Float32Array(n),
+    prob: new Float32Array(withProb ? n : 0),
   };
 }
 
@@ -138,7 +142,7 @@ export function studentSoftmaxRows(p: Plan): { S: Float32Array; lseS: Float32Arr
   const lseT = new Float32Array(rows);
   const softmax = kernel("softmaxRows");
   const stats = kernel("crossEntropyForward");
-  const buf = scratch(p);
+  const buf = scratch(p, false);
   const lossScratch = new Float32Array(p.chunk);
   const zeroTargets = new Int32Array(p.chunk); // never the ignore index −1
   for (let r0 = 0; r0 < rows; r0 += p.chunk) {
