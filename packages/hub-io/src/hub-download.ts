@@ -40,6 +40,12 @@ function isOffline(opts: HubRepoOptions): boolean {
 }
 
 async function common(opts: HubRepoOptions) {
+  // Browser bundles map @huggingface/hub and node:* to empty modules (package.json "browser"): the
+  // download writes the Hub's cache directory on disk, which a browser has not got.
+  if (typeof process === "undefined" || typeof process.versions?.node !== "string")
+    throw new HubDownloadError(
+      "hub download needs Node (it fills the Hugging Face cache directory on disk); in a browser fetch the files and pass them to loadModel as a Map",
+    );
   const hub = await import("@huggingface/hub");
   const cacheDir = opts.cacheDir ?? hub.getHFHubCachePath();
   const id = repoId(opts.repo);
