@@ -201,72 +201,86 @@ export interface AdamWStep {
 export type KernelName = keyof Kernels;
 export type BackendName = "js" | "wasm" | "gpujs" | (string & {});
 
-const backends = new Map<string, Partial<Kernels>>([["js", jsKernels]]);
-let reference: Kernels | null = jsKernels;
-let active: BackendName = "js";
-let activeKernels: Partial<Kernels> = jsKernels;
+interface BackendRegistry {
+  backends: Map<string, Partial<Kernels>>;
+  reference: Kernels | null;
+  active: BackendName;
+  activeKernels: Partial<Kernels>;
+}
+
+// One registry per process, not per copy of this module: a program that loads both the ESM and the CJS build
+// (or two bundles) must see the backend `initBackend` chose in either. The first copy to load creates it.
+const REGISTRY_KEY = Symbol.for("kiln.tensor.registry.v1");
+const registry: BackendRegistry =
+  ((globalThis as Record<symbol, unknown>)[REGISTRY_KEY] as BackendRegistry) ??
+  ((globalThis as Record<symbol, unknown>)[REGISTRY_KEY] = {
+    backends: new Map<string, Partial<Kernels>>([["js", jsKernels]]),
+    reference: jsKernels,
+    active: "js",
+    activeKernels: jsKernels,
+  } satisfies BackendRegistry);
 
 /** Register (or extend) a backend's kernels. The js backend must define all of them. */
 export function registerKernels(backend: BackendName, kernels: Partial<Kernels>): void {
-  const existing = backends.get(backend) ?? {};
+  const existing = registry.backends.get(backend) ?? {};
   const merged = { ...existing, ...kernels };
-  backends.set(backend, merged);
-  if (backend === "js") reference = merged as Kernels;
-  if (backend === active) activeKernels = merged;
+  registry.backends.set(backend, merged);
+  if (backend === "js") registry.reference = merged as Kernels;
+  if (backend === registry.active) registry.activeKernels = merged;
 }
 
 /** Remove a backend's kernels (after its resources are released); the active backend falls back to js. */
 export function unregisterBackend(name: BackendName): void {
   if (name === "js") throw new BackendError("unregisterBackend: the js reference backend cannot be removed");
-  backends.delete(name);
-  if (active === name) {
-    active = "js";
-    activeKernels = jsKernels;
+  registry.backends.delete(name);
+  if (registry.active === name) {
+    registry.active = "js";
+    registry.activeKernels = registry.backends.get("js") ?? jsKernels;
   }
 }
 
 export function hasBackend(name: BackendName): boolean {
-  return backends.has(name);
+  return registry.backends.has(name);
 }
 
 export function listBackends(): string[] {
-  return [...backends.keys()];
+  return [...registry.backends.keys()];
 }
 
 /** Select the backend ops use from now on. It must be registered (see `initBackend`). */
 export function setBackend(name: BackendName): void {
-  const kernels = backends.get(name);
+  const kernels = registry.backends.get(name);
   if (!kernels) {
     throw new BackendError(
       `setBackend: backend "${name}" is not registered (registered: ${listBackends().join(", ")}); ` +
         `initialise it first, e.g. await initBackend("${name}")`,
     );
   }
-  active = name;
-  activeKernels = kernels;
+  registry.active = name;
+  registry.activeKernels = kernels;
 }
 
 export function getBackend(): BackendName {
-  return active;
+  return registry.active;
 }
 
 /** The active backend's kernel, or the js reference kernel when the backend lacks it. */
 export function kernel<K extends KernelName>(name: K): Kernels[K] {
-  const impl = activeKernels[name];
+  const impl = registry.activeKernels[name];
   if (impl) return impl as Kernels[K];
-  if (!reference) throw new BackendError("kernel: the js reference backend is not registered");
-  return reference[name];
+  if (!registry.reference) throw new BackendError("kernel: the js reference backend is not registered");
+  return registry.reference[name];
 }
 
 /** The js reference kernel regardless of the active backend (parity tests). */
 export function referenceKernel<K extends KernelName>(name: K): Kernels[K] {
-  if (!reference) throw new BackendError("referenceKernel: the js reference backend is not registered");
-  return reference[name];
+  if (!registry.reference) throw new BackendError("referenceKernel: the js reference backend is not registered");
+  return registry.reference[name];
 }
 
 /** Run `fn` with `name` as the active backend, restoring the previous one after. */
 export function withBackend<T>(name: BackendName, fn: () => T): T {
-  const previous = active;
+  const previous = registry.active;
   setBackend(name);
   try {
     return fn();
