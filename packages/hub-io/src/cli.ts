@@ -1,9 +1,9 @@
-#!/usr/bin/env node
 // kiln-hub-io: command-line entry for the file tools other packages and scripts need.
 //   kiln-hub-io convert-llama2c <checkpoint.bin> <tokenizer.bin|-> <out-dir>
 //   kiln-hub-io manifest write|verify <dir>
 //   kiln-hub-io inspect <file.safetensors>
-// `runCli(argv)` is the same entry as a function (returns the exit code, writes to the given streams).
+// `runCli(argv)` is the same entry as a function (returns the exit code, writes to the given streams); the
+// `kiln-hub-io` bin is `bin.ts`, which only calls it, so importing this module never runs anything.
 
 import { convertLlama2c } from "./llama2c-convert.js";
 import { verifyManifest, writeManifest } from "./manifest.js";
@@ -55,10 +55,4 @@ export async function runCli(
     err(`kiln-hub-io: ${(e as Error).message}\n`);
     return 1;
   }
-}
-
-// Run when executed directly (the built bin or `tsx src/cli.ts`), not when imported.
-const self = typeof process !== "undefined" ? (process.argv[1] ?? "") : "";
-if (/(^|[\\/])cli\.(ts|js|cjs|mjs)$/.test(self)) {
-  runCli(process.argv.slice(2)).then((code) => process.exit(code));
 }
