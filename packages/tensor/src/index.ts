@@ -3,6 +3,16 @@ export * from "./autograd.js";
 export * from "./backend.js";
 export { disposeGpujsBackend, gpujsMode } from "./backends/gpujs.js";
 export { disposeWasmBackend, wasmKernels } from "./backends/wasm.js";
+export {
+  disposeNativeBackend,
+  NativeBackendUnavailableError,
+  nativeBackendInfo,
+  nativeGemm,
+  type Bf16Gemm,
+  type NativeBackendInfo,
+  type NativeBackendOptions,
+} from "./backends/native/index.js";
+export type { AutoBackendOptions, BackendChoice } from "./backends/native/auto.js";
 export { initBackend, type InitBackendOptions } from "./init-backend.js";
 export * from "./checkpoint.js";
 export * from "./dtype.js";

@@ -1,9 +1,16 @@
 import { type BackendName, hasBackend, setBackend } from "./backend.js";
 import { initGpujsBackend } from "./backends/gpujs.js";
+import {
+  type AutoBackendOptions,
+  type BackendChoice,
+  describeBackend,
+  initAutoBackend,
+} from "./backends/native/auto.js";
+import { type NativeBackendOptions, initNativeBackend } from "./backends/native/index.js";
 import { initWasmBackend } from "./backends/wasm.js";
 import { BackendError } from "./errors.js";
 
-export interface InitBackendOptions {
+export interface InitBackendOptions extends NativeBackendOptions, AutoBackendOptions {
   /** Worker threads for the wasm backend (default: min(2, cores)). */
   threads?: number;
   /** gpu.js mode for the gpujs backend (default: gpu.js picks; "cpu" forces its CPU fallback). */
@@ -23,6 +30,7 @@ type Initialiser = (options: InitBackendOptions) => Promise<void>;
 const initialisers = new Map<string, Initialiser>([
   ["wasm", initWasmBackend],
   ["gpujs", initGpujsBackend],
+  ["native", initNativeBackend],
 ]);
 
 /** Backends that need async setup (wasm compile, workers, GPU contexts) register an initialiser here. */
@@ -30,8 +38,20 @@ export function registerBackendInitialiser(name: BackendName, init: Initialiser)
   initialisers.set(name, init);
 }
 
-/** Prepare a backend (compile kernels, start workers) and, by default, make it active. */
-export async function initBackend(name: BackendName, options: InitBackendOptions = {}): Promise<void> {
+/**
+ * Prepare a backend (compile kernels, start workers) and, by default, make it active. "auto" picks
+ * native (a BLAS loads), else wasm (webgpu first when `webgpu: true`); the returned choice's `line`
+ * says which and why.
+ */
+export async function initBackend(
+  name: BackendName | "auto",
+  options: InitBackendOptions = {},
+): Promise<BackendChoice> {
+  if (name === "auto") {
+    const choice = await initAutoBackend(initBackend, (n) => hasBackend(n) || initialisers.has(n), options);
+    if (choice.backend === "js" && (options.activate ?? true)) setBackend("js");
+    return choice;
+  }
   if (!hasBackend(name)) {
     const init = initialisers.get(name);
     if (!init)
@@ -41,4 +61,5 @@ export async function initBackend(name: BackendName, options: InitBackendOptions
     await init(options);
   }
   if (options.activate ?? true) setBackend(name);
+  return { backend: name, reason: "requested", line: describeBackend(name, "requested"), skipped: [] };
 }

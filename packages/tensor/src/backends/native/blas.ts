@@ -1,0 +1,257 @@
+// Finds the machine's CBLAS at run time and binds the few entry points the native backend uses,
+// through koffi (an FFI with prebuilt binaries; an optional dependency). Nothing here is imported
+// unless `initBackend("native")` runs, so browsers and machines without a BLAS never load it.
+import { BackendError } from "../../errors.js";
+
+/** The native backend cannot run here (no FFI, no BLAS, or a BLAS without cblas_sgemm). */
+export class NativeBackendUnavailableError extends BackendError {}
+
+export const CBLAS_ROW_MAJOR = 101;
+export const CBLAS_NO_TRANS = 111;
+export const CBLAS_TRANS = 112;
+
+type Sgemm = (
+  order: number,
+  transA: number,
+  transB: number,
+  m: number,
+  n: number,
+  k: number,
+  alpha: number,
+  a: Float32Array,
+  lda: number,
+  b: Float32Array,
+  ldb: number,
+  beta: number,
+  c: Float32Array,
+  ldc: number,
+) => void;
+
+/** bf16 × bf16 → f32 GEMM (oneDNN's dnnl_gemm_bf16bf16f32, row-major); returns a dnnl status (0 = ok). */
+type GemmBf16 = (
+  transA: number,
+  transB: number,
+  m: number,
+  n: number,
+  k: number,
+  alpha: number,
+  a: Uint16Array,
+  lda: number,
+  b: Uint16Array,
+  ldb: number,
+  beta: number,
+  c: Float32Array,
+  ldc: number,
+) => number;
+
+export interface BlasLibrary {
+  /** Family: openblas, mkl, blis, accelerate or cblas (an unknown CBLAS). */
+  readonly vendor: string;
+  /** What was loaded (a path or a soname). */
+  readonly path: string;
+  /** OpenBLAS's kernel (openblas_get_corename), e.g. "SkylakeX"; null where the library does not say. */
+  readonly core: string | null;
+  /** OpenBLAS's build configuration (openblas_get_config); null elsewhere. */
+  readonly config: string | null;
+  readonly sgemm: Sgemm;
+  /** Sets the library's thread count; false where it has no such call (Accelerate, plain CBLAS). */
+  setThreads(threads: number): boolean;
+}
+
+export interface OneDnnLibrary {
+  readonly path: string;
+  readonly gemmBf16: GemmBf16;
+  /** OpenMP thread count for oneDNN's calls (omp_set_num_threads of the OpenMP runtime it links). */
+  setThreads(threads: number): boolean;
+}
+
+// koffi's surface as used here (its own types are loose; the package is optional).
+interface KoffiLib {
+  func(definition: string): (...args: unknown[]) => unknown;
+}
+interface Koffi {
+  load(path: string): KoffiLib;
+}
+
+const SGEMM_SIG =
+  "void cblas_sgemm(int, int, int, int, int, int, float, float*, int, float*, int, float, _Inout_ float*, int)";
+
+interface Candidate {
+  path: string;
+  vendor: string;
+}
+
+function candidates(): Candidate[] {
+  if (process.platform === "darwin")
+    return [
+      { path: "/System/Library/Frameworks/Accelerate.framework/Accelerate", vendor: "accelerate" },
+      { path: "libopenblas.dylib", vendor: "openblas" },
+      { path: "/opt/homebrew/opt/openblas/lib/libopenblas.dylib", vendor: "openblas" },
+      { path: "/usr/local/opt/openblas/lib/libopenblas.dylib", vendor: "openblas" },
+    ];
+  if (process.platform === "win32")
+    return [
+      { path: "libopenblas.dll", vendor: "openblas" },
+      { path: "mkl_rt.2.dll", vendor: "mkl" },
+    ];
+  return [
+    { path: "libopenblas.so.0", vendor: "openblas" },
+    { path: "libopenblas.so", vendor: "openblas" },
+    { path: "libmkl_rt.so.2", vendor: "mkl" },
+    { path: "libmkl_rt.so", vendor: "mkl" },
+    { path: "libblis.so.4", vendor: "blis" },
+    { path: "libcblas.so.3", vendor: "cblas" },
+    // Debian's alternatives link: OpenBLAS or ATLAS when installed, else the slow reference BLAS.
+    { path: "libblas.so.3", vendor: "cblas" },
+  ];
+}
+
+function vendorOf(path: string): string {
+  const p = path.toLowerCase();
+  if (p.includes("openblas")) return "openblas";
+  if (p.includes("mkl")) return "mkl";
+  if (p.includes("blis")) return "blis";
+  if (p.includes("accelerate")) return "accelerate";
+  return "cblas";
+}
+
+async function loadKoffi(): Promise<Koffi> {
+  try {
+    const mod = (await import("koffi")) as unknown as { default?: Koffi } & Koffi;
+    return mod.default ?? mod;
+  } catch (err) {
+    throw new NativeBackendUnavailableError(
+      `native backend unavailable: the optional dependency koffi (FFI) did not load (${firstLine(err)})`,
+    );
+  }
+}
+
+function firstLine(err: unknown): string {
+  return String(err instanceof Error ? err.message : err).split("\n")[0];
+}
+
+function optionalFunc(lib: KoffiLib, definition: string): ((...args: unknown[]) => unknown) | null {
+  try {
+    return lib.func(definition);
+  } catch {
+    return null;
+  }
+}
+
+export interface LoadBlasOptions {
+  /** A library to use instead of searching (also the KILN_BLAS environment variable). */
+  library?: string;
+  /**
+   * Load OpenBLAS with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed from the environment for the
+   * duration of the load (restored right after), so it picks the kernel for this CPU instead of the
+   * one those variables pin. Only effective when this process has not loaded OpenBLAS yet.
+   */
+  ignoreOpenblasEnv?: boolean;
+}
+
+const PINNING_VARIABLES = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"] as const;
+
+/** Loads the first CBLAS that opens and exports cblas_sgemm; throws NativeBackendUnavailableError saying why not. */
+export async function loadBlas(options: LoadBlasOptions = {}): Promise<BlasLibrary> {
+  const koffi = await loadKoffi();
+  const explicit = options.library ?? process.env.KILN_BLAS;
+  const list = explicit ? [{ path: explicit, vendor: vendorOf(explicit) }] : candidates();
+  const saved = new Map<string, string>();
+  if (options.ignoreOpenblasEnv) {
+    for (const name of PINNING_VARIABLES) {
+      const value = process.env[name];
+      if (value !== undefined) {
+        saved.set(name, value);
+        delete process.env[name];
+      }
+    }
+  }
+  const failures: string[] = [];
+  try {
+    for (const { path, vendor } of list) {
+      let lib: KoffiLib;
+      try {
+        lib = koffi.load(path);
+      } catch (err) {
+        failures.push(`${path}: ${firstLine(err)}`);
+        continue;
+      }
+      const sgemm = optionalFunc(lib, SGEMM_SIG);
+      if (!sgemm) {
+        failures.push(`${path}: no cblas_sgemm`);
+        continue;
+      }
+      return bind(lib, path, vendor, sgemm as unknown as Sgemm);
+    }
+  } finally {
+    for (const [name, value] of saved) process.env[name] = value;
+  }
+  const where = explicit ? `KILN_BLAS/library ${explicit}` : "no CBLAS library found";
+  throw new NativeBackendUnavailableError(
+    `native backend unavailable: ${where} (${failures.length ? failures[0] : "nothing to try"}${
+      failures.length > 1 ? `; tried ${failures.length}` : ""
+    }); install one (Debian: apt install libopenblas0-pthread) or set KILN_BLAS=/path/to/libcblas`,
+  );
+}
+
+function bind(lib: KoffiLib, path: string, vendor: string, sgemm: Sgemm): BlasLibrary {
+  const corename = optionalFunc(lib, "const char* openblas_get_corename()");
+  const getConfig = optionalFunc(lib, "const char* openblas_get_config()");
+  const setters = [
+    optionalFunc(lib, "void openblas_set_num_threads(int)"),
+    optionalFunc(lib, "int MKL_Set_Num_Threads_Local(int)") ?? optionalFunc(lib, "void MKL_Set_Num_Threads(int)"),
+    optionalFunc(lib, "void bli_thread_set_num_threads(int64_t)"),
+  ].filter((f) => f !== null);
+  const detected = corename ? "openblas" : vendor;
+  return {
+    vendor: detected,
+    path,
+    core: corename ? String(corename()) : null,
+    config: getConfig ? String(getConfig()) : null,
+    sgemm,
+    setThreads(threads: number): boolean {
+      for (const set of setters) set(threads);
+      return setters.length > 0;
+    },
+  };
+}
+
+const GEMM_BF16_SIG =
+  "int dnnl_gemm_bf16bf16f32(char, char, int64_t, int64_t, int64_t, float, uint16_t*, int64_t, uint16_t*, int64_t, float, _Inout_ float*, int64_t)";
+
+/** oneDNN's bf16 GEMM (what PyTorch runs bf16 matmuls on CPU with), or null with the reason. */
+export async function loadOneDnn(library?: string): Promise<OneDnnLibrary | string> {
+  const koffi = await loadKoffi();
+  const path =
+    library ?? process.env.KILN_ONEDNN ?? (process.platform === "darwin" ? "libdnnl.3.dylib" : "libdnnl.so.2");
+  const tried = library || process.env.KILN_ONEDNN ? [path] : [path, "libdnnl.so.3", "libdnnl.so"];
+  for (const p of tried) {
+    let lib: KoffiLib;
+    try {
+      lib = koffi.load(p);
+    } catch {
+      continue;
+    }
+    const gemm = optionalFunc(lib, GEMM_BF16_SIG);
+    if (!gemm) return `${p} has no dnnl_gemm_bf16bf16f32`;
+    // oneDNN's CPU runtime is OpenMP in Debian's build: its thread count is the OpenMP runtime's.
+    let ompSet: ((...args: unknown[]) => unknown) | null = null;
+    for (const omp of ["libgomp.so.1", "libiomp5.so", "libomp.so"]) {
+      try {
+        ompSet = optionalFunc(koffi.load(omp), "void omp_set_num_threads(int)");
+      } catch {
+        ompSet = null;
+      }
+      if (ompSet) break;
+    }
+    return {
+      path: p,
+      gemmBf16: gemm as unknown as GemmBf16,
+      setThreads(threads: number): boolean {
+        ompSet?.(threads);
+        return ompSet !== null;
+      },
+    };
+  }
+  return `oneDNN not found (${tried.join(", ")}; Debian: apt install libdnnl2)`;
+}

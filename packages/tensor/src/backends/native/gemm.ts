@@ -1,0 +1,273 @@
+// GEMMs of the backend contract (batched, transposed, strided, accumulating) as cblas_sgemm calls
+// on the caller's arrays: no copies for f32. Frozen bf16/f16 weights are widened to f32 in slices of
+// op(B)'s columns into one reused scratch, so the extra memory is bounded (not a second copy of the
+// model) and each slice is still a large GEMM; or, when asked, multiplied by oneDNN's bf16 GEMM.
+import type { MatmulShape } from "../../backend.js";
+import { ShapeError } from "../../errors.js";
+import { type BlasLibrary, CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, type OneDnnLibrary } from "./blas.js";
+
+/** How a bf16 B is multiplied: widened to f32 (exact f32 compute), or by oneDNN with A rounded to bf16. */
+export type Bf16Gemm = "widen" | "onednn";
+
+export interface NativeGemmOptions {
+  /** f32 elements of the widening scratch (default 4 Mi = 16 MiB); B slices are sized to fit it. */
+  scratchElements?: number;
+  bf16Gemm?: Bf16Gemm;
+  onednn?: OneDnnLibrary | null;
+}
+
+interface Resolved {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  transA: boolean;
+  transB: boolean;
+  strideA: number;
+  strideB: number;
+  beta: number;
+}
+
+const N_CODE = 78; // 'N'
+const T_CODE = 84; // 'T'
+
+function checkDim(op: string, name: string, v: unknown): number {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0)
+    throw new ShapeError(`${op}: ${name} must be a non-negative integer, got ${String(v)}`);
+  return v;
+}
+
+function resolve(op: string, shape: MatmulShape, aLen: number, bLen: number, outLen: number): Resolved {
+  const batch = checkDim(op, "batch", shape.batch);
+  const m = checkDim(op, "m", shape.m);
+  const n = checkDim(op, "n", shape.n);
+  const k = checkDim(op, "k", shape.k);
+  const strideA = checkDim(op, "batchStrideA", shape.batchStrideA ?? m * k);
+  const strideB = checkDim(op, "batchStrideB", shape.batchStrideB ?? k * n);
+  // BLAS reads and writes raw memory: every extent is checked here, since an overrun is not an exception there.
+  const need = (stride: number, size: number) => (batch === 0 || size === 0 ? 0 : (batch - 1) * stride + size);
+  const needA = need(strideA, m * k);
+  const needB = need(strideB, k * n);
+  const needOut = batch * m * n;
+  if (aLen < needA) throw new ShapeError(`${op}: a has ${aLen} elements, the shape needs ${needA}`);
+  if (bLen < needB) throw new ShapeError(`${op}: b has ${bLen} elements, the shape needs ${needB}`);
+  if (outLen < needOut) throw new ShapeError(`${op}: out has ${outLen} elements, the shape needs ${needOut}`);
+  return {
+    batch,
+    m,
+    n,
+    k,
+    transA: shape.transA ?? false,
+    transB: shape.transB ?? false,
+    strideA,
+    strideB,
+    beta: shape.accumulate ? 1 : 0,
+  };
+}
+
+/** A view starting at `offset` (koffi passes a typed array's own window, so offsets are subarrays). */
+function at<T extends Float32Array | Uint16Array>(x: T, offset: number): T {
+  return (offset === 0 ? x : x.subarray(offset)) as T;
+}
+
+let f16Table: Float32Array | null = null;
+/** All 65536 f16 values as f32: widening is then one indexed load per element. */
+function f16ToF32Table(): Float32Array {
+  if (f16Table) return f16Table;
+  const table = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const sign = h & 0x8000 ? -1 : 1;
+    const e = (h >> 10) & 0x1f;
+    const f = h & 0x3ff;
+    table[h] =
+      e === 0
+        ? sign * f * 2 ** -24
+        : e === 31
+          ? f
+            ? Number.NaN
+            : sign * Number.POSITIVE_INFINITY
+          : sign * (1 + f / 1024) * 2 ** (e - 15);
+  }
+  f16Table = table;
+  return table;
+}
+
+export class NativeGemm {
+  private scratch = new Float32Array(0);
+  private scratchBits = new Uint32Array(0);
+  private aBf16 = new Uint16Array(0);
+  private readonly scratchElements: number;
+  readonly bf16Gemm: Bf16Gemm;
+
+  constructor(
+    readonly blas: BlasLibrary,
+    private readonly options: NativeGemmOptions = {},
+  ) {
+    this.scratchElements = Math.max(options.scratchElements ?? 4 * 2 ** 20, 1);
+    this.bf16Gemm = options.bf16Gemm ?? "widen";
+    if (this.bf16Gemm === "onednn" && !options.onednn)
+      throw new ShapeError('NativeGemm: bf16Gemm "onednn" needs a loaded oneDNN library');
+  }
+
+  /** out[b] (+)= op(A[b])·op(B[b]) in f32 (see MatmulShape). */
+  matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+    const s = resolve("matmul", shape, a.length, b.length, out.length);
+    if (this.trivial(s, out)) return;
+    const { m, n, k } = s;
+    // Batches that share B with consecutive, untransposed A rows are one tall GEMM (batch·m rows).
+    if (s.batch > 1 && s.strideB === 0 && !s.transA && s.strideA === m * k) {
+      this.sgemm(s, a, 0, b, 0, s.transB ? k : n, out, 0, s.batch * m, n);
+      return;
+    }
+    for (let i = 0; i < s.batch; i++)
+      this.sgemm(s, a, i * s.strideA, b, i * s.strideB, s.transB ? k : n, out, i * m * n, m, n);
+  }
+
+  /** As matmul with B given as bf16 bits (frozen weights). */
+  matmulBf16B(a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape): void {
+    const s = resolve("matmulBf16B", shape, a.length, bBits.length, out.length);
+    if (this.trivial(s, out)) return;
+    if (this.bf16Gemm === "onednn") this.onednnBf16(s, a, bBits, out);
+    else this.widened(s, a, bBits, out, false);
+  }
+
+  /** As matmul with B given as IEEE half bits. */
+  matmulF16B(a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape): void {
+    const s = resolve("matmulF16B", shape, a.length, bBits.length, out.length);
+    if (this.trivial(s, out)) return;
+    this.widened(s, a, bBits, out, true);
+  }
+
+  /** Empty products: nothing to do, or out = 0 when k = 0 (BLAS may skip scaling C then). */
+  private trivial(s: Resolved, out: Float32Array): boolean {
+    if (s.batch === 0 || s.m === 0 || s.n === 0) return true;
+    if (s.k === 0) {
+      if (s.beta === 0) out.fill(0, 0, s.batch * s.m * s.n);
+      return true;
+    }
+    return false;
+  }
+
+  private sgemm(
+    s: Resolved,
+    a: Float32Array,
+    aOff: number,
+    b: Float32Array,
+    bOff: number,
+    ldb: number,
+    out: Float32Array,
+    cOff: number,
+    rows: number,
+    cols: number,
+  ): void {
+    this.blas.sgemm(
+      CBLAS_ROW_MAJOR,
+      s.transA ? CBLAS_TRANS : CBLAS_NO_TRANS,
+      s.transB ? CBLAS_TRANS : CBLAS_NO_TRANS,
+      rows,
+      cols,
+      s.k,
+      1,
+      at(a, aOff),
+      s.transA ? s.m : s.k,
+      at(b, bOff),
+      ldb,
+      s.beta,
+      at(out, cOff),
+      s.n,
+    );
+  }
+
+  private ensureScratch(elements: number): Float32Array {
+    if (this.scratch.length < elements) {
+      this.scratch = new Float32Array(elements);
+      this.scratchBits = new Uint32Array(this.scratch.buffer);
+    }
+    return this.scratch;
+  }
+
+  /**
+   * Columns [c0, c1) of op(B) widened into the scratch as a matrix with leading dimension ldb:
+   * rows c0..c1 of a stored-transposed B (contiguous), or a k × (c1 − c0) block of a plain one.
+   */
+  private widenSlice(bits: Uint16Array, off: number, s: Resolved, c0: number, c1: number, f16: boolean): number {
+    const w = c1 - c0;
+    const { k, n } = s;
+    this.ensureScratch(w * k);
+    const dst = this.scratch;
+    const dstBits = this.scratchBits;
+    const table = f16 ? f16ToF32Table() : null;
+    if (s.transB) {
+      const src = off + c0 * k;
+      const len = w * k;
+      if (table) for (let i = 0; i < len; i++) dst[i] = table[bits[src + i]];
+      else for (let i = 0; i < len; i++) dstBits[i] = bits[src + i] << 16;
+      return k;
+    }
+    for (let r = 0; r < k; r++) {
+      const src = off + r * n + c0;
+      const d = r * w;
+      if (table) for (let j = 0; j < w; j++) dst[d + j] = table[bits[src + j]];
+      else for (let j = 0; j < w; j++) dstBits[d + j] = bits[src + j] << 16;
+    }
+    return w;
+  }
+
+  private widened(s: Resolved, a: Float32Array, bits: Uint16Array, out: Float32Array, f16: boolean): void {
+    const { m, n, k } = s;
+    const slice = Math.max(1, Math.min(n, Math.floor(this.scratchElements / k)));
+    const tall = s.batch > 1 && s.strideB === 0 && !s.transA && s.strideA === m * k;
+    const batchesPerB = s.strideB === 0 ? s.batch : 1;
+    for (let bi = 0; bi < s.batch; bi += batchesPerB) {
+      for (let c0 = 0; c0 < n; c0 += slice) {
+        const c1 = Math.min(n, c0 + slice);
+        const ldb = this.widenSlice(bits, bi * s.strideB, s, c0, c1, f16);
+        const view = this.scratch;
+        if (tall) {
+          this.sgemm(s, a, 0, view, 0, ldb, out, c0, s.batch * m, c1 - c0);
+          continue;
+        }
+        for (let i = bi; i < bi + batchesPerB; i++)
+          this.sgemm(s, a, i * s.strideA, view, 0, ldb, out, i * m * n + c0, m, c1 - c0);
+      }
+    }
+  }
+
+  /** A rounded to bf16 (nearest-even, as torch's .to(bfloat16)), then oneDNN's bf16·bf16→f32 GEMM. */
+  private onednnBf16(s: Resolved, a: Float32Array, bits: Uint16Array, out: Float32Array): void {
+    const onednn = this.options.onednn as OneDnnLibrary;
+    const { m, n, k } = s;
+    const aSize = s.strideA === 0 ? m * k : (s.batch - 1) * s.strideA + m * k;
+    if (this.aBf16.length < aSize) this.aBf16 = new Uint16Array(aSize);
+    const aBits = this.aBf16;
+    const a32 = new Uint32Array(a.buffer, a.byteOffset, aSize);
+    for (let i = 0; i < aSize; i++) {
+      const u = a32[i];
+      // NaN keeps a quiet NaN; everything else rounds to nearest even on the dropped 16 bits.
+      aBits[i] = (u & 0x7fffffff) > 0x7f800000 ? (u >>> 16) | 0x40 : (u + 0x7fff + ((u >>> 16) & 1)) >>> 16;
+    }
+    const ta = s.transA ? T_CODE : N_CODE;
+    const tb = s.transB ? T_CODE : N_CODE;
+    const tall = s.batch > 1 && s.strideB === 0 && !s.transA && s.strideA === m * k;
+    const calls = tall ? 1 : s.batch;
+    const rows = tall ? s.batch * m : m;
+    for (let i = 0; i < calls; i++) {
+      const status = onednn.gemmBf16(
+        ta,
+        tb,
+        rows,
+        n,
+        k,
+        1,
+        at(aBits, i * s.strideA),
+        s.transA ? m : k,
+        at(bits, i * s.strideB),
+        s.transB ? k : n,
+        s.beta,
+        at(out, i * m * n),
+        n,
+      );
+      if (status !== 0) throw new ShapeError(`matmulBf16B: dnnl_gemm_bf16bf16f32 failed with status ${status}`);
+    }
+  }
+}

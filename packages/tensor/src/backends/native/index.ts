@@ -1,0 +1,139 @@
+// The native backend: the wasm backend (its kernels and its memory) with the GEMMs sent to the
+// machine's CBLAS through an FFI. One process mixes both: BLAS reads and writes the same
+// Float32Arrays (plain or wasm-heap views) that the wasm kernels use, by pointer.
+import { type Kernels, hasBackend, kernel, registerKernels, unregisterBackend, withBackend } from "../../backend.js";
+import { jsKernels } from "../js/index.js";
+import type { InitBackendOptions } from "../../init-backend.js";
+import { makeGemmAttention } from "../attention-gemm.js";
+import { initWasmBackend } from "../wasm.js";
+import { type BlasLibrary, NativeBackendUnavailableError, type OneDnnLibrary, loadBlas, loadOneDnn } from "./blas.js";
+import { type Bf16Gemm, NativeGemm } from "./gemm.js";
+
+export { NativeBackendUnavailableError } from "./blas.js";
+export { type Bf16Gemm, NativeGemm } from "./gemm.js";
+export { loadBlas, loadOneDnn, type BlasLibrary, type LoadBlasOptions, type OneDnnLibrary } from "./blas.js";
+
+export interface NativeBackendOptions {
+  /** CBLAS to load instead of searching (a path or soname); the KILN_BLAS environment variable does the same. */
+  blasLibrary?: string;
+  /**
+   * Load OpenBLAS as if OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE were unset (they are restored right
+   * after). Those variables pin OpenBLAS to an older kernel, e.g. Haswell on an AVX-512 CPU: about
+   * half the GEMM speed. Default false: the environment is respected and the core is reported.
+   */
+  ignoreOpenblasEnv?: boolean;
+  /**
+   * bf16 weights: "widen" (default) converts slices of B to f32 and runs sgemm, so results equal
+   * the f32 product of the stored values; "onednn" rounds A to bf16 as well and runs oneDNN's
+   * bf16 GEMM (PyTorch's bf16 CPU path: about twice the speed on CPUs with AVX512-BF16 or AMX).
+   */
+  bf16Gemm?: Bf16Gemm;
+  /** f32 elements of the reusable scratch bf16/f16 weights are widened into (default 4 Mi = 16 MiB). */
+  widenScratchElements?: number;
+}
+
+export interface NativeBackendInfo {
+  vendor: string;
+  library: string;
+  /** OpenBLAS's kernel name, e.g. "SkylakeX" / "Cooperlake"; null where the library does not report one. */
+  core: string | null;
+  config: string | null;
+  threads: number;
+  threadsApplied: boolean;
+  bf16Gemm: Bf16Gemm;
+  onednn: string | null;
+  /** Environment variables that pin OpenBLAS's kernel, as they were when the library loaded. */
+  pinnedBy: string[];
+  /** One line for logs: library, core, threads, bf16 path. */
+  summary: string;
+}
+
+let gemm: NativeGemm | null = null;
+let info: NativeBackendInfo | null = null;
+
+/** What the native backend runs on (after `initBackend("native")`), or null. */
+export function nativeBackendInfo(): NativeBackendInfo | null {
+  return info;
+}
+
+/** The live native GEMMs (e.g. matmulF16B), or null before `initBackend("native")`. */
+export function nativeGemm(): NativeGemm | null {
+  return gemm;
+}
+
+/** Unregister the native backend (its wasm kernels stay with the wasm backend). */
+export function disposeNativeBackend(): void {
+  gemm = null;
+  info = null;
+  unregisterBackend("native");
+}
+
+/** The wasm backend's default, so both halves of the backend use the same cores. */
+async function defaultThreads(): Promise<number> {
+  const os = await import("node:os");
+  const cores = typeof os.availableParallelism === "function" ? os.availableParallelism() : os.cpus().length;
+  return Math.max(1, Math.min(2, cores));
+}
+
+/** Load the BLAS, make sure the wasm backend is up, register "native" = wasm kernels + BLAS GEMMs. */
+export async function initNativeBackend(options: InitBackendOptions & NativeBackendOptions): Promise<void> {
+  const pinnedBy = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]
+    .filter((v) => process.env[v] !== undefined && !options.ignoreOpenblasEnv)
+    .map((v) => `${v}=${process.env[v]}`);
+  const blas: BlasLibrary = await loadBlas({
+    library: options.blasLibrary,
+    ignoreOpenblasEnv: options.ignoreOpenblasEnv,
+  });
+  const threads = options.threads ?? (await defaultThreads());
+  const threadsApplied = blas.setThreads(threads);
+  const bf16Gemm = options.bf16Gemm ?? "widen";
+  let onednn: OneDnnLibrary | null = null;
+  if (bf16Gemm === "onednn") {
+    const loaded = await loadOneDnn();
+    if (typeof loaded === "string") {
+      throw new NativeBackendUnavailableError(`native backend: bf16Gemm "onednn" unavailable: ${loaded}`);
+    }
+    onednn = loaded;
+    onednn.setThreads(threads);
+  }
+  if (!hasBackend("wasm")) await initWasmBackend(options);
+  const next = new NativeGemm(blas, { bf16Gemm, onednn, scratchElements: options.widenScratchElements });
+
+  // Everything but the GEMMs is the wasm backend's (or js where wasm has no kernel).
+  const kernels = {} as Record<string, unknown>;
+  withBackend("wasm", () => {
+    for (const name of Object.keys(jsKernels) as (keyof Kernels)[]) kernels[name] = kernel(name);
+  });
+  const wasmAttention = kernels as unknown as Kernels;
+  const matmul: Kernels["matmul"] = (a, b, out, shape) => next.matmul(a, b, out, shape);
+  const tiled = makeGemmAttention(matmul);
+  const forward = wasmAttention.attentionForward;
+  const backward = wasmAttention.attentionBackward;
+  registerKernels("native", {
+    ...(kernels as Partial<Kernels>),
+    matmul,
+    matmulBf16B: (a, b, out, shape) => next.matmulBf16B(a, b, out, shape),
+    // Padded batches run the GEMM-tiled attention: its score and value products go to BLAS.
+    attentionForward: (q, k, v, mask, out, lse, s) =>
+      mask ? tiled.attentionForward(q, k, v, mask, out, lse, s) : forward(q, k, v, mask, out, lse, s),
+    attentionBackward: (q, k, v, mask, out, lse, dOut, dq, dk, dv, s) =>
+      mask
+        ? tiled.attentionBackward(q, k, v, mask, out, lse, dOut, dq, dk, dv, s)
+        : backward(q, k, v, mask, out, lse, dOut, dq, dk, dv, s),
+  });
+  gemm = next;
+  info = {
+    vendor: blas.vendor,
+    library: blas.path,
+    core: blas.core,
+    config: blas.config,
+    threads,
+    threadsApplied,
+    bf16Gemm,
+    onednn: onednn?.path ?? null,
+    pinnedBy,
+    summary:
+      `${blas.vendor} (${blas.path}${blas.core ? `, core ${blas.core}` : ""}${pinnedBy.length ? ` pinned by ${pinnedBy.join(" ")}` : ""}), ` +
+      `${threads} thread${threads === 1 ? "" : "s"}${threadsApplied ? "" : " (library default)"}, bf16 ${bf16Gemm}`,
+  };
+}
