@@ -6,6 +6,7 @@ export { disposeWasmBackend, wasmKernels } from "./backends/wasm.js";
 export {
   disposeNativeBackend,
   NativeBackendUnavailableError,
+  NativeGemm,
   nativeBackendInfo,
   nativeGemm,
   type Bf16Gemm,

@@ -1,7 +1,15 @@
 // The native backend: the wasm backend (its kernels and its memory) with the GEMMs sent to the
 // machine's CBLAS through an FFI. One process mixes both: BLAS reads and writes the same
 // Float32Arrays (plain or wasm-heap views) that the wasm kernels use, by pointer.
-import { type Kernels, hasBackend, kernel, registerKernels, unregisterBackend, withBackend } from "../../backend.js";
+import {
+  type Kernels,
+  hasBackend,
+  kernel,
+  referenceKernel,
+  registerKernels,
+  unregisterBackend,
+  withBackend,
+} from "../../backend.js";
 import { jsKernels } from "../js/index.js";
 import type { InitBackendOptions } from "../../init-backend.js";
 import { makeGemmAttention } from "../attention-gemm.js";
@@ -99,16 +107,19 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
   if (!hasBackend("wasm")) await initWasmBackend(options);
   const next = new NativeGemm(blas, { bf16Gemm, onednn, scratchElements: options.widenScratchElements });
 
-  // Everything but the GEMMs is the wasm backend's (or js where wasm has no kernel).
+  // Everything but the GEMMs is the wasm backend's; what wasm lacks stays unregistered, so it
+  // falls back to js exactly as it does on wasm.
   const kernels = {} as Record<string, unknown>;
   withBackend("wasm", () => {
-    for (const name of Object.keys(jsKernels) as (keyof Kernels)[]) kernels[name] = kernel(name);
+    for (const name of Object.keys(jsKernels) as (keyof Kernels)[]) {
+      const impl = kernel(name);
+      if (impl && impl !== referenceKernel(name)) kernels[name] = impl;
+    }
   });
-  const wasmAttention = kernels as unknown as Kernels;
   const matmul: Kernels["matmul"] = (a, b, out, shape) => next.matmul(a, b, out, shape);
   const tiled = makeGemmAttention(matmul);
-  const forward = wasmAttention.attentionForward;
-  const backward = wasmAttention.attentionBackward;
+  const forward = (kernels.attentionForward ?? referenceKernel("attentionForward")) as Kernels["attentionForward"];
+  const backward = (kernels.attentionBackward ?? referenceKernel("attentionBackward")) as Kernels["attentionBackward"];
   registerKernels("native", {
     ...(kernels as Partial<Kernels>),
     matmul,
