@@ -1,5 +1,5 @@
 // @kiln/kit: recipes, trainers and run directories composed from the kiln packages.
-export { kitDataDir, stories260KPaths } from "./data-dir.js";
+export { stories260KPaths } from "./data-dir.js";
 export { RunDir, kilnPackageVersions, type RunMetadata } from "./run-dir.js";
 export { trainSft, type SftBatch, type SftConfig, type SftStepMetrics } from "./sft-trainer.js";
 export { runDemo, type DemoOptions, type DemoResult } from "./demo.js";

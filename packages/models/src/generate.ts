@@ -43,7 +43,11 @@ export interface GenerationOutput {
   promptIds: number[];
   /** Completion tokens, the stop token included when one ended the row. */
   tokenIds: number[];
-  /** Decoded completion without the stop token and cut before a stop string ("" without a tokenizer). */
+  /**
+   * The completion's text as it continues the prompt (a SentencePiece word start keeps its space, so
+   * `decode(promptIds) + text` reads as the whole sequence), without the stop token and cut before a stop
+   * string ("" without a tokenizer).
+   */
   text: string;
   /** Raw log-prob of each completion token. */
   logprobs: number[];
@@ -135,7 +139,7 @@ export function generate(
           out.finishReason = "stop";
           out.stoppedBy = token;
         } else if (options.stopStrings?.length && options.tokenizer) {
-          const text = options.tokenizer.decode(out.tokenIds);
+          const text = options.tokenizer.decodeContinuation(out.promptIds, out.tokenIds);
           const hit = firstStop(text, options.stopStrings);
           if (hit) {
             done[b] = true;
@@ -152,7 +156,7 @@ export function generate(
       for (const out of outs) {
         if (typeof out.stoppedBy === "string") continue;
         const body = out.finishReason === "stop" ? out.tokenIds.slice(0, -1) : out.tokenIds;
-        out.text = options.tokenizer.decode(body);
+        out.text = options.tokenizer.decodeContinuation(out.promptIds, body);
       }
     }
     return outs;

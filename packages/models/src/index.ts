@@ -22,3 +22,10 @@ export * from "./sampling.js";
 export { generate, type GenerateOptions, type GenerationOutput, type TokenAlternative } from "./generate.js";
 export { scoreCompletions, type ScoreItem } from "./score.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";
+export {
+  loadStories260K,
+  stories260KPaths,
+  stories260KUrls,
+  type Stories260K,
+  type Stories260KFiles,
+} from "./stories260K.js";

@@ -115,13 +115,13 @@ export function toGeneration(
   if (options.logprobs) {
     generation.logprobs = out.tokenIds.map(
       (id, i): TokenLogprob => ({
-        token: tokenizer.decode([id]),
+        token: tokenizer.tokenText(id),
         tokenId: id,
         logprob: out.logprobs[i],
         ...(out.topLogprobs
           ? {
               top: out.topLogprobs[i].map((a) => ({
-                token: tokenizer.decode([a.tokenId]),
+                token: tokenizer.tokenText(a.tokenId),
                 tokenId: a.tokenId,
                 logprob: a.logprob,
               })),

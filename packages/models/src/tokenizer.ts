@@ -85,11 +85,53 @@ export class Tokenizer {
     return this.hf.get_vocab(true).size;
   }
 
-  /** The text a single token decodes to on its own (for log-prob displays). */
+  /**
+   * The text a token adds when it follows other text (log-prob displays, streaming). Decoding it alone is not
+   * that: SentencePiece decoders drop the word-start space of the first token ("▁She" reads "She", not " She").
+   */
   tokenText(id: number): string {
-    return this.decode([id]);
+    const anchor = this.anchorToken();
+    if (anchor === null) return this.decode([id]);
+    const both = this.decode([anchor.id, id]);
+    return both.startsWith(anchor.text) ? both.slice(anchor.text.length) : this.decode([id]);
+  }
+
+  /**
+   * The text `ids` add after `prefix` (e.g. a completion after its prompt), so that `decode(prefix) + result`
+   * reads as `decode([...prefix, ...ids])`. Decoding `ids` alone loses a leading SentencePiece space and splits
+   * UTF-8 sequences that straddle the boundary; when the prefix ends inside a character, the result starts with
+   * that whole character. Only the last few prefix tokens are decoded again.
+   */
+  decodeContinuation(prefix: readonly number[], ids: readonly number[], options: DecodeOptions = {}): string {
+    if (ids.length === 0) return "";
+    if (prefix.length === 0) return this.decode(ids, options);
+    for (const tailLength of [CONTINUATION_TAIL, prefix.length]) {
+      const tail = prefix.slice(-tailLength);
+      const head = this.decode(tail, options);
+      const whole = this.decode([...tail, ...ids], options);
+      if (whole.startsWith(head)) return whole.slice(head.length);
+      // The prefix ends inside a character (byte-fallback pieces): it decoded to U+FFFD, which `ids` complete.
+      const complete = head.replace(/\uFFFD+$/, "");
+      if (complete !== head && whole.startsWith(complete)) return whole.slice(complete.length);
+      if (tailLength >= prefix.length) break;
+    }
+    return this.decode(ids, options);
+  }
+
+  private anchor: { id: number; text: string } | null | undefined;
+
+  /** An ordinary token to decode in front of another, so that token decodes as it does mid-text. */
+  private anchorToken(): { id: number; text: string } | null {
+    if (this.anchor !== undefined) return this.anchor;
+    const [id] = this.encode("a");
+    this.anchor = id === undefined || this.specialIds.has(id) ? null : { id, text: this.decode([id]) };
+    if (this.anchor !== null && this.anchor.text === "") this.anchor = null;
+    return this.anchor;
   }
 }
+
+/** Prefix tokens decoded again at a boundary: enough for a word-start marker or a 4-byte UTF-8 sequence. */
+const CONTINUATION_TAIL = 8;
 
 /** Load tokenizer.json (+ tokenizer_config.json and chat_template.jinja when present). */
 export async function loadTokenizer(source: ModelSource): Promise<Tokenizer> {

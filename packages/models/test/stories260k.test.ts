@@ -37,8 +37,30 @@ describe("stories260K (llama2.c) converted by hub-io", () => {
       expect(c.min_top2_gap).toBeGreaterThan(1e-2);
       expect(out.tokenIds).toEqual(c.greedy_ids);
       expect(out.finishReason).toBe("length");
-      expect(out.text.trimStart()).toBe(c.text.trimStart());
+      // run.c prints each token as it continues the text, so a word start keeps its space (" Once", ", there")
+      expect(out.text).toBe(c.text);
+      const promptText = tokenizer.decode(c.prompt_ids);
+      expect(promptText + out.text).toBe(tokenizer.decode([...c.prompt_ids, ...out.tokenIds]));
     });
+  });
+
+  it("tokenText keeps a token's word-start space; decodeContinuation joins prompt and completion", async () => {
+    const tokenizer = await loadTokenizer(converted.files);
+    const [she] = tokenizer.encode("She");
+    expect(tokenizer.idToToken(she)).toBe("\u2581She");
+    expect(tokenizer.decode([she])).toBe("She"); // what the decoder does at the start of a text
+    expect(tokenizer.tokenText(she)).toBe(" She");
+    const [dot] = tokenizer.encode(".").slice(-1);
+    expect(tokenizer.tokenText(dot)).toBe(".");
+    const prompt = tokenizer.encode("She was happy.");
+    const rest = tokenizer.encode("She smiled.");
+    expect(tokenizer.decodeContinuation(prompt, rest)).toBe(" She smiled.");
+    // a character split into byte-fallback pieces across the boundary comes out whole in the continuation
+    const emoji = tokenizer.encode("a \u{1F600} b");
+    const split = emoji.findIndex((id) => /^<0x/.test(tokenizer.idToToken(id) ?? "")) + 1;
+    expect(split).toBeGreaterThan(1);
+    expect(tokenizer.decode(emoji)).toBe("a \u{1F600} b");
+    expect(tokenizer.decodeContinuation(emoji.slice(0, split), emoji.slice(split))).toBe("\u{1F600} b");
   });
 
   it("stops at a stop string and cuts the text before it", async () => {
