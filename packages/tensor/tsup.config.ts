@@ -1,3 +1,5 @@
 import { kilnTsup } from "../../tooling/tsup.preset.mjs";
 
-export default kilnTsup();
+// tsup leaves only dependencies and peerDependencies external; the optional ones must stay imports too
+// (koffi loads a native binary next to its own files, and a browser bundle maps both to empty modules).
+export default kilnTsup({ external: ["koffi", "webgpu"] });
