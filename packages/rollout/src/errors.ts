@@ -27,8 +27,27 @@ export class PolicyHttpError extends RolloutError {
 /** A policy does not implement an optional capability (score, complete). */
 export class PolicyCapabilityError extends RolloutError {}
 
-/** A trajectory file or record is corrupt, torn, or of an unsupported schema version. */
-export class TrajectoryFileError extends RolloutError {}
+/**
+ * What went wrong with a trajectory file: `corrupt` (damage that is not a torn tail: bad CRC,
+ * bad size field, bytes that do not inflate), `garbage` (bytes that are not a record at all),
+ * `too-large` (a record or file beyond the reader's cap), `schema` (a record that is not a
+ * trajectory this version reads), `usage` (the writer was misused).
+ */
+export type TrajectoryFileProblem = "corrupt" | "garbage" | "too-large" | "schema" | "usage";
+
+/** A trajectory file or record is corrupt, torn, too large, or of an unsupported schema version. */
+export class TrajectoryFileError extends RolloutError {
+  constructor(
+    message: string,
+    readonly problem: TrajectoryFileProblem = "corrupt",
+    /** Byte offset in the file where the damage starts, when known. */
+    readonly byteOffset?: number,
+    /** 1-based number of the episode (gzip member or line) that is damaged, when known. */
+    readonly episode?: number,
+  ) {
+    super(message);
+  }
+}
 
 /** Replaying a recorded episode did not reproduce its observations (non-deterministic environment). */
 export class BranchReplayError extends RolloutError {}

@@ -1,7 +1,8 @@
 // JSON Lines encoding shared by trajectory files, seeded starts and TRL exports. Pure.
 
 import { strFromU8, strToU8 } from "fflate";
-import { decodeGzipMembers, encodeGzipMember } from "./gzip-members.js";
+import { TrajectoryFileError } from "./errors.js";
+import { type DecodeMembersOptions, decodeGzipMembers, encodeGzipMember } from "./gzip-members.js";
 
 /** Whether a path names a gzip file (".gz" suffix). */
 export function isGzipPath(path: string): boolean {
@@ -23,12 +24,18 @@ export interface DecodedJsonl {
 
 /**
  * Parses JSONL bytes (gzip or plain). An incomplete last line or member is reported as torn,
- * not parsed. `onBadLine` decides what a complete but unparsable line means (default: throw).
+ * not parsed. A complete but unparsable line throws a
+ * TrajectoryFileError naming it.
  */
-export function decodeJsonl(data: Uint8Array, gzip: boolean, name: string): DecodedJsonl {
+export function decodeJsonl(
+  data: Uint8Array,
+  gzip: boolean,
+  name: string,
+  options: DecodeMembersOptions = {},
+): DecodedJsonl {
   const records: unknown[] = [];
   if (gzip) {
-    const { payloads, validBytes, torn } = decodeGzipMembers(data, name);
+    const { payloads, validBytes, torn } = decodeGzipMembers(data, name, options);
     let line = 0;
     for (const p of payloads) {
       for (const l of strFromU8(p).split("\n")) {
@@ -53,6 +60,11 @@ function parseLine(line: string, name: string, n: number): unknown {
   try {
     return JSON.parse(line);
   } catch (err) {
-    throw new SyntaxError(`${name}: line ${n} is not valid JSON: ${(err as Error).message}`);
+    throw new TrajectoryFileError(
+      `${name}: line ${n} is not valid JSON: ${(err as Error).message}`,
+      "garbage",
+      undefined,
+      n,
+    );
   }
 }

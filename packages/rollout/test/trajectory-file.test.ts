@@ -44,7 +44,9 @@ describe("gzip members", () => {
     const b = encodeGzipMember(new TextEncoder().encode("y"));
     const bad = new Uint8Array([...a, ...b]);
     bad[a.length - 6] ^= 0xff; // CRC of the first member
-    expect(() => decodeGzipMembers(bad, "f.gz")).toThrow(/f\.gz: member at byte 0 fails its CRC-32/);
+    expect(() => decodeGzipMembers(bad, "f.gz")).toThrow(
+      /f\.gz: episode 1 \(gzip member at byte 0\) is corrupt: CRC-32 mismatch/,
+    );
     expect(() => decodeGzipMembers(new Uint8Array([1, 2, 3]), "f.gz")).toThrow(TrajectoryFileError);
   });
 });
