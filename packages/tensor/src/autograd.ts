@@ -2,9 +2,11 @@
 // (its inputs and a backward closure); `backward` walks the tape in reverse
 // topological order and sums gradients. Gradients are defined once per op in
 // terms of other ops, so every backend inherits them.
+import { kernel } from "./backend.js";
 import { AutogradError, ShapeError, fmtShape } from "./errors.js";
 import { sameShape } from "./shape.js";
-import { type GradNode, Tensor } from "./tensor.js";
+import type { Storage } from "./storage.js";
+import { type GradNode, Tensor, argOf, markLeafGrad } from "./tensor.js";
 
 let gradEnabled = true;
 
@@ -33,19 +35,23 @@ export function withGrad<T>(fn: () => T): T {
   }
 }
 
-/** Attach a tape node to `out` when recording and any input requires grad. */
+/**
+ * Attach a tape node to `out` when recording and any input requires grad. `saved` lists tensors the backward
+ * closure reads besides the inputs and `out` (so `tidy` keeps them while the tape needs them).
+ */
 export function record(
   out: Tensor,
   op: string,
   inputs: readonly Tensor[],
   backward: (gradOutput: Tensor) => (Tensor | null)[],
+  saved?: readonly Tensor[],
 ): Tensor {
   if (!gradEnabled) return out;
   let needs = false;
   for (const t of inputs) if (t.requiresGrad) needs = true;
   if (!needs) return out;
   out.requiresGrad = true;
-  out.node = { op, inputs, backward } satisfies GradNode;
+  out.node = { op, inputs, backward, saved } satisfies GradNode;
   return out;
 }
 
@@ -74,26 +80,35 @@ function topoOrder(root: Tensor): Tensor[] {
   return order;
 }
 
-function accumulateInto(target: Tensor, grad: Tensor, owned: Set<ArrayBufferLike>): void {
+function accumulateInto(target: Tensor, grad: Tensor, owned: Set<Storage>): void {
   if (!sameShape(target.shape, grad.shape)) {
     throw new ShapeError(`backward: gradient ${fmtShape(grad.shape)} does not match tensor ${fmtShape(target.shape)}`);
   }
   if (target.grad === null) {
-    // Take the gradient's buffer over instead of copying (a [tokens × vocab] logits gradient is
-    // large) unless another leaf or the caller's seed already holds that buffer: leaf gradients
+    // Take the gradient's storage over instead of copying (a [tokens × vocab] logits gradient is
+    // large) unless another leaf or the caller's seed already holds that storage: leaf gradients
     // are later changed in place (accumulation, clipping), so no two may share storage.
-    const buffer = grad.data.buffer;
-    if (grad.dtype === "f32" && !owned.has(buffer)) {
-      owned.add(buffer);
-      target.grad = new Tensor(grad.data, target.shape);
+    if (grad.dtype === "f32" && !owned.has(grad.storage)) {
+      owned.add(grad.storage);
+      target.grad = new Tensor(grad.storage, target.shape, "f32", grad.offset);
     } else {
-      target.grad = new Tensor(Float32Array.from(grad.f32), target.shape);
+      target.grad = grad.clone();
     }
+    markLeafGrad(target.grad);
     return;
   }
-  const dst = target.grad.f32;
-  const src = grad.f32;
-  for (let i = 0; i < dst.length; i++) dst[i] += src[i];
+  const n = grad.size;
+  kernel("binary")(
+    "add",
+    argOf(target.grad) as Float32Array,
+    argOf(grad) as Float32Array,
+    argOf(target.grad) as Float32Array,
+    {
+      shape: [n],
+      aStrides: [1],
+      bStrides: [1],
+    },
+  );
 }
 
 export interface BackwardOptions {
@@ -112,7 +127,7 @@ export function backward(root: Tensor, gradient?: Tensor, options: BackwardOptio
   if (gradient === undefined && root.size !== 1) {
     throw new AutogradError(`backward: implicit gradient only for scalars, got shape ${fmtShape(root.shape)}`);
   }
-  const seed = gradient ?? new Tensor(new Float32Array(root.size).fill(1), root.shape);
+  const seed = gradient ?? ones(root.shape);
   backwardMany([root], [seed], options);
 }
 
@@ -120,7 +135,7 @@ export function backward(root: Tensor, gradient?: Tensor, options: BackwardOptio
 export function backwardMany(roots: Tensor[], gradients: Tensor[], options: BackwardOptions = {}): void {
   const pending = new Map<Tensor, Tensor>();
   // Buffers a leaf gradient may not take over: the caller's seeds, then every buffer already taken.
-  const owned = new Set<ArrayBufferLike>(gradients.map((g) => g.data.buffer));
+  const owned = new Set<Storage>(gradients.map((g) => g.storage));
   const order: Tensor[] = [];
   const seen = new Set<Tensor>();
   for (let r = 0; r < roots.length; r++) {
@@ -172,11 +187,19 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
 }
 
 function addGrads(a: Tensor, b: Tensor): Tensor {
-  const out = new Float32Array(a.size);
-  const x = a.f32;
-  const y = b.f32;
-  for (let i = 0; i < out.length; i++) out[i] = x[i] + y[i];
-  return new Tensor(out, a.shape);
+  const out = Tensor.zeros(a.shape);
+  kernel("binary")("add", argOf(a) as Float32Array, argOf(b) as Float32Array, argOf(out) as Float32Array, {
+    shape: [a.size],
+    aStrides: [1],
+    bStrides: [1],
+  });
+  return out;
+}
+
+function ones(shape: readonly number[]): Tensor {
+  const t = Tensor.zeros(shape);
+  kernel("fill")(argOf(t) as Float32Array, t.size, 1, 0, "f32");
+  return t;
 }
 
 /** Clear `.grad` on each tensor (call between optimizer steps). */

@@ -1,8 +1,18 @@
-// Kernels are registered per backend under a name (tfjs-core style); ops look the
-// kernel up on the active backend and fall back to the js reference. Gradients are
-// defined once in the ops, so a new backend only adds kernels.
+// Kernels are registered per backend under a name (tfjs-core style). Ops allocate their outputs through the
+// active backend's storage (storage.ts) and call kernels by name; gradients are defined once in the ops, so a
+// new backend adds storage and kernels only. A kernel the active backend lacks falls back to the js reference
+// when the backend's memory is host-visible (js, wasm, host-storage backends); otherwise MissingKernelError.
+//
+// Every kernel works on CONTIGUOUS arrays given as kernel arguments (what the owning backend's `view` returns;
+// typed arrays on host-visible backends). Sizes are passed explicitly, so a device backend never needs the
+// array length. Unless a kernel says otherwise, outputs are fully overwritten, outputs never alias inputs,
+// and f32 math follows IEEE single precision with the formulas given here (js computes elementwise
+// functions in double and rounds once on store; device backends may differ by a few ulp).
 import { jsKernels } from "./backends/js/index.js";
+import { jsStorage } from "./backends/js/storage.js";
+import type { DType, StorageArray } from "./dtype.js";
 import { BackendError } from "./errors.js";
+import { type MemoryInfo, MissingKernelError, type StorageBackend } from "./storage.js";
 
 export interface MatmulShape {
   batch: number;
@@ -60,14 +70,14 @@ export interface AttentionShape {
   causal: boolean;
 }
 
-export interface Kernels {
-  matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void;
-  matmulBf16B(a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape): void;
+export interface Kernels<T extends KernelArrays = HostArrays> {
+  matmul(a: T["f32"], b: T["f32"], out: T["f32"], shape: MatmulShape): void;
+  matmulBf16B(a: T["f32"], bBits: T["u16"], out: T["f32"], shape: MatmulShape): void;
   rmsNorm(
-    x: Float32Array,
-    w: Float32Array,
-    out: Float32Array,
-    rstd: Float32Array,
+    x: T["f32"],
+    w: T["f32"],
+    out: T["f32"],
+    rstd: T["f32"],
     dim: number,
     eps: number,
     zeroCentered: boolean,
@@ -77,30 +87,30 @@ export interface Kernels {
    * dx = rstd·(g·w' − x̂·mean(g·w'·x̂)) and, when `dw` is given, dw = Σ_rows g·x̂ (overwritten).
    */
   rmsNormBackward(
-    x: Float32Array,
-    w: Float32Array,
-    rstd: Float32Array,
-    g: Float32Array,
-    dx: Float32Array,
-    dw: Float32Array | null,
+    x: T["f32"],
+    w: T["f32"],
+    rstd: T["f32"],
+    g: T["f32"],
+    dx: T["f32"],
+    dw: T["f32"] | null,
     dim: number,
     zeroCentered: boolean,
   ): void;
   crossEntropyForward(
-    logits: Float32Array,
-    targets: Int32Array,
-    loss: Float32Array,
-    lse: Float32Array,
+    logits: T["f32"],
+    targets: T["i32"],
+    loss: T["f32"],
+    lse: T["f32"],
     rows: number,
     vocab: number,
     ignoreIndex: number,
   ): void;
   crossEntropyBackward(
-    logits: Float32Array,
-    targets: Int32Array,
-    lse: Float32Array,
-    gradLoss: Float32Array,
-    dlogits: Float32Array,
+    logits: T["f32"],
+    targets: T["i32"],
+    lse: T["f32"],
+    gradLoss: T["f32"],
+    dlogits: T["f32"],
     rows: number,
     vocab: number,
     ignoreIndex: number,
@@ -112,12 +122,12 @@ export interface Kernels {
    * no exp and usually no pass over the vocabulary.
    */
   softmaxRows(
-    logits: Float32Array,
-    probs: Float32Array,
-    lse: Float32Array,
+    logits: T["f32"],
+    probs: T["f32"],
+    lse: T["f32"],
     rows: number,
     vocab: number,
-    rowScale?: Float32Array | null,
+    rowScale?: T["f32"] | null,
   ): void;
   /**
    * Full-vocabulary KL per row between S = softmax(scale·student) and P = softmax(scale·teacher)
@@ -127,65 +137,207 @@ export interface Kernels {
    * times gradRowScale[r] when given.
    */
   klDivergenceRows(
-    student: Float32Array,
-    teacher: Float32Array,
-    teacherRows: Int32Array | null,
-    grad: Float32Array | null,
-    loss: Float32Array,
-    lseS: Float32Array,
-    lseT: Float32Array,
+    student: T["f32"],
+    teacher: T["f32"],
+    teacherRows: T["i32"] | null,
+    grad: T["f32"] | null,
+    loss: T["f32"],
+    lseS: T["f32"],
+    lseT: T["f32"],
     shape: KlRowsShape,
-    gradRowScale?: Float32Array | null,
+    gradRowScale?: T["f32"] | null,
   ): void;
   /**
    * Rotate-half RoPE (transformers apply_rotary_pos_emb) on the first rotaryDim dims of every head row:
    * out[i] = x[i]·cos − x[i+h]·sin, out[i+h] = x[i+h]·cos + x[i]·sin for i < h = rotaryDim/2, the rest
    * copied. `out` may be `x` (in place).
    */
-  ropeForward(x: Float32Array, cos: Float32Array, sin: Float32Array, out: Float32Array, shape: RopeShape): void;
+  ropeForward(x: T["f32"], cos: Float32Array, sin: Float32Array, out: T["f32"], shape: RopeShape): void;
   /** Gradient of ropeForward: the rotation by −θ (its transpose) applied to dOut. `dx` may be `dOut`. */
-  ropeBackward(dOut: Float32Array, cos: Float32Array, sin: Float32Array, dx: Float32Array, shape: RopeShape): void;
+  ropeBackward(dOut: T["f32"], cos: Float32Array, sin: Float32Array, dx: T["f32"], shape: RopeShape): void;
   /** out = silu(gate)·up; σ(gate) saved in `sig` for the backward. */
-  swigluForward(gate: Float32Array, up: Float32Array, out: Float32Array, sig: Float32Array): void;
-  swigluBackward(
-    gate: Float32Array,
-    up: Float32Array,
-    sig: Float32Array,
-    dOut: Float32Array,
-    dGate: Float32Array,
-    dUp: Float32Array,
-  ): void;
+  swigluForward(gate: T["f32"], up: T["f32"], out: T["f32"], sig: T["f32"]): void;
+  swigluBackward(gate: T["f32"], up: T["f32"], sig: T["f32"], dOut: T["f32"], dGate: T["f32"], dUp: T["f32"]): void;
   /** One AdamW step in place (torch.optim.AdamW single-tensor semantics, see optim.ts). */
-  adamwUpdate(
-    param: Float32Array,
-    grad: Float32Array,
-    expAvg: Float32Array,
-    expAvgSq: Float32Array,
-    step: AdamWStep,
-  ): void;
+  adamwUpdate(param: T["f32"], grad: T["f32"], expAvg: T["f32"], expAvgSq: T["f32"], step: AdamWStep): void;
   /** q [B,H,tq,D], k/v [B,Hkv,tk,D], keyMask [B,tk] (1 keep, 0 pad) or null → out [B,H,tq,D], lse [B,H,tq]. */
   attentionForward(
-    q: Float32Array,
-    k: Float32Array,
-    v: Float32Array,
+    q: T["f32"],
+    k: T["f32"],
+    v: T["f32"],
     keyMask: Uint8Array | null,
-    out: Float32Array,
-    lse: Float32Array,
+    out: T["f32"],
+    lse: T["f32"],
     shape: AttentionShape,
   ): void;
   attentionBackward(
-    q: Float32Array,
-    k: Float32Array,
-    v: Float32Array,
+    q: T["f32"],
+    k: T["f32"],
+    v: T["f32"],
     keyMask: Uint8Array | null,
-    out: Float32Array,
-    lse: Float32Array,
-    dOut: Float32Array,
-    dq: Float32Array,
-    dk: Float32Array,
-    dv: Float32Array,
+    out: T["f32"],
+    lse: T["f32"],
+    dOut: T["f32"],
+    dq: T["f32"],
+    dk: T["f32"],
+    dv: T["f32"],
     shape: AttentionShape,
   ): void;
+
+  // ---- generic kernels: everything an op used to loop over on the host ----
+
+  /** out[i] = f(x[i]) for i < n, f per `UnaryOp` (see its doc). `out` may be `x` (in place). */
+  unary(op: UnaryOp, x: T["f32"], out: T["f32"], n: number): void;
+  /**
+   * dx[i] = g[i] · f'(x[i]) for i < n, with y = f(x) from the forward (formulas per `UnaryOp`; some use y:
+   * exp → y, sqrt → 0.5/y, rsqrt → −0.5·y³, tanh → 1 − y², sigmoid → y·(1 − y)).
+   */
+  unaryBackward(op: UnaryOp, x: T["f32"], y: T["f32"], g: T["f32"], dx: T["f32"], n: number): void;
+  /**
+   * out[i] = a[ia] ∘ b[ib] over the row-major index i of `shape.shape`, where ia = Σ_d idx_d·aStrides[d] and
+   * likewise ib (stride 0 on broadcast dims; a contiguous operand has the row-major strides of `shape`).
+   * `out` may be `a` or `b` when that operand is contiguous with the output's shape (in-place update).
+   * Ops per `BinaryOp`.
+   */
+  binary(op: BinaryOp, a: T["f32"], b: T["f32"], out: T["f32"], shape: BinaryShape): void;
+  /** out[i] = x[i] ∘ s (or s ∘ x[i] when `scalarLeft`) for i < n. `out` may be `x`. */
+  binaryScalar(op: BinaryOp, x: T["f32"], s: number, out: T["f32"], n: number, scalarLeft: boolean): void;
+  /** out[i] = cond[i] ≠ 0 ? a[i] : b[i] for i < n (all f32, same length; broadcast by the op with `copy`). */
+  where(cond: T["f32"], a: T["f32"], b: T["f32"], out: T["f32"], n: number): void;
+  /** out[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i] (NaN passes through); lo/hi may be ±Infinity. */
+  clamp(x: T["f32"], out: T["f32"], n: number, lo: number, hi: number): void;
+  /**
+   * x viewed as [outer][axisLen][inner] → out [outer][inner]: sum, max or min over the middle axis.
+   * sum accumulates in f32 in index order j = 0..axisLen−1 (out starts at 0); max/min start at ∓Infinity and
+   * propagate NaN (a NaN element makes the result NaN). axisLen 0 gives 0 / −Infinity / +Infinity.
+   */
+  reduce(op: ReduceOp, x: T["f32"], out: T["f32"], outer: number, axisLen: number, inner: number): void;
+  /** x [outer][axisLen][inner] → out (i32) [outer][inner]: index of the max (first on ties; the first NaN wins). */
+  argmax(x: T["f32"], out: T["i32"], outer: number, axisLen: number, inner: number): void;
+  /**
+   * Row-wise over `rows` rows of `n`: mode "softmax": out = exp(x − max)/Σ exp(x − max); mode "logSoftmax":
+   * out = x − (max + log Σ exp(x − max)).
+   */
+  softmax(mode: SoftmaxMode, x: T["f32"], out: T["f32"], rows: number, n: number): void;
+  /**
+   * Gradient from the forward's output y and the upstream g, per row: "softmax": dx = y·(g − Σ g·y);
+   * "logSoftmax": dx = g − exp(y)·Σ g.
+   */
+  softmaxBackward(mode: SoftmaxMode, y: T["f32"], g: T["f32"], dx: T["f32"], rows: number, n: number): void;
+  /**
+   * Strided copy of any dtype (x and out have the same element type): for every row-major index (i_0..i_r−1)
+   * of `shape.shape`, out[dstOffset + Σ i_d·dstStrides[d]] = x[srcOffset + Σ i_d·srcStrides[d]]. Covers
+   * permute (permuted source strides), narrow/slice (source offset), broadcastTo (stride 0) and concat
+   * (destination offset and strides of the larger output). Elements of `out` not addressed are left as they are.
+   */
+  copy(x: T["any"], out: T["any"], shape: CopyShape): void;
+  /**
+   * Embedding rows: out[i·rowLen + j] = widen(table[ids[i]·rowLen + j]) for i < count, j < rowLen, table of
+   * dtype `shape.dtype` (f32, or bf16/f16 bits widened to f32). Indices are checked by the op (0 ≤ id < tableRows).
+   */
+  gatherRows(table: T["any"], ids: T["i32"], out: T["f32"], shape: GatherRowsShape): void;
+  /** out[ids[i]·rowLen + j] += src[i·rowLen + j] in order i = 0..count−1 (repeated ids accumulate). */
+  scatterAddRows(src: T["f32"], ids: T["i32"], out: T["f32"], count: number, rowLen: number): void;
+  /**
+   * torch.gather along an axis: x [outer][n][inner], index (i32) and out [outer][k][inner]:
+   * out[(o·k + j)·inner + i] = x[(o·n + index[(o·k + j)·inner + i])·inner + i]. Indices checked by the op.
+   */
+  gatherAxis(x: T["f32"], index: T["i32"], out: T["f32"], outer: number, n: number, k: number, inner: number): void;
+  /** The gradient of gatherAxis: dx[(o·n + index[p])·inner + i] += g[p] for every p = (o·k + j)·inner + i, in order. */
+  scatterAddAxis(g: T["f32"], index: T["i32"], dx: T["f32"], outer: number, n: number, k: number, inner: number): void;
+  /**
+   * Convert n elements from dtype `from` to `to` (dtype.ts semantics: bf16/f16 round to nearest even from f32,
+   * widen exactly; i32 → float rounds to f32; float → i32 truncates toward zero like torch .to(int32)).
+   */
+  cast(x: T["any"], out: T["any"], n: number, from: DType, to: DType): void;
+  /** out[i] = value + i·step for i < n, stored in `out`'s dtype (f32 or i32 — i32 truncates; for bf16/f16 the op casts). */
+  fill(out: T["any"], n: number, value: number, step: number, dtype: DType): void;
+}
+
+/** Element types of a backend's kernel arguments: typed arrays on host-visible backends. */
+export interface KernelArrays {
+  f32: unknown;
+  i32: unknown;
+  u16: unknown;
+  /** An argument of any dtype (copy, cast, fill, gatherRows' table). */
+  any: unknown;
+}
+
+export interface HostArrays extends KernelArrays {
+  f32: Float32Array;
+  i32: Int32Array;
+  u16: Uint16Array;
+  any: StorageArray;
+}
+
+/**
+ * Elementwise functions (the js reference computes in double, rounds to f32 on store):
+ * neg −x; exp; log; sqrt; rsqrt 1/√x; tanh; sigmoid 1/(1+e^−x); silu x/(1+e^−x); gelu 0.5x(1+erf(x/√2));
+ * geluTanh 0.5x(1+tanh(√(2/π)(x+0.044715x³))); relu x>0?x:0 (derivative 0 at 0); softplus x>20 ? x :
+ * log1p(e^x) (torch beta=1, threshold=20); abs (derivative sign(x), 0 at 0); sin; cos.
+ */
+export type UnaryOp =
+  | "neg"
+  | "exp"
+  | "log"
+  | "sqrt"
+  | "rsqrt"
+  | "tanh"
+  | "sigmoid"
+  | "silu"
+  | "gelu"
+  | "geluTanh"
+  | "relu"
+  | "softplus"
+  | "abs"
+  | "sin"
+  | "cos";
+
+/**
+ * a ∘ b: add, sub, mul, div, pow (a ** b; pow with the scalar 2 is a·a), maximum (a ≥ b ? a : b; with a
+ * scalar right operand a > s ? a : s), minimum (a ≤ b ? a : b; scalar: a < s ? a : s), and comparisons
+ * eq ne lt le gt ge giving 1 or 0 (as f32).
+ */
+export type BinaryOp =
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "pow"
+  | "maximum"
+  | "minimum"
+  | "eq"
+  | "ne"
+  | "lt"
+  | "le"
+  | "gt"
+  | "ge";
+
+export type ReduceOp = "sum" | "max" | "min";
+export type SoftmaxMode = "softmax" | "logSoftmax";
+
+export interface BinaryShape {
+  /** The output shape (row-major, contiguous). */
+  shape: readonly number[];
+  /** Element strides of a and b per output dim (0 where broadcast). */
+  aStrides: readonly number[];
+  bStrides: readonly number[];
+}
+
+export interface CopyShape {
+  shape: readonly number[];
+  srcOffset: number;
+  srcStrides: readonly number[];
+  dstOffset: number;
+  dstStrides: readonly number[];
+}
+
+export interface GatherRowsShape {
+  count: number;
+  rowLen: number;
+  tableRows: number;
+  /** The table's dtype (f32, bf16 or f16). */
+  dtype: DType;
 }
 
 /** Per-step AdamW constants: stepSize = lr / (1 − β1^t), bc2Sqrt = √(1 − β2^t), decay = 1 − lr·weight_decay. */
@@ -201,86 +353,127 @@ export interface AdamWStep {
 export type KernelName = keyof Kernels;
 export type BackendName = "js" | "wasm" | "gpujs" | (string & {});
 
-interface BackendRegistry {
-  backends: Map<string, Partial<Kernels>>;
-  reference: Kernels | null;
-  active: BackendName;
-  activeKernels: Partial<Kernels>;
+interface BackendEntry {
+  storage: StorageBackend;
+  kernels: Partial<Kernels<KernelArrays>>;
 }
 
-// One registry per process, not per copy of this module: a program that loads both the ESM and the CJS build
-// (or two bundles) must see the backend `initBackend` chose in either. The first copy to load creates it.
-const REGISTRY_KEY = Symbol.for("kiln.tensor.registry.v1");
-const registry: BackendRegistry =
-  ((globalThis as Record<symbol, unknown>)[REGISTRY_KEY] as BackendRegistry) ??
-  ((globalThis as Record<symbol, unknown>)[REGISTRY_KEY] = {
-    backends: new Map<string, Partial<Kernels>>([["js", jsKernels]]),
-    reference: jsKernels,
-    active: "js",
-    activeKernels: jsKernels,
-  } satisfies BackendRegistry);
+const backends = new Map<string, BackendEntry>([["js", { storage: jsStorage, kernels: jsKernels }]]);
+let reference: Kernels = jsKernels;
+let active: BackendName = "js";
+let activeEntry: BackendEntry = backends.get("js") as BackendEntry;
 
-/** Register (or extend) a backend's kernels. The js backend must define all of them. */
-export function registerKernels(backend: BackendName, kernels: Partial<Kernels>): void {
-  const existing = registry.backends.get(backend) ?? {};
-  const merged = { ...existing, ...kernels };
-  registry.backends.set(backend, merged);
-  if (backend === "js") registry.reference = merged as Kernels;
-  if (backend === registry.active) registry.activeKernels = merged;
+/**
+ * Register (or extend) a backend's kernels. A backend registered only through this function (no
+ * `registerBackend`) stores its tensors in host arrays like js. The js backend must define all kernels.
+ */
+export function registerKernels<T extends KernelArrays = HostArrays>(
+  backend: BackendName,
+  kernels: Partial<Kernels<T>>,
+): void {
+  const existing = backends.get(backend);
+  const entry: BackendEntry = {
+    storage: existing?.storage ?? jsStorage,
+    kernels: { ...(existing?.kernels ?? {}), ...(kernels as Partial<Kernels<KernelArrays>>) },
+  };
+  backends.set(backend, entry);
+  if (backend === "js") reference = entry.kernels as unknown as Kernels;
+  if (backend === active) activeEntry = entry;
+}
+
+/**
+ * Register a backend that owns its memory (`storage`, see storage.ts) with its kernels, typed over the
+ * backend's kernel-argument arrays. Replaces an earlier registration of the same name.
+ */
+export function registerBackend<T extends KernelArrays>(
+  storage: StorageBackend<unknown, unknown>,
+  kernels: Partial<Kernels<T>>,
+): void {
+  const entry: BackendEntry = { storage, kernels: kernels as Partial<Kernels<KernelArrays>> };
+  backends.set(storage.name, entry);
+  if (storage.name === active) activeEntry = entry;
 }
 
 /** Remove a backend's kernels (after its resources are released); the active backend falls back to js. */
 export function unregisterBackend(name: BackendName): void {
   if (name === "js") throw new BackendError("unregisterBackend: the js reference backend cannot be removed");
-  registry.backends.delete(name);
-  if (registry.active === name) {
-    registry.active = "js";
-    registry.activeKernels = registry.backends.get("js") ?? jsKernels;
+  backends.delete(name);
+  if (active === name) {
+    active = "js";
+    activeEntry = backends.get("js") as BackendEntry;
   }
 }
 
 export function hasBackend(name: BackendName): boolean {
-  return registry.backends.has(name);
+  return backends.has(name);
 }
 
 export function listBackends(): string[] {
-  return [...registry.backends.keys()];
+  return [...backends.keys()];
 }
 
 /** Select the backend ops use from now on. It must be registered (see `initBackend`). */
 export function setBackend(name: BackendName): void {
-  const kernels = registry.backends.get(name);
-  if (!kernels) {
+  const entry = backends.get(name);
+  if (!entry) {
     throw new BackendError(
       `setBackend: backend "${name}" is not registered (registered: ${listBackends().join(", ")}); ` +
         `initialise it first, e.g. await initBackend("${name}")`,
     );
   }
-  registry.active = name;
-  registry.activeKernels = kernels;
+  active = name;
+  activeEntry = entry;
 }
 
 export function getBackend(): BackendName {
-  return registry.active;
+  return active;
 }
 
-/** The active backend's kernel, or the js reference kernel when the backend lacks it. */
+/** The storage of the active backend (where ops allocate their outputs). */
+export function activeStorage(): StorageBackend {
+  return activeEntry.storage;
+}
+
+/** The storage of a registered backend. */
+export function storageOf(name: BackendName): StorageBackend {
+  const entry = backends.get(name);
+  if (!entry) throw new BackendError(`storageOf: backend "${name}" is not registered`);
+  return entry.storage;
+}
+
+/** Memory counters of one backend's storage (default: the active backend). Host-storage backends share js's. */
+export function memory(name: BackendName = active): MemoryInfo {
+  return storageOf(name).memory();
+}
+
+/**
+ * The active backend's kernel; where it lacks one, the js reference kernel if the backend's memory is
+ * host-visible, otherwise a MissingKernelError naming the kernel and the backend.
+ */
 export function kernel<K extends KernelName>(name: K): Kernels[K] {
-  const impl = registry.activeKernels[name];
-  if (impl) return impl as Kernels[K];
-  if (!registry.reference) throw new BackendError("kernel: the js reference backend is not registered");
-  return registry.reference[name];
+  const impl = activeEntry.kernels[name];
+  if (impl) return impl as unknown as Kernels[K];
+  if (activeEntry.storage.hostVisible) return reference[name];
+  throw new MissingKernelError(
+    `kernel "${name}" is not implemented by backend "${active}", whose memory the js fallback cannot read`,
+  );
 }
 
 /** The js reference kernel regardless of the active backend (parity tests). */
 export function referenceKernel<K extends KernelName>(name: K): Kernels[K] {
-  if (!registry.reference) throw new BackendError("referenceKernel: the js reference backend is not registered");
-  return registry.reference[name];
+  return reference[name];
+}
+
+/** The kernels a backend registered itself (no fallback), e.g. to list what a device backend lacks. */
+export function backendKernels(name: BackendName): Partial<Kernels<KernelArrays>> {
+  const entry = backends.get(name);
+  if (!entry) throw new BackendError(`backendKernels: backend "${name}" is not registered`);
+  return entry.kernels;
 }
 
 /** Run `fn` with `name` as the active backend, restoring the previous one after. */
 export function withBackend<T>(name: BackendName, fn: () => T): T {
-  const previous = registry.active;
+  const previous = active;
   setBackend(name);
   try {
     return fn();

@@ -15,7 +15,7 @@ export function checkpoint(fn: (...inputs: Tensor[]) => Tensor, ...inputs: Tenso
   if (!isGradEnabled()) return fn(...inputs);
   const rngStart = rngSequencePosition();
   const out = noGrad(() => fn(...inputs));
-  const result = new Tensor(out.data, out.shape, out.dtype);
+  const result = new Tensor(out.storage, out.shape, out.dtype, out.offset);
   // Always on the tape: the block may use trainable parameters even when no input requires grad.
   result.requiresGrad = true;
   result.node = {
@@ -37,7 +37,7 @@ export function checkpoint(fn: (...inputs: Tensor[]) => Tensor, ...inputs: Tenso
         setRngSequencePosition(resume);
       }
       if (recomputed.requiresGrad) backwardMany([recomputed], [g]);
-      return detached.map((d) => (d.requiresGrad ? (d.grad ?? new Tensor(new Float32Array(d.size), d.shape)) : null));
+      return detached.map((d) => (d.requiresGrad ? (d.grad ?? Tensor.zeros(d.shape)) : null));
     },
   };
   return result;

@@ -29,6 +29,7 @@ export { erf } from "./ops/special.js";
 export * from "./optim.js";
 export * from "./random.js";
 export * from "./schedules.js";
+export * from "./storage.js";
 export { broadcastShapes, sizeOf, stridesOf, type Shape } from "./shape.js";
 export * from "./tensor.js";
 export {

@@ -1,8 +1,9 @@
 // Optimizers, in order of increasing complexity (tinygrad nn/optim.py style).
 // Updates run in place on parameter storage, outside the tape.
+// Optimizer state lives on the parameters' backend as tensors kept out of `tidy`.
 import { kernel } from "./backend.js";
-import type { Tensor } from "./tensor.js";
 import { ShapeError } from "./errors.js";
+import { Tensor, argOf, keep } from "./tensor.js";
 
 export interface ParamGroup {
   params: Tensor[];
@@ -34,11 +35,11 @@ export abstract class Optimizer {
     for (let i = 0; i < this.params.length; i++) {
       const p = this.params[i];
       if (p.grad === null) continue;
-      this.update(i, p.data as Float32Array, p.grad.data as Float32Array);
+      this.update(i, p, p.grad);
     }
   }
 
-  protected abstract update(index: number, param: Float32Array, grad: Float32Array): void;
+  protected abstract update(index: number, param: Tensor, grad: Tensor): void;
 
   abstract stateDict(): OptimizerState;
   abstract loadStateDict(state: OptimizerState): void;
@@ -54,7 +55,7 @@ export interface OptimizerState {
 
 /** SGD with optional momentum (torch.optim.SGD, dampening 0, no nesterov) and L2 weight decay. */
 export class SGD extends Optimizer {
-  private velocity: (Float32Array | null)[];
+  private velocity: (Tensor | null)[];
   constructor(
     params: Iterable<Tensor>,
     lr: number,
@@ -65,15 +66,21 @@ export class SGD extends Optimizer {
     this.velocity = this.params.map(() => null);
   }
 
-  protected update(i: number, p: Float32Array, g: Float32Array): void {
+  protected update(i: number, param: Tensor, grad: Tensor): void {
     const { lr, momentum, weightDecay } = this;
+    if (!param.storage.backend.hostVisible || !grad.storage.backend.hostVisible) {
+      this.updateWithKernels(i, param, grad);
+      return;
+    }
+    const p = param.dataSync() as Float32Array;
+    const g = grad.dataSync() as Float32Array;
     if (momentum === 0) {
       for (let j = 0; j < p.length; j++) p[j] -= lr * (g[j] + weightDecay * p[j]);
       return;
     }
-    let v = this.velocity[i];
-    const first = v === null;
-    if (v === null) v = this.velocity[i] = new Float32Array(p.length);
+    const first = this.velocity[i] === null;
+    if (first) this.velocity[i] = keep(Tensor.zeros(param.shape));
+    const v = (this.velocity[i] as Tensor).dataSync() as Float32Array;
     for (let j = 0; j < p.length; j++) {
       const d = g[j] + weightDecay * p[j];
       v[j] = first ? d : momentum * v[j] + d;
@@ -81,12 +88,43 @@ export class SGD extends Optimizer {
     }
   }
 
+  /** The same update with backend kernels (device-resident parameters); rounds after each operation. */
+  private updateWithKernels(i: number, param: Tensor, grad: Tensor): void {
+    const { lr, momentum, weightDecay } = this;
+    const n = param.size;
+    const flat = { shape: [n], aStrides: [1], bStrides: [1] };
+    const p = argOf(param) as Float32Array;
+    const d = Tensor.zeros(param.shape);
+    const dd = argOf(d) as Float32Array;
+    kernel("binaryScalar")("mul", p, weightDecay, dd, n, false);
+    kernel("binary")("add", argOf(grad) as Float32Array, dd, dd, flat);
+    let step = dd;
+    if (momentum !== 0) {
+      const first = this.velocity[i] === null;
+      if (first) this.velocity[i] = keep(Tensor.zeros(param.shape));
+      const v = argOf(this.velocity[i] as Tensor) as Float32Array;
+      if (first) kernel("copy")(dd, v, { shape: [n], srcOffset: 0, srcStrides: [1], dstOffset: 0, dstStrides: [1] });
+      else {
+        kernel("binaryScalar")("mul", v, momentum, v, n, false);
+        kernel("binary")("add", v, dd, v, flat);
+      }
+      step = v;
+    }
+    kernel("binaryScalar")("mul", step, lr, dd, n, false);
+    kernel("binary")("sub", p, dd, p, flat);
+    d.dispose();
+  }
+
   stateDict(): OptimizerState {
     return {
       kind: "sgd",
       step: this.stepCount,
       lr: this.lr,
-      buffers: { velocity: this.velocity.map((v, i) => v ?? new Float32Array(this.params[i].size)) },
+      buffers: {
+        velocity: this.velocity.map((v, i) =>
+          v ? (v.dataSync() as Float32Array) : new Float32Array(this.params[i].size),
+        ),
+      },
       hyper: { momentum: this.momentum, weightDecay: this.weightDecay },
     };
   }
@@ -94,7 +132,9 @@ export class SGD extends Optimizer {
   loadStateDict(state: OptimizerState): void {
     this.stepCount = state.step;
     this.lr = state.lr;
-    this.velocity = state.buffers.velocity.map((v) => Float32Array.from(v));
+    this.velocity = state.buffers.velocity.map((v, i) =>
+      keep(Tensor.fromHost(Float32Array.from(v), this.params[i].shape)),
+    );
   }
 }
 
@@ -114,22 +154,23 @@ export class AdamW extends Optimizer {
   readonly beta2: number;
   readonly eps: number;
   readonly weightDecay: number;
-  private m: Float32Array[];
-  private v: Float32Array[];
+  private m: Tensor[];
+  private v: Tensor[];
 
   constructor(params: Iterable<Tensor>, options: AdamWOptions = {}) {
     super(params, options.lr ?? 1e-3);
     [this.beta1, this.beta2] = options.betas ?? [0.9, 0.999];
     this.eps = options.eps ?? 1e-8;
     this.weightDecay = options.weightDecay ?? 1e-2;
-    this.m = this.params.map((p) => new Float32Array(p.size));
-    this.v = this.params.map((p) => new Float32Array(p.size));
+    this.m = this.params.map((p) => keep(Tensor.zeros(p.shape)));
+    this.v = this.params.map((p) => keep(Tensor.zeros(p.shape)));
   }
 
-  protected update(i: number, p: Float32Array, g: Float32Array): void {
+  protected update(i: number, p: Tensor, g: Tensor): void {
     const t = this.stepCount;
+    const f32 = (x: Tensor) => argOf(x) as Float32Array;
     // The update runs as a backend kernel (SIMD on wasm); constants are per step.
-    kernel("adamwUpdate")(p, g, this.m[i], this.v[i], {
+    kernel("adamwUpdate")(f32(p), f32(g), f32(this.m[i]), f32(this.v[i]), {
       beta1: this.beta1,
       beta2: this.beta2,
       eps: this.eps,
@@ -144,7 +185,11 @@ export class AdamW extends Optimizer {
       kind: "adamw",
       step: this.stepCount,
       lr: this.lr,
-      buffers: { exp_avg: this.m, exp_avg_sq: this.v },
+      // Host views of the state (live on js/wasm: they change with later steps).
+      buffers: {
+        exp_avg: this.m.map((t) => t.dataSync() as Float32Array),
+        exp_avg_sq: this.v.map((t) => t.dataSync() as Float32Array),
+      },
       hyper: { beta1: this.beta1, beta2: this.beta2, eps: this.eps, weightDecay: this.weightDecay },
     };
   }
@@ -158,8 +203,8 @@ export class AdamW extends Optimizer {
     }
     this.stepCount = state.step;
     this.lr = state.lr;
-    this.m = state.buffers.exp_avg.map((a) => Float32Array.from(a));
-    this.v = state.buffers.exp_avg_sq.map((a) => Float32Array.from(a));
+    this.m = state.buffers.exp_avg.map((a, i) => keep(Tensor.fromHost(Float32Array.from(a), this.params[i].shape)));
+    this.v = state.buffers.exp_avg_sq.map((a, i) => keep(Tensor.fromHost(Float32Array.from(a), this.params[i].shape)));
   }
 }
 
@@ -169,7 +214,8 @@ export class AdamW extends Optimizer {
  */
 export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
   const grads: Float32Array[] = [];
-  for (const p of params) if (p.grad) grads.push(p.grad.data as Float32Array);
+  // Reads the norm on the host: device-resident gradients throw DataSyncError from dataSync().
+  for (const p of params) if (p.grad) grads.push(p.grad.dataSync() as Float32Array);
   let sq = 0;
   for (const g of grads) {
     let s = 0;

@@ -135,7 +135,7 @@ describe("binary ops with broadcasting", () => {
     checkOp({
       inputs: [randomTensor([2, 3]), randomTensor([3])],
       op: (a, b) => T.where(cond, a, b),
-      ref: (a, b) => Float64Array.from({ length: 6 }, (_, i) => (cond.data[i] ? a[i] : b[i % 3])),
+      ref: (a, b) => Float64Array.from({ length: 6 }, (_, i) => (cond.dataSync()[i] ? a[i] : b[i % 3])),
     });
   });
 

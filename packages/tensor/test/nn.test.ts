@@ -288,11 +288,11 @@ describe("SwiGLU, cross-entropy, gathers", () => {
         ref: (x) => {
           const losses: number[] = [];
           for (let r = 0; r < 6; r++) {
-            const t = targets.data[r];
+            const t = targets.dataSync()[r];
             const row = x.subarray(r * 5, r * 5 + 5);
             losses.push(t === -100 ? 0 : -Math.log(softmax64(row)[t]));
           }
-          const valid = Array.from(targets.data).filter((t) => t !== -100).length;
+          const valid = Array.from(targets.dataSync()).filter((t) => t !== -100).length;
           const total = losses.reduce((a, b) => a + b, 0);
           return reduction === "none"
             ? Float64Array.from(losses)
@@ -320,7 +320,7 @@ describe("SwiGLU, cross-entropy, gathers", () => {
     checkOp({
       inputs: [randomTensor([5, 4])],
       op: (w) => T.embedding(w, ids),
-      ref: (w) => Float64Array.from({ length: 12 }, (_, i) => w[ids.data[Math.floor(i / 4)] * 4 + (i % 4)]),
+      ref: (w) => Float64Array.from({ length: 12 }, (_, i) => w[ids.dataSync()[Math.floor(i / 4)] * 4 + (i % 4)]),
     });
     expect(() => T.embedding(randomTensor([5, 4]), T.tensor([5], [1], "i32"))).toThrow(
       /index 5 at position 0 is outside \[0, 5\)/,
@@ -334,7 +334,7 @@ describe("SwiGLU, cross-entropy, gathers", () => {
       op: (base, src) => T.scatterAdd(base, ids, src),
       ref: (base, src) => {
         const out = Float64Array.from(base);
-        for (let i = 0; i < 3; i++) for (let j = 0; j < 2; j++) out[ids.data[i] * 2 + j] += src[i * 2 + j];
+        for (let i = 0; i < 3; i++) for (let j = 0; j < 2; j++) out[ids.dataSync()[i] * 2 + j] += src[i * 2 + j];
         return out;
       },
     });
@@ -360,15 +360,15 @@ describe("dropout", () => {
     const a = T.dropout(x, 0.25, { seed: 7, offset: 0 });
     const b = T.dropout(x, 0.25, { seed: 7, offset: 0 });
     const c = T.dropout(x, 0.25, { seed: 7, offset: 1000 });
-    expect(Array.from(a.data)).toEqual(Array.from(b.data));
-    expect(Array.from(a.data)).not.toEqual(Array.from(c.data));
-    const kept = Array.from(a.data).filter((v) => v !== 0);
+    expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
+    expect(Array.from(a.dataSync())).not.toEqual(Array.from(c.dataSync()));
+    const kept = Array.from(a.dataSync()).filter((v) => v !== 0);
     expect(kept.every((v) => Math.abs(v - 1 / 0.75) < 1e-6)).toBe(true);
     expect(Math.abs(kept.length / 1000 - 0.75)).toBeLessThan(0.05);
     const w = randomTensor([50]);
     const y = T.dropout(w, 0.5, { seed: 3 });
     T.backward(T.sum(y));
-    const mask = Array.from(y.data, (v, i) => (v === 0 ? 0 : 2 * (w.data[i] !== 0 ? 1 : 0)));
+    const mask = Array.from(y.dataSync(), (v, i) => (v === 0 ? 0 : 2 * (w.dataSync()[i] !== 0 ? 1 : 0)));
     expectClose(w.grad!.toFloat32Array(), mask, 1e-6, 1e-6);
     expect(T.dropout(w, 0.5, { seed: 3, training: false })).toBe(w);
   });

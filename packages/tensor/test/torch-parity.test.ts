@@ -61,7 +61,7 @@ describe("PyTorch parity", () => {
     expect(Array.from(vals, (v) => T.f32ToBf16Bits(v))).toEqual(r.bf16_bits);
     expect(Array.from(vals, (v) => T.f32ToF16Bits(v))).toEqual(r.f16_bits);
     const t = new T.Tensor(vals, [vals.length]);
-    expect(Array.from(t.to("bf16").data)).toEqual(r.bf16_bits);
-    expect(Array.from(t.to("f16").data)).toEqual(r.f16_bits);
+    expect(Array.from(t.to("bf16").dataSync())).toEqual(r.bf16_bits);
+    expect(Array.from(t.to("f16").dataSync())).toEqual(r.f16_bits);
   });
 });

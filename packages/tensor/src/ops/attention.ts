@@ -1,8 +1,8 @@
 import { record } from "../autograd.js";
 import { type AttentionShape, kernel } from "../backend.js";
 import { ShapeError, fmtShape } from "../errors.js";
-import { Tensor } from "../tensor.js";
-import { floatData } from "./elementwise.js";
+import { Tensor, argOf } from "../tensor.js";
+import { floatTensor } from "./elementwise.js";
 
 export interface AttentionOptions {
   /** Causal mask; with tk > tq the queries are the last tq positions (KV-cache decode). Default true. */
@@ -53,17 +53,36 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
     scale: options.scale ?? 1 / Math.sqrt(D),
     causal,
   };
-  const qd = floatData("attention", q);
-  const kd = floatData("attention", k);
-  const vd = floatData("attention", v);
-  const out = new Float32Array(q.size);
-  const lse = new Float32Array(B * H * tq);
-  kernel("attentionForward")(qd, kd, vd, mask, out, lse, shape);
-  return record(new Tensor(out, q.shape), "attention", [q, k, v], (g) => {
-    const dq = new Float32Array(q.size);
-    const dk = new Float32Array(k.size);
-    const dv = new Float32Array(v.size);
-    kernel("attentionBackward")(qd, kd, vd, mask, out, lse, g.data as Float32Array, dq, dk, dv, shape);
-    return [new Tensor(dq, q.shape), new Tensor(dk, k.shape), new Tensor(dv, v.shape)];
-  });
+  const qf = floatTensor("attention", q);
+  const kf = floatTensor("attention", k);
+  const vf = floatTensor("attention", v);
+  const out = Tensor.zeros(q.shape);
+  const lse = Tensor.zeros([B * H * tq]);
+  const f32 = (t: Tensor) => argOf(t) as Float32Array;
+  kernel("attentionForward")(f32(qf), f32(kf), f32(vf), mask, f32(out), f32(lse), shape);
+  return record(
+    out,
+    "attention",
+    [q, k, v],
+    (g) => {
+      const dq = Tensor.zeros(q.shape);
+      const dk = Tensor.zeros(k.shape);
+      const dv = Tensor.zeros(v.shape);
+      kernel("attentionBackward")(
+        f32(qf),
+        f32(kf),
+        f32(vf),
+        mask,
+        f32(out),
+        f32(lse),
+        f32(g),
+        f32(dq),
+        f32(dk),
+        f32(dv),
+        shape,
+      );
+      return [dq, dk, dv];
+    },
+    [qf, kf, vf, lse],
+  );
 }

@@ -1,8 +1,9 @@
-import { type DType, allocate, fromFloat32Array } from "../dtype.js";
+import { kernel } from "../backend.js";
+import { type DType, type StorageArray, fromFloat32Array } from "../dtype.js";
 import { ShapeError, fmtShape } from "../errors.js";
 import { Rng } from "../random.js";
 import { type Shape, checkShape, sizeOf } from "../shape.js";
-import { Tensor } from "../tensor.js";
+import { Tensor, argOf } from "../tensor.js";
 
 type Nested = number | Nested[];
 
@@ -25,33 +26,35 @@ export function tensor(
   if (values instanceof Float32Array || values instanceof Int32Array || values instanceof Uint16Array) {
     const s = shape ?? [values.length];
     const want = dtype === "f32" ? Float32Array : dtype === "i32" ? Int32Array : Uint16Array;
-    if (values instanceof want) return new Tensor(values, s, dtype);
-    return new Tensor(fromFloat32Array(Float32Array.from(values), dtype), s, dtype);
+    if (values instanceof want) return Tensor.fromHost(values, s, dtype);
+    return Tensor.fromHost(fromFloat32Array(Float32Array.from(values), dtype), s, dtype);
   }
   if (typeof values === "number")
-    return new Tensor(fromFloat32Array(Float32Array.of(values), dtype), shape ?? [], dtype);
+    return Tensor.fromHost(fromFloat32Array(Float32Array.of(values), dtype), shape ?? [], dtype);
   const inferred = Array.isArray(values) ? inferShape(values as Nested) : [values.length];
   const flat = Array.isArray(values) ? (values as unknown[]).flat(Number.POSITIVE_INFINITY) : Array.from(values);
   const s = shape ?? inferred;
   if (flat.length !== sizeOf(s)) {
     throw new ShapeError(`tensor: ${flat.length} values do not fill shape ${fmtShape(s)} (ragged nested arrays?)`);
   }
-  return new Tensor(fromFloat32Array(Float32Array.from(flat as number[]), dtype), s, dtype);
+  return Tensor.fromHost(fromFloat32Array(Float32Array.from(flat as number[]), dtype), s, dtype);
 }
 
 export function scalar(value: number): Tensor {
-  return new Tensor(Float32Array.of(value), []);
+  return Tensor.fromHost(Float32Array.of(value), []);
 }
 
+/** A zero-filled tensor on the active backend. */
 export function zeros(shape: Shape, dtype: DType = "f32"): Tensor {
   checkShape("zeros", shape);
-  return new Tensor(allocate(dtype, sizeOf(shape)), shape, dtype);
+  return Tensor.zeros(shape, dtype);
 }
 
 export function full(shape: Shape, value: number, dtype: DType = "f32"): Tensor {
   checkShape("full", shape);
-  const f = new Float32Array(sizeOf(shape)).fill(value);
-  return new Tensor(dtype === "f32" ? f : fromFloat32Array(f, dtype), shape, dtype);
+  const t = Tensor.zeros(shape, dtype);
+  if (value !== 0 || Object.is(value, -0)) kernel("fill")(argOf(t) as StorageArray, t.size, value, 0, dtype);
+  return t;
 }
 
 export function ones(shape: Shape, dtype: DType = "f32"): Tensor {
@@ -73,9 +76,9 @@ export function arange(start: number, end?: number, step = 1, dtype: DType = "f3
     start = 0;
   }
   const n = Math.max(0, Math.ceil((end - start) / step));
-  const f = new Float32Array(n);
-  for (let i = 0; i < n; i++) f[i] = start + i * step;
-  return new Tensor(dtype === "f32" ? f : fromFloat32Array(f, dtype), [n], dtype);
+  const t = Tensor.zeros([n], dtype);
+  kernel("fill")(argOf(t) as StorageArray, n, start, step, dtype);
+  return t;
 }
 
 export interface RandomOptions {
@@ -95,7 +98,7 @@ export function randn(shape: Shape, options: RandomOptions & { mean?: number; st
   const mean = options.mean ?? 0;
   const std = options.std ?? 1;
   if (mean !== 0 || std !== 1) for (let i = 0; i < values.length; i++) values[i] = values[i] * std + mean;
-  return new Tensor(values, shape);
+  return Tensor.fromHost(values, shape);
 }
 
 /** Uniform samples in [low, high). */
@@ -105,15 +108,17 @@ export function rand(shape: Shape, options: RandomOptions & { low?: number; high
   const low = options.low ?? 0;
   const high = options.high ?? 1;
   if (low !== 0 || high !== 1) for (let i = 0; i < values.length; i++) values[i] = low + values[i] * (high - low);
-  return new Tensor(values, shape);
+  return Tensor.fromHost(values, shape);
 }
 
 /** A trainable f32 leaf (requiresGrad = true). */
 export function parameter(values: Tensor | Float32Array, shape?: Shape): Tensor {
   const t =
     values instanceof Tensor
-      ? new Tensor(Float32Array.from(values.toFloat32Array()), values.shape)
-      : new Tensor(values, shape ?? [values.length]);
+      ? values.dtype === "f32"
+        ? values.clone()
+        : values.to("f32")
+      : Tensor.fromHost(values, shape ?? [values.length]);
   t.requiresGrad = true;
   return t;
 }

@@ -5,7 +5,7 @@ import { record } from "../autograd.js";
 import { kernel } from "../backend.js";
 import { DTypeError, ShapeError, fmtShape } from "../errors.js";
 import { broadcastShapes, sizeOf } from "../shape.js";
-import { Tensor } from "../tensor.js";
+import { Tensor, argOf } from "../tensor.js";
 import { add, broadcastTo, floatData } from "./elementwise.js";
 import { reshape } from "./movement.js";
 import { sum } from "./reduce.js";
@@ -32,7 +32,8 @@ function bmm(a: Tensor, b: Tensor, transA: boolean, transB: boolean): Tensor {
   }
   if (ba !== bb && ba !== 1 && bb !== 1) throw new ShapeError(`matmul: batch ${ba} vs ${bb} cannot broadcast`);
   const batch = Math.max(ba, bb);
-  const out = new Float32Array(batch * m * n);
+  const result = Tensor.zeros([batch, m, n]);
+  const out = argOf(result) as Float32Array;
   const shape = {
     batch,
     m,
@@ -44,11 +45,10 @@ function bmm(a: Tensor, b: Tensor, transA: boolean, transB: boolean): Tensor {
     batchStrideB: bb === 1 ? 0 : k * n,
   };
   if (b.dtype === "bf16") {
-    kernel("matmulBf16B")(floatData("matmul", a), b.data as Uint16Array, out, shape);
+    kernel("matmulBf16B")(floatData("matmul", a), argOf(b) as Uint16Array, out, shape);
   } else {
     kernel("matmul")(floatData("matmul", a), floatData("matmul", b), out, shape);
   }
-  const result = new Tensor(out, [batch, m, n]);
   return record(result, "matmul", [a, b], (g) => {
     let ga: Tensor | null = null;
     let gb: Tensor | null = null;

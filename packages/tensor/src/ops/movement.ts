@@ -1,10 +1,16 @@
-// Shape and layout ops. reshape/squeeze/unsqueeze/flatten are zero-copy views of the
-// same storage; permute/transpose/slice/concat copy into fresh contiguous storage.
+// Shape and layout ops. reshape/squeeze/unsqueeze/flatten (and narrow of a contiguous block) are zero-copy
+// views of the same storage; permute/transpose/slice/concat copy into fresh contiguous storage with the
+// backend's strided `copy` kernel.
 import { record } from "../autograd.js";
+import { type CopyShape, kernel } from "../backend.js";
 import type { StorageArray } from "../dtype.js";
 import { IndexError, ShapeError, fmtShape } from "../errors.js";
 import { normAxis, sizeOf, stridesOf } from "../shape.js";
-import { Tensor } from "../tensor.js";
+import { Tensor, argOf } from "../tensor.js";
+
+function copyInto(src: Tensor, dst: Tensor, shape: CopyShape): void {
+  kernel("copy")(argOf(src) as StorageArray, argOf(dst) as StorageArray, shape);
+}
 
 /** Same storage, new shape; one dim may be -1. */
 export function reshape(t: Tensor, shape: readonly number[]): Tensor {
@@ -20,8 +26,8 @@ export function reshape(t: Tensor, shape: readonly number[]): Tensor {
   if (sizeOf(resolved) !== t.size) {
     throw new ShapeError(`reshape: ${fmtShape(t.shape)} (${t.size} elements) cannot become ${fmtShape(shape)}`);
   }
-  const out = new Tensor(t.data, resolved, t.dtype);
-  return record(out, "reshape", [t], (g) => [new Tensor(g.data, t.shape, g.dtype)]);
+  const out = new Tensor(t.storage, resolved, t.dtype, t.offset);
+  return record(out, "reshape", [t], (g) => [new Tensor(g.storage, t.shape, g.dtype, g.offset)]);
 }
 
 export function flatten(t: Tensor, startAxis = 0, endAxis = -1): Tensor {
@@ -52,34 +58,6 @@ export function squeeze(t: Tensor, axis?: number): Tensor {
   return reshape(t, shape);
 }
 
-function permuteData(src: StorageArray, shape: readonly number[], perm: readonly number[], out: StorageArray): void {
-  const rank = shape.length;
-  const inStrides = stridesOf(shape);
-  const outShape = perm.map((p) => shape[p]);
-  const strides = perm.map((p) => inStrides[p]); // input stride for each output dim
-  const n = src.length;
-  if (rank === 0 || n === 0) {
-    if (n) out[0] = src[0];
-    return;
-  }
-  const inner = outShape[rank - 1];
-  const innerStride = strides[rank - 1];
-  const idx = new Array<number>(rank).fill(0);
-  let base = 0;
-  for (let o = 0; o < n; o += inner) {
-    // The common attention layouts keep the last dim in place: copy it as one run.
-    if (innerStride === 1) out.set(src.subarray(base, base + inner), o);
-    else for (let j = 0, s = base; j < inner; j++, s += innerStride) out[o + j] = src[s];
-    for (let d = rank - 2; d >= 0; d--) {
-      idx[d]++;
-      base += strides[d];
-      if (idx[d] < outShape[d]) break;
-      base -= strides[d] * outShape[d];
-      idx[d] = 0;
-    }
-  }
-}
-
 export function permute(t: Tensor, perm: readonly number[]): Tensor {
   if (perm.length !== t.rank || new Set(perm.map((p) => normAxis("permute", p, t.rank))).size !== t.rank) {
     throw new ShapeError(
@@ -89,11 +67,18 @@ export function permute(t: Tensor, perm: readonly number[]): Tensor {
   const p = perm.map((x) => normAxis("permute", x, t.rank));
   if (p.every((x, i) => x === i)) return t;
   const outShape = p.map((x) => t.shape[x]);
-  const out = new (t.data.constructor as new (n: number) => StorageArray)(t.size);
-  permuteData(t.data, t.shape, p, out);
+  const out = Tensor.zeros(outShape, t.dtype);
+  const inStrides = stridesOf(t.shape);
+  copyInto(t, out, {
+    shape: outShape,
+    srcOffset: 0,
+    srcStrides: p.map((x) => inStrides[x]),
+    dstOffset: 0,
+    dstStrides: stridesOf(outShape),
+  });
   const inverse = new Array<number>(p.length);
   for (let i = 0; i < p.length; i++) inverse[p[i]] = i;
-  return record(new Tensor(out, outShape, t.dtype), "permute", [t], (g) => [permute(g, inverse)]);
+  return record(out, "permute", [t], (g) => [permute(g, inverse)]);
 }
 
 export function transpose(t: Tensor, axis0 = -2, axis1 = -1): Tensor {
@@ -119,14 +104,18 @@ export function narrow(t: Tensor, axis: number, start: number, end?: number): Te
   shape[a] = e - s;
   if (outer === 1) {
     // Contiguous block: a zero-copy view.
-    const view = t.data.subarray(s * inner, e * inner) as StorageArray;
-    return record(new Tensor(view, shape, t.dtype), "slice", [t], (g) => [padSlice(g, t.shape, a, s)]);
+    const view = new Tensor(t.storage, shape, t.dtype, t.offset + s * inner);
+    return record(view, "slice", [t], (g) => [padSlice(g, t.shape, a, s)]);
   }
-  const out = new (t.data.constructor as new (n: number) => StorageArray)(outer * (e - s) * inner);
-  for (let o = 0; o < outer; o++) {
-    out.set(t.data.subarray((o * dim + s) * inner, (o * dim + e) * inner), o * (e - s) * inner);
-  }
-  return record(new Tensor(out, shape, t.dtype), "slice", [t], (g) => [padSlice(g, t.shape, a, s)]);
+  const out = Tensor.zeros(shape, t.dtype);
+  copyInto(t, out, {
+    shape: [outer, e - s, inner],
+    srcOffset: s * inner,
+    srcStrides: [dim * inner, inner, 1],
+    dstOffset: 0,
+    dstStrides: [(e - s) * inner, inner, 1],
+  });
+  return record(out, "slice", [t], (g) => [padSlice(g, t.shape, a, s)]);
 }
 
 /** Multi-axis slice: one [start, end) pair (or null for all) per leading axis. */
@@ -144,11 +133,15 @@ function padSlice(g: Tensor, shape: readonly number[], axis: number, start: numb
   const inner = sizeOf(shape.slice(axis + 1));
   const dim = shape[axis];
   const len = g.shape[axis];
-  const out = new Float32Array(sizeOf(shape));
-  const src = g.data as Float32Array;
-  for (let o = 0; o < outer; o++)
-    out.set(src.subarray(o * len * inner, (o + 1) * len * inner), (o * dim + start) * inner);
-  return new Tensor(out, shape);
+  const out = Tensor.zeros(shape, "f32");
+  copyInto(g, out, {
+    shape: [outer, len, inner],
+    srcOffset: 0,
+    srcStrides: [len * inner, inner, 1],
+    dstOffset: start * inner,
+    dstStrides: [dim * inner, inner, 1],
+  });
+  return out;
 }
 
 export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
@@ -167,14 +160,20 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   const total = tensors.reduce((acc, t) => acc + t.shape[a], 0);
   const shape = [...first.shape];
   shape[a] = total;
-  const out = new (first.data.constructor as new (n: number) => StorageArray)(sizeOf(shape));
+  const out = Tensor.zeros(shape, first.dtype);
   let offset = 0;
   for (const t of tensors) {
     const len = t.shape[a] * inner;
-    for (let o = 0; o < outer; o++) out.set(t.data.subarray(o * len, (o + 1) * len), o * total * inner + offset);
+    copyInto(t, out, {
+      shape: [outer, len],
+      srcOffset: 0,
+      srcStrides: [len, 1],
+      dstOffset: offset,
+      dstStrides: [total * inner, 1],
+    });
     offset += len;
   }
-  return record(new Tensor(out, shape, first.dtype), "concat", tensors, (g) => {
+  return record(out, "concat", tensors, (g) => {
     let start = 0;
     return tensors.map((t) => {
       const piece = narrow(g, a, start, start + t.shape[a]);

@@ -1,13 +1,17 @@
 // Fused neural-network ops: each has a dedicated forward and backward because fusing
 // saves a pass or a large intermediate (softmax, norms, RoPE, SwiGLU, cross-entropy).
 import { record } from "../autograd.js";
-import { type RopeShape, kernel } from "../backend.js";
+import { type RopeShape, type SoftmaxMode, kernel } from "../backend.js";
 import { DTypeError, IndexError, ShapeError, fmtShape } from "../errors.js";
 import { uniformFloats } from "../random.js";
 import { normAxis, sizeOf } from "../shape.js";
-import { Tensor } from "../tensor.js";
-import { floatData } from "./elementwise.js";
+import { Tensor, argOf } from "../tensor.js";
+import { add, compare, div, floatData, floatTensor, neg, outF32 } from "./elementwise.js";
 import { transpose } from "./movement.js";
+import { sum } from "./reduce.js";
+
+const f32 = (t: Tensor): Float32Array => argOf(t) as Float32Array;
+const i32 = (t: Tensor): Int32Array => argOf(t) as Int32Array;
 
 function lastAxisOp(name: string, x: Tensor, axis: number, fn: (t: Tensor) => Tensor): Tensor {
   const a = normAxis(name, axis, x.rank);
@@ -15,57 +19,29 @@ function lastAxisOp(name: string, x: Tensor, axis: number, fn: (t: Tensor) => Te
   return transpose(fn(transpose(x, a, -1)), a, -1);
 }
 
-/** Softmax along `axis` (default last). */
-export function softmax(x: Tensor, axis = -1): Tensor {
-  return lastAxisOp("softmax", x, axis, (t) => {
+function softmaxOp(mode: SoftmaxMode, x: Tensor, axis: number): Tensor {
+  return lastAxisOp(mode, x, axis, (t) => {
     const n = t.shape[t.rank - 1];
-    const src = floatData("softmax", t);
-    const y = new Float32Array(src.length);
-    for (let o = 0; o < src.length; o += n) {
-      let m = Number.NEGATIVE_INFINITY;
-      for (let j = 0; j < n; j++) if (src[o + j] > m) m = src[o + j];
-      let s = 0;
-      for (let j = 0; j < n; j++) s += y[o + j] = Math.exp(src[o + j] - m);
-      for (let j = 0; j < n; j++) y[o + j] /= s;
-    }
-    return record(new Tensor(y, t.shape), "softmax", [t], (g) => {
-      const gd = g.data as Float32Array;
-      const dx = new Float32Array(y.length);
-      for (let o = 0; o < y.length; o += n) {
-        let dot = 0;
-        for (let j = 0; j < n; j++) dot += gd[o + j] * y[o + j];
-        for (let j = 0; j < n; j++) dx[o + j] = y[o + j] * (gd[o + j] - dot);
-      }
-      return [new Tensor(dx, t.shape)];
+    const rows = n === 0 ? 0 : t.size / n;
+    const src = floatTensor(mode, t);
+    const y = outF32(t.shape);
+    kernel("softmax")(mode, f32(src), f32(y), rows, n);
+    return record(y, mode, [t], (g) => {
+      const dx = outF32(t.shape);
+      kernel("softmaxBackward")(mode, f32(y), f32(g), f32(dx), rows, n);
+      return [dx];
     });
   });
 }
 
+/** Softmax along `axis` (default last). */
+export function softmax(x: Tensor, axis = -1): Tensor {
+  return softmaxOp("softmax", x, axis);
+}
+
 /** log-softmax along `axis` (default last): x − logsumexp(x). */
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
-  return lastAxisOp("logSoftmax", x, axis, (t) => {
-    const n = t.shape[t.rank - 1];
-    const src = floatData("logSoftmax", t);
-    const y = new Float32Array(src.length);
-    for (let o = 0; o < src.length; o += n) {
-      let m = Number.NEGATIVE_INFINITY;
-      for (let j = 0; j < n; j++) if (src[o + j] > m) m = src[o + j];
-      let s = 0;
-      for (let j = 0; j < n; j++) s += Math.exp(src[o + j] - m);
-      const lse = m + Math.log(s);
-      for (let j = 0; j < n; j++) y[o + j] = src[o + j] - lse;
-    }
-    return record(new Tensor(y, t.shape), "logSoftmax", [t], (g) => {
-      const gd = g.data as Float32Array;
-      const dx = new Float32Array(y.length);
-      for (let o = 0; o < y.length; o += n) {
-        let total = 0;
-        for (let j = 0; j < n; j++) total += gd[o + j];
-        for (let j = 0; j < n; j++) dx[o + j] = gd[o + j] - Math.exp(y[o + j]) * total;
-      }
-      return [new Tensor(dx, t.shape)];
-    });
-  });
+  return softmaxOp("logSoftmax", x, axis);
 }
 
 export interface RmsNormOptions {
@@ -82,18 +58,24 @@ export function rmsNorm(x: Tensor, weight: Tensor, options: RmsNormOptions = {})
   }
   const eps = options.eps ?? 1e-6;
   const zc = options.zeroCentered ?? false;
-  const xd = floatData("rmsNorm", x);
-  const wd = floatData("rmsNorm", weight);
-  const out = new Float32Array(xd.length);
-  const rstd = new Float32Array(xd.length / dim);
-  kernel("rmsNorm")(xd, wd, out, rstd, dim, eps, zc);
-  return record(new Tensor(out, x.shape), "rmsNorm", [x, weight], (g) => {
-    const dx = new Float32Array(xd.length);
-    // A frozen norm weight (LoRA) needs no dw: the kernel then skips that sum.
-    const dw = weight.requiresGrad ? new Float32Array(dim) : null;
-    kernel("rmsNormBackward")(xd, wd, rstd, g.data as Float32Array, dx, dw, dim, zc);
-    return [x.requiresGrad ? new Tensor(dx, x.shape) : null, dw ? new Tensor(dw, weight.shape) : null];
-  });
+  const xf = floatTensor("rmsNorm", x);
+  const wf = floatTensor("rmsNorm", weight);
+  const out = outF32(x.shape);
+  const rstd = outF32([dim === 0 ? 0 : x.size / dim]);
+  kernel("rmsNorm")(f32(xf), f32(wf), f32(out), f32(rstd), dim, eps, zc);
+  return record(
+    out,
+    "rmsNorm",
+    [x, weight],
+    (g) => {
+      const dx = outF32(x.shape);
+      // A frozen norm weight (LoRA) needs no dw: the kernel then skips that sum.
+      const dw = weight.requiresGrad ? outF32(weight.shape) : null;
+      kernel("rmsNormBackward")(f32(xf), f32(wf), f32(rstd), f32(g), f32(dx), dw ? f32(dw) : null, dim, zc);
+      return [x.requiresGrad ? dx : null, dw];
+    },
+    [xf, wf, rstd],
+  );
 }
 
 export interface RopeOptions {
@@ -201,13 +183,13 @@ function ropeOp(
   }
   const { cos, sin } = ropeTables(positions, invFreq);
   const shape: RopeShape = { batch: B, heads: H, seq: T, headDim: D, rotaryDim: rot, perBatch, headsLast };
-  const out = new Float32Array(x.size);
-  kernel("ropeForward")(floatData(name, x), cos, sin, out, shape);
+  const out = outF32([B, H, T, D]);
+  kernel("ropeForward")(floatData(name, x), cos, sin, f32(out), shape);
   // The rotation is orthogonal: its transpose (angle −θ) carries the gradient back.
-  return record(new Tensor(out, [B, H, T, D]), name, [x], (g) => {
-    const dx = new Float32Array(x.size);
-    kernel("ropeBackward")(g.data as Float32Array, cos, sin, dx, shape);
-    return [new Tensor(dx, x.shape)];
+  return record(out, name, [x], (g) => {
+    const dx = outF32(x.shape);
+    kernel("ropeBackward")(f32(g), cos, sin, f32(dx), shape);
+    return [dx];
   });
 }
 
@@ -224,18 +206,24 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   if (gate.size !== up.size || gate.rank !== up.rank || gate.shape.some((d, i) => d !== up.shape[i])) {
     throw new ShapeError(`swiglu: gate ${fmtShape(gate.shape)} and up ${fmtShape(up.shape)} differ`);
   }
-  const gd = floatData("swiglu", gate);
-  const ud = floatData("swiglu", up);
-  const out = new Float32Array(gd.length);
+  const gf = floatTensor("swiglu", gate);
+  const uf = floatTensor("swiglu", up);
+  const out = outF32(gate.shape);
   // σ(gate) is kept for the backward, so the exponentials are computed once.
-  const sig = new Float32Array(gd.length);
-  kernel("swigluForward")(gd, ud, out, sig);
-  return record(new Tensor(out, gate.shape), "swiglu", [gate, up], (g) => {
-    const dgate = new Float32Array(out.length);
-    const dup = new Float32Array(out.length);
-    kernel("swigluBackward")(gd, ud, sig, g.data as Float32Array, dgate, dup);
-    return [new Tensor(dgate, gate.shape), new Tensor(dup, up.shape)];
-  });
+  const sig = outF32(gate.shape);
+  kernel("swigluForward")(f32(gf), f32(uf), f32(out), f32(sig));
+  return record(
+    out,
+    "swiglu",
+    [gate, up],
+    (g) => {
+      const dgate = outF32(gate.shape);
+      const dup = outF32(up.shape);
+      kernel("swigluBackward")(f32(gf), f32(uf), f32(sig), f32(g), f32(dgate), f32(dup));
+      return [dgate, dup];
+    },
+    [gf, uf, sig],
+  );
 }
 
 export interface CrossEntropyOptions {
@@ -259,7 +247,10 @@ function checkTargets(
       `${op}: logits ${fmtShape(logits.shape)} give ${rows} rows, targets ${fmtShape(targets.shape)} have ${targets.size}`,
     );
   }
-  const t = targets.data as Int32Array;
+  // Device-resident targets are not read back here (that would wait for the device); kernels skip rows
+  // whose target is out of range.
+  if (!targets.storage.backend.hostVisible) return { rows, vocab };
+  const t = targets.dataSync() as Int32Array;
   for (let i = 0; i < t.length; i++) {
     if (t[i] !== ignoreIndex && (t[i] < 0 || t[i] >= vocab)) {
       throw new IndexError(`${op}: target ${t[i]} at row ${i} is outside [0, ${vocab}) (ignore index ${ignoreIndex})`);
@@ -276,105 +267,104 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
   const ignoreIndex = options.ignoreIndex ?? -100;
   const reduction = options.reduction ?? "mean";
   const { rows, vocab } = checkTargets("crossEntropy", logits, targets, ignoreIndex);
-  const ld = floatData("crossEntropy", logits);
-  const td = targets.data as Int32Array;
-  const loss = new Float32Array(rows);
-  const lse = new Float32Array(rows);
-  kernel("crossEntropyForward")(ld, td, loss, lse, rows, vocab, ignoreIndex);
-  let count = 0;
-  for (let i = 0; i < rows; i++) if (td[i] !== ignoreIndex) count++;
+  const lf = floatTensor("crossEntropy", logits);
+  const loss = outF32(targets.shape);
+  const lse = outF32([rows]);
+  kernel("crossEntropyForward")(f32(lf), i32(targets), f32(loss), f32(lse), rows, vocab, ignoreIndex);
+  // Counting and summing run as kernels too, so nothing waits for a device here.
+  const count = reduction === "mean" ? sum(compare("ne", targets, ignoreIndex)) : null;
   let out: Tensor;
-  if (reduction === "none") out = new Tensor(loss, targets.shape);
+  if (reduction === "none") out = loss;
   else {
-    let total = 0;
-    for (let i = 0; i < rows; i++) total += loss[i];
+    const total = sum(loss);
     // torch: mean over zero targets is 0/0 = NaN.
-    out = new Tensor(Float32Array.of(reduction === "sum" ? total : total / count), []);
+    out = count ? div(total, count) : total;
   }
-  return record(out, "crossEntropy", [logits], (g) => {
-    const gd = g.data as Float32Array;
-    const gradLoss = new Float32Array(rows);
-    if (reduction === "none") gradLoss.set(gd);
-    else gradLoss.fill(reduction === "sum" ? gd[0] : gd[0] / count);
-    const dlogits = new Float32Array(ld.length);
-    kernel("crossEntropyBackward")(ld, td, lse, gradLoss, dlogits, rows, vocab, ignoreIndex);
-    return [new Tensor(dlogits, logits.shape)];
-  });
+  return record(
+    out,
+    "crossEntropy",
+    [logits],
+    (g) => {
+      const gradLoss = reduction === "none" ? g : add(outF32([rows]), count ? div(g, count) : g);
+      const dlogits = outF32(logits.shape);
+      kernel("crossEntropyBackward")(
+        f32(lf),
+        i32(targets),
+        f32(lse),
+        f32(gradLoss),
+        f32(dlogits),
+        rows,
+        vocab,
+        ignoreIndex,
+      );
+      return [dlogits];
+    },
+    count ? [lf, targets, lse, count] : [lf, targets, lse],
+  );
 }
 
 /** log p(target) per row from logits, without materialising the log-softmax (0 where ignored). */
 export function tokenLogProbs(logits: Tensor, targets: Tensor, ignoreIndex = -100): Tensor {
-  const ce = crossEntropy(logits, targets, { ignoreIndex, reduction: "none" });
-  const out = new Tensor(
-    Float32Array.from(ce.data as Float32Array, (v) => -v),
-    ce.shape,
-  );
-  return record(out, "tokenLogProbs", [ce], (g) => [
-    new Tensor(
-      Float32Array.from(g.data as Float32Array, (v) => -v),
-      g.shape,
-    ),
-  ]);
+  return neg(crossEntropy(logits, targets, { ignoreIndex, reduction: "none" }));
 }
 
-function checkIds(op: string, ids: Tensor, rows: number): Int32Array {
+function checkIds(op: string, ids: Tensor, rows: number): void {
   if (ids.dtype !== "i32") throw new DTypeError(`${op}: indices must be i32, got ${ids.dtype}`);
-  const d = ids.data as Int32Array;
+  if (!ids.storage.backend.hostVisible) return;
+  const d = ids.dataSync() as Int32Array;
   for (let i = 0; i < d.length; i++) {
     if (d[i] < 0 || d[i] >= rows) throw new IndexError(`${op}: index ${d[i]} at position ${i} is outside [0, ${rows})`);
   }
-  return d;
 }
 
-/** Rows of `weight` [V, d] at `ids` → [...ids.shape, d]. A bf16 table is widened row by row. */
+/** Rows of `weight` [V, d] at `ids` → [...ids.shape, d]. A bf16/f16 table is widened row by row. */
 export function embedding(weight: Tensor, ids: Tensor): Tensor {
   if (weight.rank !== 2) throw new ShapeError(`embedding: weight must be [V, d], got ${fmtShape(weight.shape)}`);
+  if (weight.dtype === "i32") throw new DTypeError("embedding: weight must be a float tensor, got i32");
   const [V, d] = weight.shape;
-  const idx = checkIds("embedding", ids, V);
-  const out = new Float32Array(idx.length * d);
-  if (weight.dtype === "f32") {
-    const w = weight.data as Float32Array;
-    for (let i = 0; i < idx.length; i++) out.set(w.subarray(idx[i] * d, (idx[i] + 1) * d), i * d);
-  } else {
-    for (let i = 0; i < idx.length; i++) {
-      const row = new Tensor(weight.data.subarray(idx[i] * d, (idx[i] + 1) * d) as Uint16Array, [d], weight.dtype);
-      out.set(row.toFloat32Array(), i * d);
-    }
-  }
-  return record(new Tensor(out, [...ids.shape, d]), "embedding", [weight], (g) => [scatterAddRows(V, idx, g)]);
-}
-
-/** Σ of rows of `src` [N, d] into a fresh [rows, d] at `ids` (embedding backward). */
-function scatterAddRows(rows: number, ids: Int32Array, src: Tensor): Tensor {
-  const d = src.size / ids.length;
-  const out = new Float32Array(rows * d);
-  const s = src.data as Float32Array;
-  for (let i = 0; i < ids.length; i++) {
-    const o = ids[i] * d;
-    const r = i * d;
-    for (let j = 0; j < d; j++) out[o + j] += s[r + j];
-  }
-  return new Tensor(out, [rows, d]);
+  checkIds("embedding", ids, V);
+  const out = outF32([...ids.shape, d]);
+  kernel("gatherRows")(argOf(weight) as Float32Array, i32(ids), f32(out), {
+    count: ids.size,
+    rowLen: d,
+    tableRows: V,
+    dtype: weight.dtype,
+  });
+  return record(
+    out,
+    "embedding",
+    [weight],
+    (g) => {
+      const dw = outF32([V, d]);
+      kernel("scatterAddRows")(f32(g), i32(ids), f32(dw), ids.size, d);
+      return [dw];
+    },
+    [ids],
+  );
 }
 
 /** base + rows of `src` added at `ids` along dim 0 (index_add_): base [V, ...], src [N, ...]. */
 export function scatterAdd(base: Tensor, ids: Tensor, src: Tensor): Tensor {
   const V = base.shape[0];
-  const idx = checkIds("scatterAdd", ids, V);
+  checkIds("scatterAdd", ids, V);
   const rowSize = base.size / Math.max(V, 1);
-  if (src.size !== idx.length * rowSize) {
-    throw new ShapeError(`scatterAdd: src ${fmtShape(src.shape)} does not hold ${idx.length} rows of ${rowSize}`);
+  if (src.size !== ids.size * rowSize) {
+    throw new ShapeError(`scatterAdd: src ${fmtShape(src.shape)} does not hold ${ids.size} rows of ${rowSize}`);
   }
-  const out = Float32Array.from(floatData("scatterAdd", base));
-  const s = floatData("scatterAdd", src);
-  for (let i = 0; i < idx.length; i++)
-    for (let j = 0; j < rowSize; j++) out[idx[i] * rowSize + j] += s[i * rowSize + j];
-  return record(new Tensor(out, base.shape), "scatterAdd", [base, src], (g) => {
-    const gd = g.data as Float32Array;
-    const gs = new Float32Array(idx.length * rowSize);
-    for (let i = 0; i < idx.length; i++) gs.set(gd.subarray(idx[i] * rowSize, (idx[i] + 1) * rowSize), i * rowSize);
-    return [g, new Tensor(gs, src.shape)];
-  });
+  const baseF = floatTensor("scatterAdd", base);
+  const out = baseF === base ? base.clone() : baseF;
+  kernel("scatterAddRows")(floatData("scatterAdd", src), i32(ids), f32(out), ids.size, rowSize);
+  return record(
+    out,
+    "scatterAdd",
+    [base, src],
+    (g) => {
+      const gs = outF32(src.shape);
+      kernel("gatherRows")(f32(g), i32(ids), f32(gs), { count: ids.size, rowLen: rowSize, tableRows: V, dtype: "f32" });
+      return [g, gs];
+    },
+    [ids],
+  );
 }
 
 /** torch.gather: out[..., j, ...] = x[..., index[..., j, ...], ...] along `axis`. */
@@ -390,28 +380,24 @@ export function gather(x: Tensor, axis: number, index: Tensor): Tensor {
   const inner = sizeOf(x.shape.slice(a + 1));
   const n = x.shape[a];
   const k = index.shape[a];
-  const xd = floatData("gather", x);
-  const id = index.data as Int32Array;
-  const out = new Float32Array(index.size);
-  for (let o = 0; o < outer; o++)
-    for (let j = 0; j < k; j++)
-      for (let i = 0; i < inner; i++) {
-        const p = (o * k + j) * inner + i;
-        const src = id[p];
-        if (src < 0 || src >= n) throw new IndexError(`gather: index ${src} outside [0, ${n}) on axis ${axis}`);
-        out[p] = xd[(o * n + src) * inner + i];
-      }
-  return record(new Tensor(out, index.shape), "gather", [x], (g) => {
-    const gd = g.data as Float32Array;
-    const dx = new Float32Array(x.size);
-    for (let o = 0; o < outer; o++)
-      for (let j = 0; j < k; j++)
-        for (let i = 0; i < inner; i++) {
-          const p = (o * k + j) * inner + i;
-          dx[(o * n + id[p]) * inner + i] += gd[p];
-        }
-    return [new Tensor(dx, x.shape)];
-  });
+  if (index.storage.backend.hostVisible) {
+    const id = index.dataSync() as Int32Array;
+    for (let p = 0; p < id.length; p++)
+      if (id[p] < 0 || id[p] >= n) throw new IndexError(`gather: index ${id[p]} outside [0, ${n}) on axis ${axis}`);
+  }
+  const out = outF32(index.shape);
+  kernel("gatherAxis")(floatData("gather", x), i32(index), f32(out), outer, n, k, inner);
+  return record(
+    out,
+    "gather",
+    [x],
+    (g) => {
+      const dx = outF32(x.shape);
+      kernel("scatterAddAxis")(f32(g), i32(index), f32(dx), outer, n, k, inner);
+      return [dx];
+    },
+    [index],
+  );
 }
 
 export interface DropoutOptions {
@@ -425,17 +411,24 @@ export interface DropoutOptions {
 export function dropout(x: Tensor, p: number, options: DropoutOptions): Tensor {
   if (!(p >= 0 && p < 1)) throw new RangeError(`dropout: p must be in [0, 1), got ${p}`);
   if (options.training === false || p === 0) return x;
+  // The mask is drawn on the host (Philox) and uploaded; applying it is a backend multiply.
   const u = uniformFloats(options.seed, options.offset ?? 0, x.size, 0x0d0d);
   const scale = 1 / (1 - p);
-  const mask = new Float32Array(x.size);
-  for (let i = 0; i < mask.length; i++) mask[i] = u[i] >= p ? scale : 0;
-  const xd = floatData("dropout", x);
-  const out = new Float32Array(x.size);
-  for (let i = 0; i < out.length; i++) out[i] = xd[i] * mask[i];
-  return record(new Tensor(out, x.shape), "dropout", [x], (g) => {
-    const gd = g.data as Float32Array;
-    const dx = new Float32Array(gd.length);
-    for (let i = 0; i < dx.length; i++) dx[i] = gd[i] * mask[i];
-    return [new Tensor(dx, x.shape)];
-  });
+  const values = new Float32Array(x.size);
+  for (let i = 0; i < values.length; i++) values[i] = u[i] >= p ? scale : 0;
+  const mask = Tensor.fromHost(values, x.shape);
+  const shape = { shape: [x.size], aStrides: [1], bStrides: [1] };
+  const out = outF32(x.shape);
+  kernel("binary")("mul", floatData("dropout", x), f32(mask), f32(out), shape);
+  return record(
+    out,
+    "dropout",
+    [x],
+    (g) => {
+      const dx = outF32(x.shape);
+      kernel("binary")("mul", f32(g), f32(mask), f32(dx), shape);
+      return [dx];
+    },
+    [mask],
+  );
 }

@@ -1,8 +1,9 @@
-// Reductions over axes ([outer, n, inner] loops per axis). keepDims as torch's keepdim.
+// Reductions over axes: the backend's `reduce` kernel over [outer, n, inner] per axis. keepDims as torch's keepdim.
 import { noGrad, record } from "../autograd.js";
+import { type ReduceOp, kernel } from "../backend.js";
 import { normAxes } from "../shape.js";
-import { Tensor } from "../tensor.js";
-import { broadcastTo, exp, floatData, log, mul, sub } from "./elementwise.js";
+import { Tensor, argOf, viewAs } from "../tensor.js";
+import { abs, add, broadcastTo, compare, div, exp, floatTensor, log, mul, sub, where } from "./elementwise.js";
 import { reshape } from "./movement.js";
 
 export type Axes = number | readonly number[] | undefined;
@@ -15,52 +16,31 @@ function finalShape(shape: readonly number[], axes: readonly number[], keepDims:
   return keepDims ? keptShape(shape, axes) : shape.filter((_, i) => !axes.includes(i));
 }
 
-function reduceAxis(
-  x: Float32Array,
-  shape: readonly number[],
-  axis: number,
-  kind: "sum" | "max" | "min",
-): { out: Float32Array; shape: number[] } {
-  let outer = 1;
-  for (let i = 0; i < axis; i++) outer *= shape[i];
-  const n = shape[axis];
-  let inner = 1;
-  for (let i = axis + 1; i < shape.length; i++) inner *= shape[i];
-  const out = new Float32Array(outer * inner);
-  if (kind !== "sum") out.fill(kind === "max" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY);
-  for (let o = 0; o < outer; o++) {
-    const dst = o * inner;
-    for (let j = 0; j < n; j++) {
-      const src = (o * n + j) * inner;
-      if (kind === "sum") for (let i = 0; i < inner; i++) out[dst + i] += x[src + i];
-      else if (kind === "max")
-        for (let i = 0; i < inner; i++)
-          out[dst + i] = x[src + i] > out[dst + i] || Number.isNaN(x[src + i]) ? x[src + i] : out[dst + i];
-      else
-        for (let i = 0; i < inner; i++)
-          out[dst + i] = x[src + i] < out[dst + i] || Number.isNaN(x[src + i]) ? x[src + i] : out[dst + i];
-    }
-  }
-  const s = [...shape];
-  s[axis] = 1;
-  return { out, shape: s };
-}
-
-function reduceAll(t: Tensor, axes: readonly number[], kind: "sum" | "max" | "min"): Float32Array {
-  let data = floatData(kind, t);
-  let shape: readonly number[] = t.shape;
+/** Reduce `t` over `axes` one axis at a time; the result has `shape` (kept dims or final dims). */
+function reduceAxes(op: string, t: Tensor, axes: readonly number[], kind: ReduceOp, shape: number[]): Tensor {
+  const x = floatTensor(op, t);
+  let cur = x;
+  let dims = [...t.shape];
   for (const axis of axes) {
-    const r = reduceAxis(data, shape, axis, kind);
-    data = r.out;
-    shape = r.shape;
+    let outer = 1;
+    for (let i = 0; i < axis; i++) outer *= dims[i];
+    let inner = 1;
+    for (let i = axis + 1; i < dims.length; i++) inner *= dims[i];
+    const next = Tensor.zeros([outer * inner]);
+    kernel("reduce")(kind, argOf(cur) as Float32Array, argOf(next) as Float32Array, outer, dims[axis], inner);
+    if (cur !== x) cur.dispose();
+    cur = next;
+    dims = [...dims];
+    dims[axis] = 1;
   }
-  if (axes.length === 0) data = Float32Array.from(data);
-  return data;
+  // No axes: a copy, as the host loops made.
+  if (cur === x) return viewAs(x.clone(), shape);
+  return viewAs(cur, shape);
 }
 
 export function sum(t: Tensor, axes?: Axes, keepDims = false): Tensor {
   const ax = normAxes("sum", axes, t.rank);
-  const out = new Tensor(reduceAll(t, ax, "sum"), finalShape(t.shape, ax, keepDims));
+  const out = reduceAxes("sum", t, ax, "sum", finalShape(t.shape, ax, keepDims));
   return record(out, "sum", [t], (g) => [broadcastTo(reshape(g, keptShape(t.shape, ax)), t.shape)]);
 }
 
@@ -72,22 +52,22 @@ export function mean(t: Tensor, axes?: Axes, keepDims = false): Tensor {
 
 function extremum(kind: "max" | "min", t: Tensor, axes: Axes, keepDims: boolean): Tensor {
   const ax = normAxes(kind, axes, t.rank);
-  const values = reduceAll(t, ax, kind);
-  const out = new Tensor(values, finalShape(t.shape, ax, keepDims));
-  return record(out, kind, [t], (g) => {
-    // The gradient goes to the extremal elements, split evenly among ties (torch amax/amin).
-    const kept = keptShape(t.shape, ax);
-    const m = broadcastTo(new Tensor(values, kept), t.shape).data as Float32Array;
-    const x = floatData(kind, t);
-    const hit = new Float32Array(x.length);
-    for (let i = 0; i < x.length; i++) hit[i] = x[i] === m[i] ? 1 : 0;
-    const counts = broadcastTo(new Tensor(reduceAll(new Tensor(hit, t.shape), ax, "sum"), kept), t.shape)
-      .data as Float32Array;
-    const gb = broadcastTo(reshape(g, kept), t.shape).data as Float32Array;
-    const dx = new Float32Array(x.length);
-    for (let i = 0; i < x.length; i++) dx[i] = hit[i] ? gb[i] / counts[i] : 0;
-    return [new Tensor(dx, t.shape)];
-  });
+  const kept = keptShape(t.shape, ax);
+  const values = reduceAxes(kind, t, ax, kind, kept);
+  const out = reshape(values.detach(), finalShape(t.shape, ax, keepDims));
+  return record(
+    out,
+    kind,
+    [t],
+    (g) => {
+      // The gradient goes to the extremal elements, split evenly among ties (torch amax/amin).
+      const hit = compare("eq", t, values);
+      const counts = reduceAxes(kind, hit, ax, "sum", kept);
+      const share = div(reshape(g, kept), counts);
+      return [where(hit, share, 0)];
+    },
+    [values],
+  );
 }
 
 export function max(t: Tensor, axes?: Axes, keepDims = false): Tensor {
@@ -101,47 +81,37 @@ export function min(t: Tensor, axes?: Axes, keepDims = false): Tensor {
 /** log Σ exp, stabilised by the (detached) max: m + log Σ exp(x − m). */
 export function logsumexp(t: Tensor, axes?: Axes, keepDims = false): Tensor {
   const ax = normAxes("logsumexp", axes, t.rank);
-  const m = new Tensor(reduceAll(t, ax, "max"), keptShape(t.shape, ax));
-  const md = m.data as Float32Array;
-  for (let i = 0; i < md.length; i++) if (!Number.isFinite(md[i])) md[i] = 0;
-  const s = noGrad(() => log(sum(exp(sub(t, m)), ax, true)));
-  const out = new Tensor(Float32Array.from(s.data as Float32Array), s.shape);
-  const od = out.data as Float32Array;
-  for (let i = 0; i < od.length; i++) od[i] += md[i];
-  const shaped = finalShape(t.shape, ax, keepDims);
-  // Gradient: softmax over the reduced axes.
-  const result = new Tensor(od, shaped);
-  return record(result, "logsumexp", [t], (g) => {
-    const lse = broadcastTo(new Tensor(od, keptShape(t.shape, ax)), t.shape);
-    const p = exp(sub(t.detach(), lse));
-    return [mul(p, broadcastTo(reshape(g, keptShape(t.shape, ax)), t.shape))];
+  const kept = keptShape(t.shape, ax);
+  const lse = noGrad(() => {
+    const rawMax = reduceAxes("logsumexp", t, ax, "max", kept);
+    // An all −inf (or inf / NaN) slice shifts by 0 instead, as torch does.
+    const m = where(compare("lt", abs(rawMax), Number.POSITIVE_INFINITY), rawMax, 0);
+    return add(log(sum(exp(sub(t, m)), ax, true)), m);
   });
+  const out = reshape(lse.detach(), finalShape(t.shape, ax, keepDims));
+  // Gradient: softmax over the reduced axes.
+  return record(
+    out,
+    "logsumexp",
+    [t],
+    (g) => {
+      const p = exp(sub(t.detach(), lse));
+      return [mul(p, reshape(g, kept))];
+    },
+    [lse],
+  );
 }
 
 /** Index of the max along one axis (first on ties), as i32. No gradient. */
 export function argmax(t: Tensor, axis = -1, keepDims = false): Tensor {
   const [a] = normAxes("argmax", axis, t.rank);
-  const x = floatData("argmax", t);
+  const x = floatTensor("argmax", t);
   let outer = 1;
   for (let i = 0; i < a; i++) outer *= t.shape[i];
   const n = t.shape[a];
   let inner = 1;
   for (let i = a + 1; i < t.rank; i++) inner *= t.shape[i];
-  const out = new Int32Array(outer * inner);
-  for (let o = 0; o < outer; o++) {
-    for (let i = 0; i < inner; i++) {
-      let best = Number.NEGATIVE_INFINITY;
-      let bestJ = 0;
-      for (let j = 0; j < n; j++) {
-        const v = x[(o * n + j) * inner + i];
-        if (v > best || (Number.isNaN(v) && !Number.isNaN(best))) {
-          best = v;
-          bestJ = j;
-          if (Number.isNaN(v)) break;
-        }
-      }
-      out[o * inner + i] = bestJ;
-    }
-  }
-  return new Tensor(out, finalShape(t.shape, [a], keepDims), "i32");
+  const out = Tensor.zeros(finalShape(t.shape, [a], keepDims), "i32");
+  kernel("argmax")(argOf(x) as Float32Array, argOf(out) as Int32Array, outer, n, inner);
+  return out;
 }

@@ -2,6 +2,25 @@ import type { Kernels } from "../../backend.js";
 import { adamwUpdateJs } from "./adamw.js";
 import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
 import { crossEntropyBackwardJs, crossEntropyForwardJs, klDivergenceRowsJs, softmaxRowsJs } from "./cross-entropy.js";
+import {
+  argmaxJs,
+  binaryJs,
+  binaryScalarJs,
+  castJs,
+  clampJs,
+  copyJs,
+  fillJs,
+  gatherAxisJs,
+  gatherRowsJs,
+  reduceJs,
+  scatterAddAxisJs,
+  scatterAddRowsJs,
+  softmaxBackwardJs,
+  softmaxJs,
+  unaryBackwardJs,
+  unaryJs,
+  whereJs,
+} from "./generic.js";
 import { matmulBf16BJs, matmulJs } from "./matmul.js";
 import { rmsNormBackwardJs, rmsNormJs } from "./norms.js";
 import { ropeBackwardJs, ropeForwardJs } from "./rope.js";
@@ -24,4 +43,21 @@ export const jsKernels: Kernels = {
   swigluBackward: swigluBackwardJs,
   attentionForward: attentionForwardJs,
   attentionBackward: attentionBackwardJs,
+  unary: unaryJs,
+  unaryBackward: unaryBackwardJs,
+  binary: binaryJs,
+  binaryScalar: binaryScalarJs,
+  where: whereJs,
+  clamp: clampJs,
+  reduce: reduceJs,
+  argmax: argmaxJs,
+  softmax: softmaxJs,
+  softmaxBackward: softmaxBackwardJs,
+  copy: copyJs,
+  gatherRows: gatherRowsJs,
+  scatterAddRows: scatterAddRowsJs,
+  gatherAxis: gatherAxisJs,
+  scatterAddAxis: scatterAddAxisJs,
+  cast: castJs,
+  fill: fillJs,
 };
