@@ -1,10 +1,12 @@
 // Atomic file writes (temp file in the same directory + rename), Node only.
 // A reader never sees a half-written checkpoint: either the old file or the complete new one.
+// Commit fsyncs the file before the rename and the directory after it, so after a power loss
+// the path holds either the old file or the complete new one, never an empty or partial file.
 
 export interface AtomicWriter {
   /** Append bytes (awaits the OS write). */
   write(bytes: Uint8Array): Promise<void>;
-  /** fsync-free close + rename over the destination. */
+  /** fsync, close, rename over the destination, fsync the directory. */
   commit(): Promise<void>;
   /** Close and delete the temp file. */
   abort(): Promise<void>;
@@ -30,8 +32,18 @@ export async function openAtomic(path: string): Promise<AtomicWriter> {
     async commit() {
       if (done) return;
       done = true;
-      await handle.close();
-      await fs.rename(tmp, path);
+      try {
+        try {
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await fs.rename(tmp, path);
+      } catch (err) {
+        await fs.rm(tmp, { force: true }).catch(() => {});
+        throw err;
+      }
+      await syncDirectory(dirname(path));
     },
     async abort() {
       if (done) return;
@@ -40,6 +52,20 @@ export async function openAtomic(path: string): Promise<AtomicWriter> {
       await fs.rm(tmp, { force: true });
     },
   };
+}
+
+/** fsync a directory so a rename in it is durable (skipped where directories cannot be opened, e.g. Windows). */
+export async function syncDirectory(dir: string): Promise<void> {
+  const fs = await import("node:fs/promises");
+  let handle: Awaited<ReturnType<typeof fs.open>> | undefined;
+  try {
+    handle = await fs.open(dir, "r");
+    await handle.sync();
+  } catch {
+    // Opening or syncing a directory is not supported on every platform; the rename stands.
+  } finally {
+    await handle?.close();
+  }
 }
 
 /** Write a whole file atomically. Strings are written as UTF-8. */

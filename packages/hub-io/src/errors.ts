@@ -53,8 +53,36 @@ export class RepoFileError extends HubIoError {}
 export class ModelCardError extends HubIoError {}
 /** SHA256SUMS manifests. */
 export class ManifestError extends HubIoError {}
+/**
+ * Rules of the archive readers: `TooLarge` (inflation would pass the caller's cap), `Corrupt` (not
+ * a valid stream or archive), `Checksum` (CRC-32 or size disagrees with the data), `TrailingData`
+ * (bytes after the end), `UnsafePath` (zip-slip names), `Duplicate`, `TypeClash` (a file where a
+ * directory is needed or the reverse), `Symlink` (a link in the destination path), `Unsupported`.
+ */
+export type ArchiveRule =
+  | "TooLarge"
+  | "Corrupt"
+  | "Checksum"
+  | "TrailingData"
+  | "UnsafePath"
+  | "Duplicate"
+  | "TypeClash"
+  | "Symlink"
+  | "Unsupported";
+
 /** gzip/zip archives (including zip-slip refusals). */
-export class ArchiveError extends HubIoError {}
+export class ArchiveError extends HubIoError {
+  constructor(
+    message: string,
+    readonly rule: ArchiveRule = "Corrupt",
+    /** Byte offset in the archive where the problem is, when known. */
+    readonly byteOffset?: number,
+    /** The entry (zip) the problem is about, when known. */
+    readonly entry?: string,
+  ) {
+    super(`[${rule}] ${message}`);
+  }
+}
 /** llama2.c checkpoints and tokenizers. */
 export class Llama2cError extends HubIoError {}
 /** Hub downloads and the local cache (offline mode). */

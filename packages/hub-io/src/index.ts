@@ -19,4 +19,11 @@ export * from "./hub-download.js";
 export * from "./llama2c.js";
 export * from "./llama2c-tokenizer.js";
 export * from "./llama2c-convert.js";
-export { openAtomic, writeFileAtomic, readFileBytes, readFileText, type AtomicWriter } from "./atomic-file.js";
+export {
+  openAtomic,
+  writeFileAtomic,
+  readFileBytes,
+  readFileText,
+  syncDirectory,
+  type AtomicWriter,
+} from "./atomic-file.js";
