@@ -7,12 +7,14 @@ commands:
   demo [--out DIR] [--name NAME] [--steps N] [--backend wasm|js] [--seed N]
         convert the embedded stories260K model, generate, LoRA SFT, merge (s=0.85, fp32),
         generate again, play questworld, write a run directory (default runs/demo)
-  convert-llama2c <checkpoint.bin> <tokenizer.bin> <out-dir>
-        convert a llama2.c checkpoint to a Hugging Face Llama directory
+  convert-llama2c <checkpoint.bin> <tokenizer.bin> <out-dir> | convert-llama2c stories260K <out-dir>
+        convert a llama2.c checkpoint (or the stories260K model @kiln/models ships) to a Hugging Face Llama directory
   generate <model-dir> [--prompt TEXT] [--max-tokens N] [--temperature T] [--seed N]
-  serve <model-dir> [--host 127.0.0.1] [--port 8000] [--adapter DIR] [--max-concurrency N]
-        an OpenAI-compatible server (chat completions with tools and log-probs, completions)
+  serve <model-dir> [--host 127.0.0.1] [--port 8000] [--adapter DIR] [--max-concurrency N] [--chat-template chatml|FILE]
+        an OpenAI-compatible server (chat completions with tools and log-probs, completions); a model without a
+        chat template (a base model such as stories260K) needs --chat-template
   eval questworld [--policy expert|random|<model-dir>|<http-url>] [--seeds 1,2,3] [--out DIR]
+        [--model NAME (http)] [--adapter DIR --chat-template chatml|FILE (model dir)] [--max-tokens N]
   eval tau2 --agent oracle | --agent-url URL --agent-model NAME [--user scripted | --user-url URL ...]
         [--split test] [--task-version v1.0|v0.2.0] [--tasks 5,9] [--trials 3] [--out runs/tau2]
   eval clem run --model NAME [--model NAME2] --base-url URL [--games wordle,taboo] [--results DIR]

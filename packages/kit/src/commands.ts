@@ -3,11 +3,11 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { convertLlama2c } from "@kiln/hub-io";
-import { LocalPolicy, generate } from "@kiln/models";
+import { LocalPolicy, generate, stories260KPaths } from "@kiln/models";
 import { ProgressBar, createOpenAIServer } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "./cli-main.js";
-import { loadLocalModel, resolvePolicy } from "./policies.js";
+import { chatTemplateFor, loadLocalModel, resolvePolicy } from "./policies.js";
 
 function need(args: ParsedArgs, index: number, what: string): string {
   const v = args.positional[index];
@@ -23,11 +23,11 @@ async function backendFrom(args: ParsedArgs): Promise<void> {
 export async function runCommand(command: string, args: ParsedArgs): Promise<number> {
   switch (command) {
     case "convert-llama2c": {
-      const [checkpoint, tokenizer, outDir] = [
-        need(args, 0, "<checkpoint.bin>"),
-        need(args, 1, "<tokenizer.bin>"),
-        need(args, 2, "<out-dir>"),
-      ];
+      // `kiln convert-llama2c stories260K <out-dir>`: the model @kiln/models ships.
+      const embedded = args.positional[0] === "stories260K" && args.positional.length === 2;
+      const [checkpoint, tokenizer, outDir] = embedded
+        ? [stories260KPaths().checkpoint, stories260KPaths().tokenizer, need(args, 1, "<out-dir>")]
+        : [need(args, 0, "<checkpoint.bin>"), need(args, 1, "<tokenizer.bin>"), need(args, 2, "<out-dir>")];
       const c = await convertLlama2c({ checkpoint, tokenizer, outDir });
       console.log(`wrote ${[...c.files.keys()].join(", ")} to ${outDir}`);
       return 0;
@@ -51,7 +51,8 @@ export async function runCommand(command: string, args: ParsedArgs): Promise<num
       const dir = need(args, 0, "<model-dir>");
       await backendFrom(args);
       const { model, tokenizer } = await loadLocalModel(dir, strFlag(args.flags, "adapter"));
-      const policy = new LocalPolicy({ model, tokenizer, id: strFlag(args.flags, "model-id", dir) });
+      const chatTemplate = await chatTemplateFor(dir, tokenizer, strFlag(args.flags, "chat-template"));
+      const policy = new LocalPolicy({ model, tokenizer, chatTemplate, id: strFlag(args.flags, "model-id", dir) });
       const server = await createOpenAIServer({
         policy,
         tokenizer,
@@ -94,9 +95,17 @@ async function runEval(args: ParsedArgs): Promise<number> {
     const seeds = (strFlag(args.flags, "seeds", "1,2,3") ?? "").split(",").map(Number);
     if (spec !== "expert" && spec !== "random") await backendFrom(args);
     const policy =
-      spec === "expert" || spec === "random" ? spec : await resolvePolicy(spec, { model, adapter, maxTokens });
+      spec === "expert" || spec === "random"
+        ? spec
+        : await resolvePolicy(spec, { model, adapter, maxTokens, chatTemplate: strFlag(args.flags, "chat-template") });
     const bar = new ProgressBar({ total: seeds.length * 3, label: "questworld" });
-    const r = await questworld.runQuestworldEval({ policy, seeds, outDir: out, onProgress: () => bar.tick(1) });
+    const r = await questworld.runQuestworldEval({
+      policy,
+      seeds,
+      outDir: out,
+      params: { maxTokens }, // per request, so --max-tokens also bounds a server's replies
+      onProgress: () => bar.tick(1),
+    });
     bar.finish();
     console.log(r.markdown);
     return 0;

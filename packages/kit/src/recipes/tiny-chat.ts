@@ -88,6 +88,9 @@ export function tinyQwen3Config(vocabSize: number, overrides: Record<string, unk
 export interface TinyChat {
   model: Model;
   tokenizer: Tokenizer;
+  /** Named as `LocalPolicy`'s option, so `new LocalPolicy(tinyChat())` uses it. */
+  chatTemplate: ChatTemplate;
+  /** @deprecated the same object as `chatTemplate`. */
   template: ChatTemplate;
 }
 
@@ -99,5 +102,6 @@ export function tinyChat(options: { seed?: number; std?: number; config?: Record
     seed: options.seed ?? 0,
     std: options.std ?? 0.1,
   });
-  return { model, tokenizer, template: chatmlTemplate() };
+  const chatTemplate = chatmlTemplate();
+  return { model, tokenizer, chatTemplate, template: chatTemplate };
 }
