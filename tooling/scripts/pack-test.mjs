@@ -115,4 +115,8 @@ const kilnBin = join(scratch, "node_modules", ".bin", "kiln");
 const help = execFileSync(kilnBin, ["help"], { cwd: scratch, encoding: "utf8" });
 if (!help.includes("usage: kiln")) throw new Error(`kiln binary printed unexpected help: ${help}`);
 console.log("kiln binary ok");
+// Browsers: the built ESM of the browser-facing packages, as installed, bundles with esbuild
+// --platform=browser and pulls in no Node built-in.
+const { checkBrowserBundles } = await import("./browser-kit.mjs");
+await checkBrowserBundles({ resolveDir: scratch });
 rmSync(scratch, { recursive: true, force: true });
