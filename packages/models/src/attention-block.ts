@@ -52,7 +52,8 @@ export const FULL_ATTENTION_BLOCK: BlockType = {
       out.push([`${p}${name}.weight`, [o, i]]);
       if (bias) out.push([`${p}${name}.bias`, [o]]);
     };
-    lin("self_attn.q_proj", qDim, D, c.qkvBias);
+    // Qwen3.5 gated attention: each head's query is followed by its output gate in q_proj.
+    lin("self_attn.q_proj", c.attnOutputGate ? 2 * qDim : qDim, D, c.qkvBias);
     lin("self_attn.k_proj", kvDim, D, c.qkvBias);
     lin("self_attn.v_proj", kvDim, D, c.qkvBias);
     lin("self_attn.o_proj", D, qDim, c.oBias);

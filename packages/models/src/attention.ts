@@ -1,7 +1,9 @@
 // Softmax self-attention of Llama / Qwen2 / Qwen3 (transformers LlamaAttention, Qwen2Attention,
 // Qwen3Attention; numerics.md §5): projections, optional per-head q/k RMSNorm (Qwen3) before
-// rotate-half RoPE, GQA scaled dot-product attention, output projection.
-import { type Tensor, attention, permute, reshape, rmsNorm, ropeHeads } from "@kiln/tensor";
+// rotate-half RoPE, GQA scaled dot-product attention, output projection. Qwen3.5 (Qwen3_5Attention)
+// adds an output gate carried in a doubled q_proj: o_proj(attn ⊙ σ(gate)), and rotates only the
+// first partial_rotary_factor of each head.
+import { type Tensor, attention, mul, narrow, permute, reshape, rmsNorm, ropeHeads, sigmoid } from "@kiln/tensor";
 import type { DecoderConfig } from "./config.js";
 import type { Linear } from "./linear.js";
 import type { LayerContext } from "./layer-context.js";
@@ -47,13 +49,22 @@ export class SelfAttention {
     };
     const rotaryDim = ctx.invFreq.length * 2;
     // q and k: RoPE and the permute to [B, n, T, d] in one pass (ropeHeads).
-    let q = ropeHeads(split(this.qProj.forward(x), H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
+    let qProjected = this.qProj.forward(x);
+    let gate: Tensor | null = null;
+    if (this.config.attnOutputGate) {
+      // Per head [query (d) | gate (d)], as transformers' view(..., -1, 2d) + chunk.
+      const both = reshape(qProjected, [B, T, H, 2 * d]);
+      gate = reshape(narrow(both, 3, d, 2 * d), [B, T, H * d]);
+      qProjected = narrow(both, 3, 0, d);
+    }
+    let q = ropeHeads(split(qProjected, H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
     let k = ropeHeads(split(this.kProj.forward(x), Hkv, this.kNorm), ctx.positions, ctx.invFreq, { rotaryDim });
     const vs = split(this.vProj.forward(x), Hkv, null);
     let v = T === 1 ? reshape(vs, [B, Hkv, 1, d]) : permute(vs, [0, 2, 1, 3]);
     if (ctx.cache) ({ k, v } = ctx.cache.appendAttention(ctx.layerIndex, k, v));
     q = attention(q, k, v, { causal: true, keyMask: ctx.keyMask });
-    return this.oProj.forward(reshape(T === 1 ? q : permute(q, [0, 2, 1, 3]), [B, T, H * d]));
+    const merged = reshape(T === 1 ? q : permute(q, [0, 2, 1, 3]), [B, T, H * d]);
+    return this.oProj.forward(gate ? mul(merged, sigmoid(gate)) : merged);
   }
 
   namedLinears(prefix: string): [string, Linear][] {

@@ -8,6 +8,7 @@ import { FULL_ATTENTION_BLOCK } from "./attention-block.js";
 import type { DecoderConfig } from "./config.js";
 import { ModelConfigError } from "./errors.js";
 import type { DecoderBlock } from "./layer-context.js";
+import { LINEAR_ATTENTION_BLOCK } from "./linear-attention-block.js";
 
 export interface BlockType {
   readonly layerType: string;
@@ -22,7 +23,10 @@ export interface BlockType {
   ): DecoderBlock;
 }
 
-const registry = new Map<string, BlockType>([[FULL_ATTENTION_BLOCK.layerType, FULL_ATTENTION_BLOCK]]);
+const registry = new Map<string, BlockType>([
+  [FULL_ATTENTION_BLOCK.layerType, FULL_ATTENTION_BLOCK],
+  [LINEAR_ATTENTION_BLOCK.layerType, LINEAR_ATTENTION_BLOCK],
+]);
 
 export function registerBlockType(type: BlockType): void {
   registry.set(type.layerType, type);

@@ -49,12 +49,13 @@ export class CausalLM {
       return t;
     };
     const maybe = (name: string): Tensor | null => tensors.get(name) ?? null;
-    const layers = config.layerTypes.map((type, l) => blockType(type).build(config, `model.layers.${l}.`, take, maybe));
-    const embed = take("model.embed_tokens.weight");
+    const p = config.weightPrefix;
+    const layers = config.layerTypes.map((type, l) => blockType(type).build(config, `${p}layers.${l}.`, take, maybe));
+    const embed = take(`${p}embed_tokens.weight`);
     const head = config.tieWordEmbeddings
       ? new Linear(embed)
       : new Linear(take("lm_head.weight"), maybe("lm_head.bias"));
-    return new CausalLM(config, embed, layers, take("model.norm.weight"), head);
+    return new CausalLM(config, embed, layers, take(`${p}norm.weight`), head);
   }
 
   /** A fresh decoding cache for `batch` rows. */
@@ -96,10 +97,14 @@ export class CausalLM {
     return this.lmHead.forward(x);
   }
 
-  /** Every linear layer by HF module path ("model.layers.0.self_attn.q_proj", …, "lm_head"). */
+  /**
+   * Every linear layer by HF module path ("model.layers.0.self_attn.q_proj", …, "lm_head"; Qwen3.5
+   * checkpoints: "model.language_model.layers.0.linear_attn.in_proj_qkv", …).
+   */
   namedLinears(): [string, Linear][] {
     const out: [string, Linear][] = [];
-    for (const [l, layer] of this.layers.entries()) out.push(...layer.namedLinears(`model.layers.${l}.`));
+    const p = this.config.weightPrefix;
+    for (const [l, layer] of this.layers.entries()) out.push(...layer.namedLinears(`${p}layers.${l}.`));
     out.push(["lm_head", this.lmHead]);
     return out;
   }
@@ -109,9 +114,10 @@ export class CausalLM {
    * listed once, as "model.embed_tokens.weight" (what save_pretrained writes).
    */
   namedParameters(): [string, Tensor][] {
-    const out: [string, Tensor][] = [["model.embed_tokens.weight", this.embedTokens]];
-    for (const [l, layer] of this.layers.entries()) out.push(...layer.namedParameters(`model.layers.${l}.`));
-    out.push(["model.norm.weight", this.norm]);
+    const p = this.config.weightPrefix;
+    const out: [string, Tensor][] = [[`${p}embed_tokens.weight`, this.embedTokens]];
+    for (const [l, layer] of this.layers.entries()) out.push(...layer.namedParameters(`${p}layers.${l}.`));
+    out.push([`${p}norm.weight`, this.norm]);
     if (!this.config.tieWordEmbeddings) pushLinear(out, "lm_head", this.lmHead);
     return out;
   }

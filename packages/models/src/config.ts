@@ -1,17 +1,28 @@
 // config.json → a normalised decoder config (numerics.md §5). Field names and defaults follow
-// transformers' configuration_llama.py / configuration_qwen2.py / configuration_qwen3.py.
+// transformers' configuration_llama.py / configuration_qwen2.py / configuration_qwen3.py /
+// configuration_qwen3_5.py (read at commit 8116e632367180f6edec221d17cd36513334d169).
 import { hasBlockType, registeredBlockTypes } from "./block-types.js";
 import { ModelConfigError, UnsupportedArchitectureError } from "./errors.js";
 
 /** Architectures (config.json `architectures[0]`) this package builds. */
-export const SUPPORTED_ARCHITECTURES = ["LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"] as const;
+export const SUPPORTED_ARCHITECTURES = [
+  "LlamaForCausalLM",
+  "Qwen2ForCausalLM",
+  "Qwen3ForCausalLM",
+  "Qwen3_5ForConditionalGeneration",
+  "Qwen3_5ForCausalLM",
+] as const;
 export type Architecture = (typeof SUPPORTED_ARCHITECTURES)[number];
 
 const MODEL_TYPE_TO_ARCH: Record<string, Architecture> = {
   llama: "LlamaForCausalLM",
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
+  qwen3_5: "Qwen3_5ForConditionalGeneration",
+  qwen3_5_text: "Qwen3_5ForCausalLM",
 };
+
+const QWEN3_5_ARCHITECTURES: readonly Architecture[] = ["Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM"];
 
 /** RoPE frequency scaling (`rope_scaling` / `rope_parameters`): default, linear or llama3. */
 export type RopeScaling =
@@ -30,6 +41,16 @@ export type RopeScaling =
  * adds "linear_attention" (Gated DeltaNet) as a new registered block type (block-types.ts).
  */
 export type LayerType = "full_attention" | "linear_attention" | (string & {});
+
+/** Gated DeltaNet dimensions (Qwen3.5 `linear_*` config fields). */
+export interface LinearAttentionConfig {
+  /** Depthwise causal conv kernel (`linear_conv_kernel_dim`). */
+  convKernel: number;
+  numKeyHeads: number;
+  numValueHeads: number;
+  keyHeadDim: number;
+  valueHeadDim: number;
+}
 
 export interface DecoderConfig {
   architecture: Architecture;
@@ -58,6 +79,15 @@ export interface DecoderConfig {
   qkNorm: boolean;
   /** Qwen3.5-style (1 + w) norms. False for the dense models. */
   zeroCenteredNorm: boolean;
+  /** Qwen3.5 gated attention: q_proj emits query and an output gate per head (2·H·d rows). */
+  attnOutputGate: boolean;
+  /** Gated DeltaNet dims; null when the model has no "linear_attention" layers. */
+  linearAttention: LinearAttentionConfig | null;
+  /**
+   * Where the text model's tensors live: "model." (causal LMs) or "model.language_model."
+   * (Qwen3_5ForConditionalGeneration). `lm_head` is always top level.
+   */
+  weightPrefix: string;
   layerTypes: LayerType[];
   maxPositionEmbeddings: number;
   bosTokenId: number | null;
@@ -131,9 +161,44 @@ function parseRopeScaling(raw: Record<string, unknown>): { theta: number; scalin
   );
 }
 
+/**
+ * A vision-language config (`Qwen3_5ForConditionalGeneration`) nests the text model's fields under
+ * `text_config`; the decoder reads them from there. Token ids and `tie_word_embeddings` fall back to
+ * the top level when the text config leaves them out.
+ */
+function textConfigOf(raw: Record<string, unknown>): Record<string, unknown> {
+  const text = raw.text_config;
+  if (text === undefined || text === null) return raw;
+  if (typeof text !== "object" || Array.isArray(text))
+    throw new ModelConfigError(`config.json: "text_config" must be an object, got ${JSON.stringify(text)}`);
+  const merged: Record<string, unknown> = { ...(text as Record<string, unknown>) };
+  for (const key of ["tie_word_embeddings", "bos_token_id", "eos_token_id", "pad_token_id"]) {
+    if (merged[key] === undefined && raw[key] !== undefined) merged[key] = raw[key];
+  }
+  return merged;
+}
+
+function parseLinearAttention(raw: Record<string, unknown>): LinearAttentionConfig {
+  const cfg = {
+    convKernel: posInt(raw, "linear_conv_kernel_dim", 4),
+    numKeyHeads: posInt(raw, "linear_num_key_heads", 16),
+    numValueHeads: posInt(raw, "linear_num_value_heads", 32),
+    keyHeadDim: posInt(raw, "linear_key_head_dim", 128),
+    valueHeadDim: posInt(raw, "linear_value_head_dim", 128),
+  };
+  if (cfg.numValueHeads % cfg.numKeyHeads !== 0) {
+    throw new ModelConfigError(
+      `config.json: linear_num_value_heads ${cfg.numValueHeads} is not a multiple of linear_num_key_heads ${cfg.numKeyHeads}`,
+    );
+  }
+  return cfg;
+}
+
 /** Normalise a config.json object. */
-export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig {
-  const architecture = resolveArchitecture(raw);
+export function parseDecoderConfig(config: Record<string, unknown>): DecoderConfig {
+  const architecture = resolveArchitecture(config);
+  const isQwen35 = QWEN3_5_ARCHITECTURES.includes(architecture);
+  const raw = isQwen35 ? textConfigOf(config) : config;
   const hiddenSize = posInt(raw, "hidden_size");
   const numHeads = posInt(raw, "num_attention_heads");
   const numKvHeads = posInt(raw, "num_key_value_heads", numHeads);
@@ -156,9 +221,11 @@ export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig 
     throw new ModelConfigError("config.json: use_sliding_window = true is not supported (sliding-window attention)");
   }
   const { theta, scaling } = parseRopeScaling(raw);
-  const modelType = typeof raw.model_type === "string" ? raw.model_type : architecture;
+  const modelType = typeof config.model_type === "string" ? config.model_type : architecture;
   const attentionBias = raw.attention_bias === true;
   const isQwen2 = architecture === "Qwen2ForCausalLM";
+  // Qwen3.5 without layer_types: every `full_attention_interval`-th layer is softmax attention.
+  const interval = isQwen35 ? posInt(raw, "full_attention_interval", 4) : 0;
   const layerTypes: LayerType[] = Array.isArray(raw.layer_types)
     ? (raw.layer_types as unknown[]).map((t, i) => {
         if (typeof t !== "string" || !hasBlockType(t)) {
@@ -168,9 +235,26 @@ export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig 
         }
         return t;
       })
-    : Array.from({ length: numLayers }, () => "full_attention");
+    : Array.from({ length: numLayers }, (_, i) =>
+        isQwen35 && (i + 1) % interval !== 0 ? "linear_attention" : "full_attention",
+      );
   if (layerTypes.length !== numLayers) {
     throw new ModelConfigError(`config.json: layer_types has ${layerTypes.length} entries for ${numLayers} layers`);
+  }
+  const linearAttention = layerTypes.includes("linear_attention") ? parseLinearAttention(raw) : null;
+  const ropeParams = (raw.rope_parameters ?? null) as Record<string, unknown> | null;
+  // Qwen3.5 rotates a quarter of each head by default (Qwen3_5TextConfig); newer configs repeat the
+  // factor inside rope_parameters, which is what the rotary embedding reads.
+  const partialRotaryFactor = num(
+    ropeParams?.partial_rotary_factor !== undefined ? ropeParams : raw,
+    "partial_rotary_factor",
+    isQwen35 ? 0.25 : 1,
+  );
+  const rotaryDim = Math.round(headDim * partialRotaryFactor);
+  if (!(partialRotaryFactor > 0 && partialRotaryFactor <= 1) || rotaryDim % 2 !== 0) {
+    throw new ModelConfigError(
+      `config.json: partial_rotary_factor ${partialRotaryFactor} must be in (0, 1] and give an even rotary dim (head dim ${headDim} → ${rotaryDim})`,
+    );
   }
   return {
     architecture,
@@ -185,18 +269,21 @@ export function parseDecoderConfig(raw: Record<string, unknown>): DecoderConfig 
     rmsNormEps: num(raw, "rms_norm_eps", 1e-6),
     ropeTheta: theta,
     ropeScaling: scaling,
-    partialRotaryFactor: num(raw, "partial_rotary_factor", 1),
+    partialRotaryFactor,
     // LlamaConfig / Qwen2Config / Qwen3Config default tie_word_embeddings to false.
     tieWordEmbeddings: raw.tie_word_embeddings === true,
     qkvBias: isQwen2 || attentionBias,
     oBias: !isQwen2 && attentionBias,
     mlpBias: raw.mlp_bias === true,
-    qkNorm: architecture === "Qwen3ForCausalLM",
-    zeroCenteredNorm: false,
+    qkNorm: architecture === "Qwen3ForCausalLM" || isQwen35,
+    zeroCenteredNorm: isQwen35,
+    attnOutputGate: isQwen35 && raw.attn_output_gate !== false,
+    linearAttention,
+    weightPrefix: architecture === "Qwen3_5ForConditionalGeneration" ? "model.language_model." : "model.",
     layerTypes,
     maxPositionEmbeddings: num(raw, "max_position_embeddings", 2048),
     bosTokenId: typeof raw.bos_token_id === "number" ? raw.bos_token_id : null,
     eosTokenIds: tokenIds(raw.eos_token_id),
-    raw,
+    raw: config,
   };
 }

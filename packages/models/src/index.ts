@@ -8,6 +8,18 @@ export type { DecoderBlock, LayerContext } from "./layer-context.js";
 export { SelfAttention } from "./attention.js";
 export { SwiGluMlp } from "./mlp.js";
 export { AttentionBlock, FULL_ATTENTION_BLOCK } from "./attention-block.js";
+export {
+  DEFAULT_CHUNK_SIZE,
+  GatedDeltaNet,
+  gatedDeltaRuleChunked,
+  gatedDeltaRuleRecurrent,
+  l2Normalize,
+  type GatedDeltaNetWeights,
+  type GatedDeltaRuleInputs,
+  type GatedDeltaRuleOutput,
+  type LinearAttentionLayerCache,
+} from "./gated-deltanet.js";
+export { LINEAR_ATTENTION_BLOCK, LinearAttentionBlock } from "./linear-attention-block.js";
 export { type BlockType, blockType, registerBlockType } from "./block-types.js";
 export { parameterShapes } from "./parameter-shapes.js";
 export { CausalLM, type ForwardOptions } from "./causal-lm.js";

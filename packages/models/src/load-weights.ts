@@ -13,8 +13,14 @@ export interface LoadWeightsOptions {
   dtype?: "f32" | "bf16";
 }
 
-/** Keys transformers ignores when loading (buffers saved by old versions). */
-const IGNORED = [/\.rotary_emb\.inv_freq$/];
+/**
+ * Keys transformers ignores when loading: buffers saved by old versions, and Qwen3.5's
+ * multi-token-prediction head (`_keys_to_ignore_on_load_unexpected = [r"^mtp.*"]`).
+ */
+const IGNORED = [/\.rotary_emb\.inv_freq$/, /^mtp\./];
+
+/** The vision tower of a vision-language checkpoint: not loaded (text model only), reported in one line. */
+const VISION_PREFIX = "model.visual.";
 
 interface TensorReader {
   names(): string[];
@@ -117,8 +123,13 @@ export async function loadWeights(
         mismatched.push(`${name}: dtype ${info.dtype} is not a float type`);
       }
     }
+    let visionTensors = 0;
     for (const name of readers.keys()) {
       if (expected.has(name) || IGNORED.some((r) => r.test(name))) continue;
+      if (config.weightPrefix === "model.language_model." && name.startsWith(VISION_PREFIX)) {
+        visionTensors++;
+        continue;
+      }
       // A tied checkpoint may still carry lm_head.weight; transformers ties it to the embedding.
       if (name === "lm_head.weight" && config.tieWordEmbeddings) continue;
       unexpected.push(name);
@@ -134,6 +145,11 @@ export async function loadWeights(
         missing,
         unexpected,
         mismatched,
+      );
+    }
+    if (visionTensors > 0) {
+      console.info(
+        `@kiln/models: ${files.label}: skipped ${visionTensors} vision-tower tensors (${VISION_PREFIX}*); only the text model is loaded`,
       );
     }
     const out = new Map<string, Tensor>();

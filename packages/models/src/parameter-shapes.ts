@@ -5,11 +5,12 @@ import type { DecoderConfig } from "./config.js";
 /** name → shape, in module order; `lm_head.weight` only when embeddings are untied. */
 export function parameterShapes(c: DecoderConfig): Map<string, number[]> {
   const shapes = new Map<string, number[]>();
-  shapes.set("model.embed_tokens.weight", [c.vocabSize, c.hiddenSize]);
+  const p = c.weightPrefix;
+  shapes.set(`${p}embed_tokens.weight`, [c.vocabSize, c.hiddenSize]);
   c.layerTypes.forEach((type, l) => {
-    for (const [name, shape] of blockType(type).shapes(c, `model.layers.${l}.`)) shapes.set(name, shape);
+    for (const [name, shape] of blockType(type).shapes(c, `${p}layers.${l}.`)) shapes.set(name, shape);
   });
-  shapes.set("model.norm.weight", [c.hiddenSize]);
+  shapes.set(`${p}norm.weight`, [c.hiddenSize]);
   if (!c.tieWordEmbeddings) shapes.set("lm_head.weight", [c.vocabSize, c.hiddenSize]);
   return shapes;
 }

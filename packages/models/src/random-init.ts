@@ -19,7 +19,11 @@ export function randomTensors(config: DecoderConfig, options: RandomInitOptions 
   for (const [name, shape] of parameterShapes(config)) {
     const n = shape.reduce((a, b) => a * b, 1);
     let values: Float32Array;
-    if (name.endsWith("norm.weight")) values = new Float32Array(n).fill(config.zeroCenteredNorm ? 0 : 1);
+    // Qwen3_5PreTrainedModel._init_weights: dt_bias 1, A_log = log U(0, 16) (here U(1, 16) keeps the decay
+    // rate ≥ 1), the gated output norm 1 (it is not zero-centred).
+    if (name.endsWith(".dt_bias") || name.endsWith("linear_attn.norm.weight")) values = new Float32Array(n).fill(1);
+    else if (name.endsWith(".A_log")) values = rng.uniform(n).map((u) => Math.log(1 + 15 * u));
+    else if (name.endsWith("norm.weight")) values = new Float32Array(n).fill(config.zeroCenteredNorm ? 0 : 1);
     else if (name.endsWith(".bias")) values = new Float32Array(n);
     else values = rng.normal(n).map((v) => v * std);
     const dtype = isMatrixParameter(name, shape) ? (options.dtype ?? "f32") : "f32";

@@ -122,7 +122,7 @@ describe("weights", () => {
     const bits = frozen.stateDict().get(name) as Tensor;
     expect(bits.dtype).toBe("bf16");
     expect(
-      Buffer.from(new Uint8Array(bits.data.buffer, bits.data.byteOffset, bits.data.byteLength)).equals(
+      Buffer.from(new Uint8Array(bits.dataSync().buffer, bits.dataSync().byteOffset, bits.dataSync().byteLength)).equals(
         Buffer.from(src),
       ),
     ).toBe(true);
@@ -184,8 +184,8 @@ describe("block types", () => {
     expect(model.namedLinears().some(([n]) => n.startsWith("model.layers.1."))).toBe(false);
     const logits = noGrad(() => model.forward(new Tensor(Int32Array.from([1, 2]), [1, 2], "i32")));
     expect(logits.shape).toEqual([1, 2, 96]);
-    expect(() => parseDecoderConfig({ ...config, layer_types: ["full_attention", "linear_attention"] })).toThrow(
-      /"linear_attention" is not supported; supported: full_attention, test_scale/,
+    expect(() => parseDecoderConfig({ ...config, layer_types: ["full_attention", "mamba"] })).toThrow(
+      /"mamba" is not supported; supported: full_attention, linear_attention, test_scale/,
     );
   });
 });
