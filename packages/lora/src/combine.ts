@@ -36,8 +36,8 @@ export function combineAdapters(
     let row = 0;
     for (const { layer, weight } of parts) {
       const k = weight * layer.effectiveScaling;
-      const a = layer.A.data as Float32Array;
-      const b = layer.B.data as Float32Array;
+      const a = layer.A.dataSync() as Float32Array;
+      const b = layer.B.dataSync() as Float32Array;
       for (let i = 0; i < layer.rank * inF; i++) A[row * inF + i] = k * a[i];
       for (let o = 0; o < outF; o++) for (let j = 0; j < layer.rank; j++) B[o * r + row + j] = b[o * layer.rank + j];
       row += layer.rank;

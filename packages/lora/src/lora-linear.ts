@@ -12,21 +12,30 @@
 //   ∂L/∂A = duᵀ·x_d              [r × in]
 //   ∂L/∂x = G·W + M ⊙ (du·A)     (without dropout the GEMM accumulates du·A into the same buffer)
 //   ∂L/∂W = Gᵀ·x only if W requires grad (never for a frozen base), ∂L/∂b = Σ_rows G.
-import { type MatmulShape, Tensor, kernel, randomBits, record } from "@kiln/tensor";
+import { type MatmulShape, Tensor, argOf, kernel, randomBits, record } from "@kiln/tensor";
 import { LoraError } from "./errors.js";
 
 function fmt(shape: readonly number[]): string {
   return `[${shape.join(", ")}]`;
 }
 
-/** f32 values of a float tensor: the storage itself for f32, a widened copy otherwise. */
+/**
+ * f32 values of a float tensor as the active backend's kernel argument: the storage itself for f32 (resident
+ * in the wasm heap when the tensor lives there), a widened copy otherwise.
+ */
 function f32Of(t: Tensor): Float32Array {
-  return t.dtype === "f32" ? (t.data as Float32Array) : t.toFloat32Array();
+  return argOf(t.dtype === "f32" ? t : t.to("f32")) as Float32Array;
+}
+
+/** A zero-filled f32 buffer on the active backend (its tensor, and the kernel argument). */
+function buffer(shape: readonly number[]): [Tensor, Float32Array] {
+  const t = Tensor.zeros(shape);
+  return [t, argOf(t) as Float32Array];
 }
 
 /** out (+)= a·b with the weight `w` as the right operand, on the active backend (bf16 weights stay 16-bit). */
 function gemmWeight(a: Float32Array, w: Tensor, out: Float32Array, shape: MatmulShape): void {
-  if (w.dtype === "bf16") kernel("matmulBf16B")(a, w.data as Uint16Array, out, shape);
+  if (w.dtype === "bf16") kernel("matmulBf16B")(a, argOf(w) as Uint16Array, out, shape);
   else kernel("matmul")(a, f32Of(w), out, shape);
 }
 
@@ -96,15 +105,17 @@ export function loraLinear(
   const keep = dropout && dropout.p > 0 ? dropoutKeep(dropout, x.size) : null;
   const keepScale = dropout ? 1 / (1 - dropout.p) : 1;
   let xds = xs;
+  let xdsTensor: Tensor | null = null;
   if (keep) {
-    xds = new Float32Array(x.size);
+    [xdsTensor, xds] = buffer([x.size]);
     for (let i = 0; i < xds.length; i++) if (keep[i]) xds[i] = xs[i] * keepScale;
   }
-  const a = A.data as Float32Array;
-  const b = B.data as Float32Array;
+  const a = f32Of(A);
+  const b = f32Of(B);
 
   // y = x·Wᵀ (+ bias), then y += u·Bᵀ with u = s·xd·Aᵀ (scaling the rank-r intermediate: r/out of the work).
-  const y = new Float32Array(rows * out);
+  const result = Tensor.zeros([...x.shape.slice(0, -1), out]);
+  const y = argOf(result) as Float32Array;
   gemmWeight(xs, weight, y, { batch: 1, m: rows, n: out, k: inF, transB: true });
   if (bias) {
     const bv = f32Of(bias);
@@ -113,66 +124,82 @@ export function loraLinear(
       for (let j = 0; j < out; j++) y[o + j] += bv[j];
     }
   }
-  const u = new Float32Array(rows * r);
+  const [uTensor, u] = buffer([rows * r]);
   gemm(xds, a, u, { batch: 1, m: rows, n: r, k: inF, transB: true });
   for (let i = 0; i < u.length; i++) u[i] *= scaling;
   gemm(u, b, y, { batch: 1, m: rows, n: out, k: r, transB: true, accumulate: true });
-  const result = new Tensor(y, [...x.shape.slice(0, -1), out]);
 
   const inputs: Tensor[] = [x, weight, A, B];
   if (bias) inputs.push(bias);
-  return record(result, "loraLinear", inputs, (grad) => {
-    const g = f32Of(grad);
-    const needX = x.requiresGrad;
-    let du: Float32Array | null = null;
-    if (A.requiresGrad || needX) {
-      du = new Float32Array(rows * r);
-      gemm(g, b, du, { batch: 1, m: rows, n: r, k: out });
-      for (let i = 0; i < du.length; i++) du[i] *= scaling;
-    }
-    let dB: Tensor | null = null;
-    if (B.requiresGrad) {
-      const d = new Float32Array(out * r);
-      gemm(g, u, d, { batch: 1, m: out, n: r, k: rows, transA: true });
-      dB = new Tensor(d, B.shape);
-    }
-    let dA: Tensor | null = null;
-    if (A.requiresGrad) {
-      const d = new Float32Array(r * inF);
-      gemm(du!, xds, d, { batch: 1, m: r, n: inF, k: rows, transA: true });
-      dA = new Tensor(d, A.shape);
-    }
-    let dx: Tensor | null = null;
-    if (needX) {
-      const d = new Float32Array(rows * inF);
-      gemmWeight(g, weight, d, { batch: 1, m: rows, n: inF, k: out });
-      if (keep) {
-        // the dropout op's backward (g·mask) and the gradient sum, in one pass
-        const t = new Float32Array(rows * inF);
-        gemm(du!, a, t, { batch: 1, m: rows, n: inF, k: r });
-        for (let i = 0; i < d.length; i++) if (keep[i]) d[i] += t[i] * keepScale;
-      } else {
-        gemm(du!, a, d, { batch: 1, m: rows, n: inF, k: r, accumulate: true });
+  // The backward reads u and x_d (and x's widened copy) besides the inputs: listed for tidy().
+  const saved: Tensor[] = [uTensor];
+  if (xdsTensor) saved.push(xdsTensor);
+  return record(
+    result,
+    "loraLinear",
+    inputs,
+    (grad) => {
+      const g = f32Of(grad);
+      const xsB = f32Of(x);
+      const xdsB = xdsTensor ? (argOf(xdsTensor) as Float32Array) : xsB;
+      const aB = f32Of(A);
+      const bB = f32Of(B);
+      const uB = argOf(uTensor) as Float32Array;
+      const needX = x.requiresGrad;
+      let duTensor: Tensor | null = null;
+      let du: Float32Array | null = null;
+      if (A.requiresGrad || needX) {
+        [duTensor, du] = buffer([rows * r]);
+        gemm(g, bB, du, { batch: 1, m: rows, n: r, k: out });
+        for (let i = 0; i < du.length; i++) du[i] *= scaling;
       }
-      dx = new Tensor(d, x.shape);
-    }
-    let dW: Tensor | null = null;
-    if (weight.requiresGrad) {
-      const d = new Float32Array(out * inF);
-      gemm(g, xs, d, { batch: 1, m: out, n: inF, k: rows, transA: true });
-      dW = new Tensor(d, weight.shape);
-    }
-    let db: Tensor | null = null;
-    if (bias?.requiresGrad) {
-      const d = new Float32Array(out);
-      for (let i = 0; i < rows; i++) {
-        const o = i * out;
-        for (let j = 0; j < out; j++) d[j] += g[o + j];
+      let dB: Tensor | null = null;
+      if (B.requiresGrad) {
+        const [t, d] = buffer(B.shape);
+        gemm(g, uB, d, { batch: 1, m: out, n: r, k: rows, transA: true });
+        dB = t;
       }
-      db = new Tensor(d, bias.shape);
-    }
-    const grads: (Tensor | null)[] = [dx, dW, dA, dB];
-    if (bias) grads.push(db);
-    return grads;
-  });
+      let dA: Tensor | null = null;
+      if (A.requiresGrad) {
+        const [t, d] = buffer(A.shape);
+        gemm(du as Float32Array, xdsB, d, { batch: 1, m: r, n: inF, k: rows, transA: true });
+        dA = t;
+      }
+      let dx: Tensor | null = null;
+      if (needX) {
+        const [t, d] = buffer(x.shape);
+        gemmWeight(g, weight, d, { batch: 1, m: rows, n: inF, k: out });
+        if (keep) {
+          // the dropout op's backward (g·mask) and the gradient sum, in one pass
+          const [tmpTensor, tmp] = buffer([rows * inF]);
+          gemm(du as Float32Array, aB, tmp, { batch: 1, m: rows, n: inF, k: r });
+          for (let i = 0; i < d.length; i++) if (keep[i]) d[i] += tmp[i] * keepScale;
+          tmpTensor.dispose();
+        } else {
+          gemm(du as Float32Array, aB, d, { batch: 1, m: rows, n: inF, k: r, accumulate: true });
+        }
+        dx = t;
+      }
+      duTensor?.dispose();
+      let dW: Tensor | null = null;
+      if (weight.requiresGrad) {
+        const [t, d] = buffer(weight.shape);
+        gemm(g, xsB, d, { batch: 1, m: out, n: inF, k: rows, transA: true });
+        dW = t;
+      }
+      let db: Tensor | null = null;
+      if (bias?.requiresGrad) {
+        const [t, d] = buffer(bias.shape);
+        for (let i = 0; i < rows; i++) {
+          const o = i * out;
+          for (let j = 0; j < out; j++) d[j] += g[o + j];
+        }
+        db = t;
+      }
+      const grads: (Tensor | null)[] = [dx, dW, dA, dB];
+      if (bias) grads.push(db);
+      return grads;
+    },
+    saved,
+  );
 }

@@ -10,7 +10,7 @@ import type { LoraLayer } from "./lora-layer.js";
 export function deltaWeight(layer: LoraLayer, scale = 1): Float32Array {
   const ba = noGrad(() => matmul(layer.B.detach(), layer.A.detach()));
   const k = scale * layer.effectiveScaling;
-  const out = ba.data as Float32Array;
+  const out = ba.dataSync() as Float32Array;
   for (let i = 0; i < out.length; i++) out[i] *= k;
   return out;
 }

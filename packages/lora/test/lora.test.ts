@@ -45,7 +45,7 @@ const logitsOf = (m: Model) => T.noGrad(() => m.forward(ids)).toFloat32Array();
 /** Give B random values so the adapter is not the identity. */
 function randomizeB(adapter: ReturnType<typeof attachLora>, seed = 9) {
   const rng = new T.Rng(seed);
-  for (const l of adapter.layers.values()) (l.B.data as Float32Array).set(rng.normal(l.B.size).map((v) => v * 0.1));
+  for (const l of adapter.layers.values()) (l.B.dataSync() as Float32Array).set(rng.normal(l.B.size).map((v) => v * 0.1));
 }
 
 describe("LoRA layers", () => {
@@ -64,11 +64,11 @@ describe("LoRA layers", () => {
     for (let n = 0; n < 3; n++)
       for (let o = 0; o < out; o++) {
         let base = 0;
-        for (let i = 0; i < inF; i++) base += W[o * inF + i] * x.data[n * inF + i];
+        for (let i = 0; i < inF; i++) base += W[o * inF + i] * x.dataSync()[n * inF + i];
         let lora = 0;
         for (let j = 0; j < r; j++) {
           let ax = 0;
-          for (let i = 0; i < inF; i++) ax += A[j * inF + i] * x.data[n * inF + i];
+          for (let i = 0; i < inF; i++) ax += A[j * inF + i] * x.dataSync()[n * inF + i];
           lora += B[o * r + j] * ax;
         }
         expect(Math.abs(y[n * out + o] - (base + (8 / 4) * lora))).toBeLessThan(1e-5);
@@ -155,7 +155,7 @@ describe("LoRA layers", () => {
 describe("merge, scaling, combination", () => {
   it("merge then forward equals the unmerged adapter; unmerge restores the base bit-exactly", () => {
     const model = tinyModel();
-    const base = model.namedLinears().map(([, l]) => Array.from(l.weight.data));
+    const base = model.namedLinears().map(([, l]) => Array.from(l.weight.dataSync()));
     const a = attachLora(model, { r: 4, alpha: 8, targetModules: "all-linear" });
     randomizeB(a);
     const withAdapter = logitsOf(model);
@@ -165,7 +165,7 @@ describe("merge, scaling, combination", () => {
     for (let i = 0; i < merged.length; i++) expect(Math.abs(merged[i] - withAdapter[i])).toBeLessThan(1e-4);
     expect(report.modules.length).toBe(14);
     unmergeAdapter(a, report);
-    for (const [i, [, l]] of model.namedLinears().entries()) expect(Array.from(l.weight.data)).toEqual(base[i]);
+    for (const [i, [, l]] of model.namedLinears().entries()) expect(Array.from(l.weight.dataSync())).toEqual(base[i]);
     expect(Array.from(logitsOf(model))).toEqual(Array.from(withAdapter));
   });
 
@@ -184,7 +184,7 @@ describe("merge, scaling, combination", () => {
   it("a bf16 merge reports the share of the delta it loses (a small delta is mostly lost)", () => {
     const model = tinyModel();
     const a = attachLora(model, { r: 4, alpha: 8, targetModules: ["q_proj"] });
-    for (const l of a.layers.values()) (l.B.data as Float32Array).fill(1e-5);
+    for (const l of a.layers.values()) (l.B.dataSync() as Float32Array).fill(1e-5);
     const report = mergeAdapter(a, { dtype: "bf16" });
     expect(report.dtype).toBe("bf16");
     expect(report.meanBf16DeltaLoss).toBeGreaterThan(0.5);

@@ -21,8 +21,8 @@ function setup() {
   const lin = adapter.linear(module);
   lin.weight = new T.Tensor(Float32Array.from(fx.W), [fx.out, fx.in]);
   const layer = adapter.layers.get(module)!;
-  (layer.A.data as Float32Array).set(fx.A);
-  (layer.B.data as Float32Array).set(fx.B);
+  (layer.A.dataSync() as Float32Array).set(fx.A);
+  (layer.B.dataSync() as Float32Array).set(fx.B);
   return { adapter, lin };
 }
 
@@ -42,6 +42,6 @@ describe("merge vs PyTorch", () => {
     const b = setup();
     mergeAdapter(b.adapter, { scale: fx.scale, dtype: "bf16" });
     expect(b.lin.weight.dtype).toBe("bf16");
-    expect(Array.from(b.lin.weight.data)).toEqual(fx.merged_bf16_bits);
+    expect(Array.from(b.lin.weight.dataSync())).toEqual(fx.merged_bf16_bits);
   });
 });
