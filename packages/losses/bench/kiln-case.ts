@@ -32,9 +32,9 @@ function fill(out: Float32Array, seed: number): void {
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 const student = new Tensor(new Float32Array(T * V), [T, V]);
-fill(student.data as Float32Array, 1);
+fill(student.dataSync() as Float32Array, 1);
 const teacher = kind === "ce" ? null : new Tensor(new Float32Array(T * V), [T, V]);
-if (teacher) fill(teacher.data as Float32Array, 2);
+if (teacher) fill(teacher.dataSync() as Float32Array, 2);
 const labels = new Int32Array(T);
 for (let i = 0; i < T; i++) labels[i] = (i * 7919) % V;
 const labelsT = new Tensor(labels, [T], "i32");
@@ -56,7 +56,7 @@ function logitsFor(): Tensor {
     student.requireGrad();
     return student;
   }
-  return record(new Tensor(student.data, [T, V]), "producer", [producerParam], () => [
+  return record(new Tensor(student.dataSync(), [T, V]), "producer", [producerParam], () => [
     new Tensor(new Float32Array(1), [1]),
   ]);
 }

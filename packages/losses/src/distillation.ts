@@ -31,7 +31,7 @@ export function distillationLoss(student: Tensor, teacher: Tensor, options: Dist
   });
   const loss = weightedSum(perToken, weights);
   const metrics = noGrad(() => {
-    const d = perToken.data as Float32Array;
+    const d = perToken.dataSync() as Float32Array;
     let total = 0;
     let count = 0;
     for (let i = 0; i < rows; i++) {
@@ -72,7 +72,7 @@ export function sampledTokenKl(inputs: SampledTokenKlInputs, options: SampledTok
   const check = (name: string, t: Tensor): Float32Array => {
     if (t.dtype !== "f32" || t.size !== n)
       throw new LossInputError(`${op}: ${name} must be f32 with ${n} elements, got ${t.dtype} ${fmt(t.shape)}`);
-    return t.data as Float32Array;
+    return t.dataSync() as Float32Array;
   };
   const s = check("studentLogps", sT);
   const p = check("teacherLogps", inputs.teacherLogps);
@@ -96,7 +96,7 @@ export function sampledTokenKl(inputs: SampledTokenKlInputs, options: SampledTok
     count++;
   }
   const loss = record(new Tensor(Float32Array.of(value), []), "sampledTokenKl", [sT], (g) => {
-    const k = (g.data as Float32Array)[0];
+    const k = (g.dataSync() as Float32Array)[0];
     return [
       new Tensor(
         Float32Array.from(coef, (c) => c * k),

@@ -184,8 +184,8 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
         `${op}: topK ${k} must be smaller than the vocabulary ${V} (use the full-vocabulary mode)`,
       );
   }
-  const zs = student.data as Float32Array;
-  const zt = teacher.data as Float32Array;
+  const zs = student.dataSync() as Float32Array;
+  const zt = teacher.dataSync() as Float32Array;
   const opName = `divergence_${mode === 0 ? "fkl" : mode === 1 ? "rkl" : "jsd"}`;
   const outShape = student.shape.slice(0, -1);
   if (k === 0 && mode !== 2) {
@@ -195,7 +195,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
     const plan = { reverse: mode === 1, zs, zt, map, mask, rows, V, invT, chunk, expected };
     const rowsOut = klForwardRows(plan, isGradEnabled() && student.requiresGrad);
     return record(new Tensor(rowsOut.out, outShape), opName, [student], (g) => [
-      new Tensor(klBackwardRows(plan, rowsOut, g.data as Float32Array), student.shape),
+      new Tensor(klBackwardRows(plan, rowsOut, g.dataSync() as Float32Array), student.shape),
     ]);
   }
   const lseS = new Float64Array(rows);
@@ -318,7 +318,7 @@ export function tokenDivergence(student: Tensor, teacher: Tensor, options: Token
     }
   }
   return record(new Tensor(out, outShape), opName, [student], (g) => {
-    const gd = g.data as Float32Array;
+    const gd = g.dataSync() as Float32Array;
     const kept = stored ? takeStoredGradient(plan, stored, gd) : null;
     if (kept) return [new Tensor(kept, student.shape)];
     const dz = new Float32Array(rows * V);

@@ -41,7 +41,7 @@ function sigmoid(x: number): number {
 function values(op: string, name: string, t: Tensor, n: number): Float32Array {
   if (t.dtype !== "f32" || t.size !== n)
     throw new LossInputError(`${op}: ${name} must be f32 with ${n} elements, got ${t.dtype} ${fmt(t.shape)}`);
-  return t.data as Float32Array;
+  return t.dataSync() as Float32Array;
 }
 
 /**
@@ -132,7 +132,7 @@ export function dpoLoss(inputs: DpoInputs, options: DpoOptions = {}): LossResult
     logpsRejected += pr[i];
   }
   const loss = record(new Tensor(Float32Array.of(total / P), []), `dpo_${lossType}`, [pcT, prT], (g) => {
-    const s = (g.data as Float32Array)[0];
+    const s = (g.dataSync() as Float32Array)[0];
     return [
       new Tensor(
         Float32Array.from(dChosen, (d) => d * s),
@@ -199,7 +199,7 @@ export function dpoLossFromLogits(batch: DpoBatch, options: DpoOptions = {}): Lo
   });
   const pc = narrow(policy.logps, 0, 0, P);
   const pr = narrow(policy.logps, 0, P, 2 * P);
-  const refData = ref.data as Float32Array;
+  const refData = ref.dataSync() as Float32Array;
   const result = dpoLoss(
     {
       policyChosenLogps: pc,
@@ -224,7 +224,7 @@ export function dpoLossFromLogits(batch: DpoBatch, options: DpoOptions = {}): Lo
 function meanCompletionLogits(logits: Tensor, completionMask: Tensor, P: number): [number, number] {
   const [B, T, V] = logits.shape;
   const mask = maskValues("dpoLossFromLogits", "completionMask", completionMask, B * T);
-  const d = logits.data as Float32Array;
+  const d = logits.dataSync() as Float32Array;
   const sums = [0, 0];
   const counts = [0, 0];
   for (let b = 0; b < B; b++) {

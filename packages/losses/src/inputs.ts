@@ -23,14 +23,14 @@ export function indexData(op: string, name: string, t: Tensor, n: number): Int32
   if (t.dtype !== "i32")
     throw new LossInputError(`${op}: ${name} must be i32 token ids, got ${t.dtype} ${fmt(t.shape)}`);
   if (t.size !== n) throw new LossInputError(`${op}: ${name} ${fmt(t.shape)} has ${t.size} elements, expected ${n}`);
-  return t.data as Int32Array;
+  return t.dataSync() as Int32Array;
 }
 
 /** The f32 data of a per-token tensor with exactly `n` elements. */
 export function floatValues(op: string, name: string, t: Tensor, n: number): Float32Array {
   if (t.dtype !== "f32") throw new LossInputError(`${op}: ${name} must be f32, got ${t.dtype} ${fmt(t.shape)}`);
   if (t.size !== n) throw new LossInputError(`${op}: ${name} ${fmt(t.shape)} has ${t.size} elements, expected ${n}`);
-  return t.data as Float32Array;
+  return t.dataSync() as Float32Array;
 }
 
 /** A 0/1 mask of length `n` (nonzero / true = keep). `undefined` keeps everything. */
@@ -39,7 +39,7 @@ export function maskValues(op: string, name: string, mask: MaskLike | Tensor | u
   if (mask === undefined) return out.fill(1);
   const values: ArrayLike<number | boolean> = isTensor(mask)
     ? mask.dtype === "f32" || mask.dtype === "i32"
-      ? (mask.data as ArrayLike<number>)
+      ? (mask.dataSync() as ArrayLike<number>)
       : mask.toFloat32Array()
     : "data" in (mask as object) && !Array.isArray(mask)
       ? (mask as { data: ArrayLike<number> }).data

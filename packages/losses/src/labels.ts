@@ -14,7 +14,7 @@ export function shiftLabels(labels: Tensor, ignoreIndex = -100): Tensor {
     throw new LossInputError(`shiftLabels: labels must be i32, got ${labels.dtype} ${fmt(labels.shape)}`);
   if (labels.rank < 1) throw new LossInputError("shiftLabels: labels need a sequence axis, got a scalar");
   const T = labels.shape[labels.rank - 1];
-  const src = labels.data as Int32Array;
+  const src = labels.dataSync() as Int32Array;
   const out = new Int32Array(src.length);
   for (let o = 0; o < src.length; o += T) {
     for (let t = 0; t + 1 < T; t++) out[o + t] = src[o + t + 1];
@@ -30,7 +30,7 @@ export function shiftLabels(labels: Tensor, ignoreIndex = -100): Tensor {
 export function labelsFromMask(inputIds: Tensor, mask: MaskLike | Tensor, ignoreIndex = -100): Tensor {
   if (inputIds.dtype !== "i32") throw new LossInputError(`labelsFromMask: inputIds must be i32, got ${inputIds.dtype}`);
   const m = maskValues("labelsFromMask", "mask", mask, inputIds.size);
-  const ids = inputIds.data as Int32Array;
+  const ids = inputIds.dataSync() as Int32Array;
   const out = new Int32Array(ids.length);
   for (let i = 0; i < ids.length; i++) out[i] = m[i] ? ids[i] : ignoreIndex;
   return new Tensor(out, inputIds.shape, "i32");
@@ -52,7 +52,7 @@ export function countTargetTokens(labels: Tensor, options: CountTargetsOptions =
   const ignoreIndex = options.ignoreIndex ?? -100;
   const shift = options.shift ?? true;
   const T = labels.rank === 0 ? 1 : labels.shape[labels.rank - 1];
-  const d = labels.data as Int32Array;
+  const d = labels.dataSync() as Int32Array;
   let n = 0;
   for (let i = 0; i < d.length; i++) {
     if (shift && i % T === 0) continue;

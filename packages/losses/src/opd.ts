@@ -43,7 +43,7 @@ export interface OpdAdvantages {
 function perToken(op: string, name: string, t: Tensor, n: number): Float32Array {
   if (t.dtype !== "f32" || t.size !== n)
     throw new LossInputError(`${op}: ${name} must be f32 with ${n} elements, got ${t.dtype} ${fmt(t.shape)}`);
-  return t.data as Float32Array;
+  return t.dataSync() as Float32Array;
 }
 
 /**
@@ -231,7 +231,7 @@ export function policyGradientLoss(inputs: PolicyGradientInputs, options: Policy
   }
   const value = total / denom;
   const loss = record(new Tensor(Float32Array.of(value), []), `pg_${objective}`, [lpT], (g) => {
-    const s = (g.data as Float32Array)[0];
+    const s = (g.dataSync() as Float32Array)[0];
     return [
       new Tensor(
         Float32Array.from(dlp, (v) => v * s),

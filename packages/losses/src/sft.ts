@@ -47,7 +47,7 @@ export function sftLoss(logits: Tensor, labels: Tensor, options: SftLossOptions 
     );
   }
   const targets = (options.shift ?? true) ? shiftLabels(labels, ignoreIndex) : labels;
-  const td = targets.data as Int32Array;
+  const td = targets.dataSync() as Int32Array;
   let count = 0;
   for (let i = 0; i < rows; i++) if (td[i] !== ignoreIndex) count++;
   let denom: number;

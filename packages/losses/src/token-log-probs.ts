@@ -41,7 +41,7 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
   }
   const chunk = options.chunkRows ?? defaultChunkRows(vocab);
   checkPositiveInt(op, "chunkRows", chunk);
-  const ld = logits.data as Float32Array;
+  const ld = logits.dataSync() as Float32Array;
   const out = new Float32Array(rows);
   const lse = new Float32Array(rows);
   if (isGradEnabled() && logits.requiresGrad) {
@@ -76,7 +76,7 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
     for (let i = 0; i < rows; i++) out[i] = td[i] === ignoreIndex ? 0 : ld[i * vocab + td[i]] - lse[i];
     let saved: Float32Array | null = probs;
     return record(new Tensor(out, targets.shape), op, [logits], (g) => {
-      const gd = g.data as Float32Array;
+      const gd = g.dataSync() as Float32Array;
       if (saved === null) return [recomputedGradient(ld, td, lse, gd, rows, vocab, chunk, ignoreIndex, logits.shape)];
       // d(log p_t)/dlogits = g·(onehot − softmax); the row holds −e·softmax. Handed over as the gradient.
       const d = saved;
@@ -111,7 +111,7 @@ export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLog
   }
   for (let i = 0; i < rows; i++) out[i] = 0 - loss[i];
   return record(new Tensor(out, targets.shape), op, [logits], (g) => [
-    recomputedGradient(ld, td, lse, g.data as Float32Array, rows, vocab, chunk, ignoreIndex, logits.shape),
+    recomputedGradient(ld, td, lse, g.dataSync() as Float32Array, rows, vocab, chunk, ignoreIndex, logits.shape),
   ]);
 }
 

@@ -24,7 +24,7 @@ export function tokenEntropy(logits: Tensor, options: EntropyOptions = {}): { pe
   if (!(temperature > 0) || !Number.isFinite(temperature))
     throw new LossOptionError(`${op}: temperature must be a positive finite number, got ${temperature}`);
   const inv = 1 / temperature;
-  const ld = logits.data as Float32Array;
+  const ld = logits.dataSync() as Float32Array;
   const perToken = new Float32Array(rows);
   let total = 0;
   let count = 0;
@@ -63,7 +63,7 @@ export function tokenAccuracy(
   const op = "tokenAccuracy";
   const { rows, vocab } = logitRows(op, "logits", logits);
   const td = indexData(op, "targets", targets, rows);
-  const ld = logits.data as Float32Array;
+  const ld = logits.dataSync() as Float32Array;
   let correct = 0;
   let total = 0;
   for (let r = 0; r < rows; r++) {

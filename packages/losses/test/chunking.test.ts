@@ -42,8 +42,8 @@ describe("chunked kernels", () => {
     return {
       sft: sft.loss.item(),
       kl: kl.loss.item(),
-      gx: x.grad?.data as Float32Array,
-      gy: y.grad?.data as Float32Array,
+      gx: x.grad?.dataSync() as Float32Array,
+      gy: y.grad?.dataSync() as Float32Array,
     };
   }
 

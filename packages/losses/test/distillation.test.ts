@@ -62,7 +62,7 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
       expect(loss.item()).toBeCloseTo(f(Array.from(zs)), 5);
       expect(metrics.num_tokens).toBe(5);
       backward(loss);
-      expectClose(x.grad?.data as Float32Array, numericGrad(f, Array.from(zs)), 2e-6, 1e-3);
+      expectClose(x.grad?.dataSync() as Float32Array, numericGrad(f, Array.from(zs)), 2e-6, 1e-3);
     });
   }
 
@@ -70,7 +70,7 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
     const zs = tensor(randomArray(N * V, 1, 2), [N, V]);
     const zt = tensor(randomArray(N * V, 2, 2), [N, V]);
     const at = (opts: Parameters<typeof tokenDivergence>[2]) =>
-      Array.from(tokenDivergence(zs, zt, opts).data as Float32Array);
+      Array.from(tokenDivergence(zs, zt, opts).dataSync() as Float32Array);
     expect(at({ kind: "jsd", beta: 0 })).toEqual(at({ kind: "forward_kl" }));
     expect(at({ kind: "jsd", beta: 1 })).toEqual(at({ kind: "reverse_kl" }));
     const tiny = at({ kind: "jsd", beta: 1e-6 });
@@ -79,8 +79,8 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
       expect(fkl[i]).toBeGreaterThan(0.01);
       expect(tiny[i]).toBeLessThan(fkl[i] * 1e-3);
     }
-    const rows = rowsOf(zs.data as Float32Array, V);
-    const trows = rowsOf(zt.data as Float32Array, V);
+    const rows = rowsOf(zs.dataSync() as Float32Array, V);
+    const trows = rowsOf(zt.dataSync() as Float32Array, V);
     expectClose(
       fkl,
       rows.map((r, i) => kl(logSoftmax(trows[i]), logSoftmax(r))),
@@ -95,7 +95,7 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
     const { loss } = distillationLoss(x, tensor(z.slice(), [N, V]), { kind: "jsd", beta: 0.5 });
     expect(Math.abs(loss.item())).toBeLessThan(1e-6);
     backward(loss);
-    for (const g of (x.grad?.data ?? []) as Float32Array) expect(Math.abs(g)).toBeLessThan(1e-6);
+    for (const g of (x.grad?.dataSync() ?? []) as Float32Array) expect(Math.abs(g)).toBeLessThan(1e-6);
     const far = distillationLoss(
       tensor(z, [N, V]),
       tensor(
@@ -115,7 +115,7 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
     const f = (v: number[]) => refMean(v, Array.from(zt), "reverse_kl", 0.5, 1, [1, 1, 1, 1], undefined, map);
     expect(loss.item()).toBeCloseTo(f(Array.from(zs)), 5);
     backward(loss);
-    expectClose(x.grad?.data as Float32Array, numericGrad(f, Array.from(zs)), 2e-6, 1e-3);
+    expectClose(x.grad?.dataSync() as Float32Array, numericGrad(f, Array.from(zs)), 2e-6, 1e-3);
     expect(() => tokenDivergence(tensor(zs, [4, V]), tensor(zt, [7, V]))).toThrow(LossInputError);
     expect(() => tokenDivergence(tensor(zs, [4, V]), tensor(zt, [7, V]), { teacherRows: [0, 1, 2, 7] })).toThrow(
       LossInputError,
@@ -134,7 +134,7 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
         const { loss } = distillationLoss(x, tensor(zt, [7, V]), { kind, temperature: 1.3, mask, chunkRows });
         expect(loss.item()).toBeCloseTo(f(Array.from(zs)), 5);
         backward(loss);
-        expectClose(x.grad?.data as Float32Array, expectedGrad, 2e-6, 1e-3);
+        expectClose(x.grad?.dataSync() as Float32Array, expectedGrad, 2e-6, 1e-3);
       }
     }
   });
@@ -143,7 +143,7 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
     const zs = randomArray(N * V, 21, 2);
     const zt = randomArray(N * V, 22, 2);
     const mask = [1, 1, 1, 1, 0, 0];
-    const per = Array.from(tokenDivergence(tensor(zs, [N, V]), tensor(zt, [N, V]), { mask }).data as Float32Array);
+    const per = Array.from(tokenDivergence(tensor(zs, [N, V]), tensor(zt, [N, V]), { mask }).dataSync() as Float32Array);
     const s = distillationLoss(tensor(zs, [2, 3, V]), tensor(zt, [2, 3, V]), { mask, reduction: "sum" });
     expect(s.loss.item()).toBeCloseTo(per[0] + per[1] + per[2] + per[3], 5);
     const n = distillationLoss(tensor(zs, [2, 3, V]), tensor(zt, [2, 3, V]), { mask, numItems: 8 });
@@ -180,7 +180,7 @@ describe("sampledTokenKl (SDFT sampled_token surrogate)", () => {
     );
     expect(w[2]).toBe(2); // capped
     backward(loss);
-    expectClose(x.grad?.data as Float32Array, coef, 1e-6);
+    expectClose(x.grad?.dataSync() as Float32Array, coef, 1e-6);
     expect(metrics.reverse_kl).toBeCloseTo((0.8 - 0.2 - 1.5 + 0) / 4, 6);
   });
 
@@ -200,7 +200,7 @@ describe("sampledTokenKl (SDFT sampled_token surrogate)", () => {
         { reduction: "sum" },
       );
       backward(loss);
-      const g = x.grad?.data as Float32Array;
+      const g = x.grad?.dataSync() as Float32Array;
       for (let j = 0; j < V; j++) expected[j] += Math.exp(sLog[y]) * g[j];
     }
     expectClose(expected, gradKl, 1e-5, 1e-3);

@@ -73,8 +73,8 @@ describe("dpoLoss", () => {
         { beta, lossType: type, labelSmoothing: eps },
       );
       // use the f32-rounded inputs in the reference
-      const pc = Array.from(pcT.data);
-      const pr = Array.from(prT.data);
+      const pc = Array.from(pcT.dataSync());
+      const pr = Array.from(prT.dataSync());
       const rc = Array.from(Float32Array.from(d.rc));
       const rr = Array.from(Float32Array.from(d.rr));
       const e = type === "sigmoid" ? 0 : eps;
@@ -82,8 +82,8 @@ describe("dpoLoss", () => {
       backward(loss);
       const gc = numericGrad((x) => refLoss(type, beta, e, x, pr, rc, rr, d.nc, d.nr), pc);
       const gr = numericGrad((x) => refLoss(type, beta, e, pc, x, rc, rr, d.nc, d.nr), pr);
-      expectClose(pcT.grad?.data as Float32Array, gc, 1e-6, 1e-4);
-      expectClose(prT.grad?.data as Float32Array, gr, 1e-6, 1e-4);
+      expectClose(pcT.grad?.dataSync() as Float32Array, gc, 1e-6, 1e-4);
+      expectClose(prT.grad?.dataSync() as Float32Array, gr, 1e-6, 1e-4);
     });
   }
 
@@ -164,10 +164,10 @@ describe("sequenceLogProbs and dpoLossFromLogits", () => {
     const logits = randomArray(4 * T * V, 41, 2);
     const x = tensor(logits, [4, T, V]);
     const { logps, tokens } = sequenceLogProbs(x, tensor(ids, [4, T], "i32"), mask);
-    expectClose(logps.data as Float32Array, refSeq(logits, false), 1e-5, 1e-5);
+    expectClose(logps.dataSync() as Float32Array, refSeq(logits, false), 1e-5, 1e-5);
     expect(Array.from(tokens)).toEqual([2, 4, 2, 3]);
     const avg = sequenceLogProbs(x, tensor(ids, [4, T], "i32"), mask, { average: true });
-    expectClose(avg.logps.data as Float32Array, refSeq(logits, true), 1e-5, 1e-5);
+    expectClose(avg.logps.dataSync() as Float32Array, refSeq(logits, true), 1e-5, 1e-5);
   });
 
   it("from logits: reference from a function (adapter-off model) or precomputed give the same loss; gradient vs finite differences", () => {
@@ -208,6 +208,6 @@ describe("sequenceLogProbs and dpoLossFromLogits", () => {
     };
     expect(a.loss.item()).toBeCloseTo(f(Array.from(logits)), 5);
     backward(a.loss);
-    expectClose(x.grad?.data as Float32Array, numericGrad(f, Array.from(logits)), 1e-6, 1e-3);
+    expectClose(x.grad?.dataSync() as Float32Array, numericGrad(f, Array.from(logits)), 1e-6, 1e-3);
   });
 });

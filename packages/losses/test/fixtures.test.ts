@@ -32,7 +32,7 @@ describe("PyTorch reference fixtures", () => {
       expect(metrics.mean_token_accuracy).toBeCloseTo(c.mean_token_accuracy, 10);
       expect(metrics.entropy).toBeCloseTo(c.entropy, 5);
       backward(loss);
-      expectClose(x.grad?.data as Float32Array, c.grad, 1e-7, 1e-4);
+      expectClose(x.grad?.dataSync() as Float32Array, c.grad, 1e-7, 1e-4);
     }
   });
 
@@ -56,7 +56,7 @@ describe("PyTorch reference fixtures", () => {
       }
       for (const [k, v] of Object.entries(c.metrics)) expect(metrics[k], k).toBeCloseTo(v as number, 4);
       backward(loss);
-      expectClose(x.grad?.data as Float32Array, c.grad, 1e-6, 1e-4);
+      expectClose(x.grad?.dataSync() as Float32Array, c.grad, 1e-6, 1e-4);
     }
   });
 
@@ -71,7 +71,7 @@ describe("PyTorch reference fixtures", () => {
       });
       expect(loss.item()).toBeCloseTo(c.loss, 5);
       backward(loss);
-      expectClose(x.grad?.data as Float32Array, c.grad, 1e-7, 1e-4);
+      expectClose(x.grad?.dataSync() as Float32Array, c.grad, 1e-7, 1e-4);
     }
   });
 
@@ -86,7 +86,7 @@ describe("PyTorch reference fixtures", () => {
       });
       expect(loss.item()).toBeCloseTo(c.loss, 5);
       backward(loss);
-      expectClose(x.grad?.data as Float32Array, c.grad, 1e-7, 1e-4);
+      expectClose(x.grad?.dataSync() as Float32Array, c.grad, 1e-7, 1e-4);
     }
   });
 
@@ -99,7 +99,7 @@ describe("PyTorch reference fixtures", () => {
       );
       expect(loss.item()).toBeCloseTo(c.loss, 5);
       backward(loss);
-      expectClose(x.grad?.data as Float32Array, c.grad, 1e-6, 1e-4);
+      expectClose(x.grad?.dataSync() as Float32Array, c.grad, 1e-6, 1e-4);
     }
   });
 
@@ -110,7 +110,7 @@ describe("PyTorch reference fixtures", () => {
         teacherLogps: tensor(f32(c.teacher)),
         mask: c.mask,
       });
-      expectClose(advantages.data as Float32Array, c.advantages, 1e-6, 1e-5);
+      expectClose(advantages.dataSync() as Float32Array, c.advantages, 1e-6, 1e-5);
       expect(m.teacher_kl).toBeCloseTo(c.teacher_kl, 5);
       const x = tensor(f32(c.logp)).requireGrad();
       const { loss } = policyGradientLoss(
@@ -119,7 +119,7 @@ describe("PyTorch reference fixtures", () => {
       );
       expect(loss.item()).toBeCloseTo(c.loss, 4);
       backward(loss);
-      expectClose(x.grad?.data as Float32Array, c.grad, 1e-6, 1e-4);
+      expectClose(x.grad?.dataSync() as Float32Array, c.grad, 1e-6, 1e-4);
     }
   });
 });

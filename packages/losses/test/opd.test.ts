@@ -56,7 +56,7 @@ describe("opdAdvantages", () => {
       mask,
     });
     const expected = q.map((v, i) => (mask[i] ? -(v - p[i]) : 0));
-    expectClose(plain.advantages.data as Float32Array, expected, 1e-6);
+    expectClose(plain.advantages.dataSync() as Float32Array, expected, 1e-6);
     const kl = q.reduce((a, v, i) => a + (mask[i] ? v - p[i] : 0), 0) / 10;
     expect(plain.metrics.teacher_kl).toBeCloseTo(kl, 6);
     const weighted = opdAdvantages(
@@ -69,7 +69,7 @@ describe("opdAdvantages", () => {
       { clamp: 1, turnWeights: [1.5, 1.5] },
     );
     const exp2 = expected.map((a, i) => (mask[i] ? Math.max(-1, Math.min(1, a)) * (turns[i] < 2 ? 1.5 : 1) : 0));
-    expectClose(weighted.advantages.data as Float32Array, exp2, 1e-6);
+    expectClose(weighted.advantages.dataSync() as Float32Array, exp2, 1e-6);
     expect(weighted.metrics.teacher_kl).toBeCloseTo(kl, 6);
     const clampedCount = expected.filter((a, i) => mask[i] && Math.abs(a) > 1).length;
     expect(clampedCount).toBeGreaterThan(0);
@@ -98,7 +98,7 @@ describe("opdAdvantages", () => {
       0,
       x[5],
     ];
-    expectClose(advantages.data as Float32Array, expected, 1e-6);
+    expectClose(advantages.dataSync() as Float32Array, expected, 1e-6);
     expect(() =>
       opdAdvantages(
         { samplerLogps: tensor(Float32Array.from(q)), teacherLogps: tensor(Float32Array.from(p)) },
@@ -140,8 +140,8 @@ describe("policyGradientLoss", () => {
           const expected = lp.map((v, i) =>
             mask[i] ? (-Math.min(Math.max(Math.exp(v - q[i]), 0.9), 1.1) * A[i]) / denom : 0,
           );
-          expectClose(x.grad?.data as Float32Array, expected, 1e-6, 1e-5);
-        } else expectClose(x.grad?.data as Float32Array, numericGrad(f, lp, 1e-6), 1e-5, 1e-4);
+          expectClose(x.grad?.dataSync() as Float32Array, expected, 1e-6, 1e-5);
+        } else expectClose(x.grad?.dataSync() as Float32Array, numericGrad(f, lp, 1e-6), 1e-5, 1e-4);
         const ratios = lp.map((v, i) => Math.exp(v - q[i])).filter((_, i) => mask[i]);
         expect(metrics["ratio/max"]).toBeCloseTo(Math.max(...ratios), 5);
         expect(metrics["ratio/min"]).toBeCloseTo(Math.min(...ratios), 5);
@@ -169,7 +169,7 @@ describe("policyGradientLoss", () => {
       { objective: "ppo" },
     );
     backward(loss);
-    const g = Array.from(x.grad?.data as Float32Array);
+    const g = Array.from(x.grad?.dataSync() as Float32Array);
     expect(g[0]).toBe(0); // A > 0, r > 1+ε: clipped, no push further up
     expect(g[1]).toBeCloseTo(-0.5, 6); // A > 0, r < 1−ε: unclipped side, gradient −r·A
     expect(g[2]).toBeCloseTo(1.5, 6); // A < 0, r > 1+ε: unclipped side
@@ -192,7 +192,7 @@ describe("policyGradientLoss", () => {
       { objective: "ppo", clipLow: 0.2, clipHigh: 0.28 },
     );
     backward(loss);
-    expectClose(x.grad?.data as Float32Array, [-1.25, -1.25], 1e-6);
+    expectClose(x.grad?.dataSync() as Float32Array, [-1.25, -1.25], 1e-6);
   });
 
   it("opdLoss merges advantage and objective metrics; numItems divides the sum", () => {

@@ -14,9 +14,9 @@ function twoBackwards(make: (x: ReturnType<typeof tensor>) => ReturnType<typeof 
   const x = tensor(randomArray(N * V, seed, 3), [N, V]).requireGrad();
   const loss = make(x);
   backward(loss, undefined, { retainGraph: true });
-  const first = Float32Array.from(x.grad?.data as Float32Array);
+  const first = Float32Array.from(x.grad?.dataSync() as Float32Array);
   backward(loss);
-  const total = x.grad?.data as Float32Array;
+  const total = x.grad?.dataSync() as Float32Array;
   let worst = 0;
   let scale = 0;
   for (let i = 0; i < first.length; i++) {
@@ -64,7 +64,7 @@ describe(`expected-gradient hints (seed ${seed})`, () => {
   function gradOf(make: (x: Tensor) => Tensor, seedGrad?: Tensor): Float32Array {
     const x = tensor(randomArray(N * V, seed + 3, 3), [N, V]).requireGrad();
     backward(make(x), seedGrad);
-    return x.grad?.data as Float32Array;
+    return x.grad?.dataSync() as Float32Array;
   }
   function expectScaled(got: Float32Array, want: Float32Array, factor: number) {
     let worst = 0;
@@ -125,7 +125,7 @@ describe("ignored rows", () => {
       const x = tensor(data, [N, V]).requireGrad();
       const { loss } = sftLoss(x, tensor(labels, [N], "i32"), { shift: false });
       backward(loss);
-      return { loss: loss.item(), grad: x.grad?.data as Float32Array };
+      return { loss: loss.item(), grad: x.grad?.dataSync() as Float32Array };
     });
     expect(Number.isFinite(grads[1].loss)).toBe(true);
     expect(grads[1].loss).toBe(grads[0].loss);

@@ -45,7 +45,7 @@ describe("tokenLogProbs (fused, chunked)", () => {
     const expected = Array.from(targets, (t, i) => (t === -100 ? 0 : logSoftmax(rows[i])[t]));
     for (const chunkRows of [1, 2, 4, 100]) {
       const lp = tokenLogProbs(tensor(logits, [9, V]), tensor(targets, [9], "i32"), { chunkRows });
-      expectClose(lp.data as Float32Array, expected, 2e-6, 2e-6);
+      expectClose(lp.dataSync() as Float32Array, expected, 2e-6, 2e-6);
     }
   });
 
@@ -55,17 +55,17 @@ describe("tokenLogProbs (fused, chunked)", () => {
     const targets = tensor(new Int32Array([3, -100, 10, 0]), [4], "i32");
     const weights = [0.5, 2, -1, 3];
     const lp = tokenLogProbs(logits, targets, { chunkRows: 3 });
-    const loss = (lp.data as Float32Array).reduce((a, v, i) => a + v * weights[i], 0);
+    const loss = (lp.dataSync() as Float32Array).reduce((a, v, i) => a + v * weights[i], 0);
     expect(Number.isFinite(loss)).toBe(true);
     backward(lp, tensor(Float32Array.from(weights), [4]));
-    const rows = rowsOf(logits.data as Float32Array, V);
+    const rows = rowsOf(logits.dataSync() as Float32Array, V);
     const expected: number[] = [];
     for (let r = 0; r < 4; r++) {
-      const t = (targets.data as Int32Array)[r];
+      const t = (targets.dataSync() as Int32Array)[r];
       const ls = logSoftmax(rows[r]);
       for (let j = 0; j < V; j++) expected.push(t === -100 ? 0 : weights[r] * ((j === t ? 1 : 0) - Math.exp(ls[j])));
     }
-    expectClose(logits.grad?.data as Float32Array, expected, 1e-6, 1e-5);
+    expectClose(logits.grad?.dataSync() as Float32Array, expected, 1e-6, 1e-5);
   });
 
   it("rejects targets outside the vocabulary with a typed error", () => {
@@ -115,7 +115,7 @@ describe("sftLoss", () => {
       const r = refCe(vals, labels, b, t, v);
       return r.total / r.count;
     };
-    expectClose(x.grad?.data as Float32Array, numericGrad(f, Array.from(logits)), 1e-5, 1e-3);
+    expectClose(x.grad?.dataSync() as Float32Array, numericGrad(f, Array.from(logits)), 1e-5, 1e-3);
   });
 
   it("gradient accumulation with numItemsInBatch equals one large batch", () => {
@@ -134,14 +134,14 @@ describe("sftLoss", () => {
       const { loss } = sftLoss(x, h.labels, { numItemsInBatch: numItems });
       total += loss.item();
       backward(loss);
-      grads.push(x.grad?.data as Float32Array);
+      grads.push(x.grad?.dataSync() as Float32Array);
     }
     const { loss: fullLoss } = sftLoss(tensor(logits, [4, T, V]), tensor(labels, [4, T], "i32"));
     expect(total).toBeCloseTo(fullLoss.item(), 5);
     const accumulated = new Float32Array(logits.length);
     accumulated.set(grads[0], 0);
     accumulated.set(grads[1], grads[0].length);
-    expectClose(accumulated, full.grad?.data as Float32Array, 1e-7, 1e-4);
+    expectClose(accumulated, full.grad?.dataSync() as Float32Array, 1e-7, 1e-4);
     // plain per-micro-batch means would not add up to the large batch
     const perBatchMean = halves.reduce((a, h) => a + sftLoss(tensor(h.logits, [2, T, V]), h.labels).loss.item(), 0);
     expect(Math.abs(perBatchMean - fullLoss.item())).toBeGreaterThan(1e-3);
@@ -170,8 +170,8 @@ describe("label helpers and stats", () => {
   it("shiftLabels, labelsFromMask and countTargetTokens", () => {
     const ids = tensor(new Int32Array([5, 6, 7, 8, 1, 2, 3, 4]), [2, 4], "i32");
     const labels = labelsFromMask(ids, [0, 0, 1, 1, 0, 1, 1, 0]);
-    expect(Array.from(labels.data)).toEqual([-100, -100, 7, 8, -100, 2, 3, -100]);
-    expect(Array.from(shiftLabels(labels).data)).toEqual([-100, 7, 8, -100, 2, 3, -100, -100]);
+    expect(Array.from(labels.dataSync())).toEqual([-100, -100, 7, 8, -100, 2, 3, -100]);
+    expect(Array.from(shiftLabels(labels).dataSync())).toEqual([-100, 7, 8, -100, 2, 3, -100, -100]);
     expect(countTargetTokens(labels)).toBe(4);
     expect(countTargetTokens(tensor(new Int32Array([9, 9, -100]), [3], "i32"), { shift: false })).toBe(2);
   });

@@ -13,7 +13,7 @@ function lossAndGrad(make: (x: Tensor) => Tensor): { value: number; grad: Float3
   const x = tensor(randomArray(N * V, seed, 4), [N, V]).requireGrad();
   const loss = make(x);
   backward(loss);
-  return { value: loss.item(), grad: x.grad?.data as Float32Array };
+  return { value: loss.item(), grad: x.grad?.dataSync() as Float32Array };
 }
 
 describe(`losses: wasm backend vs js (seed ${seed})`, () => {
