@@ -54,7 +54,7 @@ describe("ARP on a tiny random Qwen3", () => {
     const adapter = attachLora(model, { r: 4, alpha: 8, targetModules: "all-linear", seed: 3 });
     // Give B values so the delta is not zero.
     for (const p of adapter.parameters()) {
-      const d = p.data as Float32Array;
+      const d = p.dataSync() as Float32Array;
       for (let i = 0; i < d.length; i++) d[i] = d[i] === 0 ? 0.05 * Math.sin(i + 1) : d[i];
     }
     const ids = new Tensor(Int32Array.from([1, 5, 9, 30, 44, 2, 60, 7]), [2, 4], "i32");

@@ -61,8 +61,8 @@ describe("ARP data: SFT set, diagnoser, turn-local pairs", () => {
     const [t] = await expertEpisodes(1);
     const conv = successOnlySftSet([t]);
     const b = conversationBatch(codec, conv);
-    const ids = b.inputIds.data as Int32Array;
-    const labels = b.labels.data as Int32Array;
+    const ids = b.inputIds.dataSync() as Int32Array;
+    const labels = b.labels.dataSync() as Int32Array;
     const labelled = Array.from(ids).filter((_, i) => labels[i] !== -100);
     const text = codec.tokenizer.decode(labelled);
     expect(text).toContain('"name": "guess"');
@@ -76,10 +76,10 @@ describe("ARP data: SFT set, diagnoser, turn-local pairs", () => {
     ]);
     expect(pb.inputIds.shape[0]).toBe(2);
     const T = pb.inputIds.shape[1];
-    const m = pb.completionMask.data as Float32Array;
+    const m = pb.completionMask.dataSync() as Float32Array;
     const row = (r: number) =>
       codec.tokenizer.decode(
-        Array.from((pb.inputIds.data as Int32Array).slice(r * T, (r + 1) * T)).filter((_, i) => m[r * T + i]),
+        Array.from((pb.inputIds.dataSync() as Int32Array).slice(r * T, (r + 1) * T)).filter((_, i) => m[r * T + i]),
       );
     expect(row(0)).toBe("yes<|im_end|>");
     expect(row(1)).toBe("no!!<|im_end|>");

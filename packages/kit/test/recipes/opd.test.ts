@@ -76,7 +76,7 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     const out = opdBatchLoss(model, samples, { clamp: 3 });
     backward(out.loss);
     let gradSq = 0;
-    for (const p of adapter.parameters()) for (const g of p.grad!.data as Float32Array) gradSq += g * g;
+    for (const p of adapter.parameters()) for (const g of p.grad!.dataSync() as Float32Array) gradSq += g * g;
     expect(Math.abs(out.metrics["advantage/mean"])).toBeLessThan(1e-3);
     expect(Math.sqrt(gradSq)).toBeLessThan(1e-3);
 
@@ -87,7 +87,7 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     for (const p of adapter.parameters()) p.grad = null;
     backward(opdBatchLoss(model, scored.samples, { clamp: 3 }).loss);
     let otherSq = 0;
-    for (const p of adapter.parameters()) for (const g of p.grad!.data as Float32Array) otherSq += g * g;
+    for (const p of adapter.parameters()) for (const g of p.grad!.dataSync() as Float32Array) otherSq += g * g;
     expect(Math.sqrt(otherSq)).toBeGreaterThan(100 * Math.sqrt(gradSq));
   });
 
