@@ -1,0 +1,363 @@
+// Fused attention, FlashAttention-2 style (Dao 2023), as the js reference (src/backends/js/attention.ts):
+// the forward streams key/value tiles through workgroup memory with an online softmax and keeps only
+// the row logsumexp (O(T) extra memory); the backward recomputes probabilities from it, with dQ from
+// one pass per query and dK/dV from one pass per key (no atomics). GQA: query head h reads kv head
+// floor(h / (H / Hkv)). Causal: query i sees keys ≤ i + (tk − tq). Key mask: u8 per key, 0 = padding.
+import type { AttentionShape } from "../../../backend.js";
+import { ShapeError } from "../../../errors.js";
+import type { GpuArray, WebGPURuntime } from "../runtime.js";
+import { loadElement } from "./wgsl.js";
+
+const BQ = 64;
+
+/** Head sizes share pipelines by bucket (private arrays need a constant size); loops run to the real D. */
+function headBucket(d: number): number {
+  return Math.max(16, 2 ** Math.ceil(Math.log2(d)));
+}
+
+function tileKeys(d: number): number {
+  // Two tiles of BK × D f32 in workgroup memory stay within the 16 KiB every adapter offers.
+  return Math.max(1, Math.min(32, Math.floor(16384 / (8 * d))));
+}
+
+const HEADER = (extra: string) => /* wgsl */ `
+struct Params { batch: u32, heads: u32, kvHeads: u32, tq: u32, tk: u32, scale: f32, causal: u32, hasMask: u32, d: u32${extra} }
+@group(0) @binding(0) var<uniform> p: Params;
+${NEG_INF_DECL}
+`;
+
+// −∞ marks fully masked rows (as the js reference); a literal −∞ is not a valid WGSL f32 constant.
+const NEG_INF = "bitcast<f32>(negInfBits)";
+const NEG_INF_DECL = "var<private> negInfBits: u32 = 0xff800000u;";
+
+function forwardSource(d: number): string {
+  const bk = tileKeys(d);
+  return /* wgsl */ `${HEADER("")}
+@group(0) @binding(1) var<storage, read> Q: array<f32>;
+@group(0) @binding(2) var<storage, read> K: array<f32>;
+@group(0) @binding(3) var<storage, read> V: array<f32>;
+@group(0) @binding(4) var<storage, read> MASK: array<u32>;
+@group(0) @binding(5) var<storage, read_write> O: array<f32>;
+@group(0) @binding(6) var<storage, read_write> LSE: array<f32>;
+
+const BK = ${bk}u;
+const BQ = ${BQ}u;
+var<workgroup> Ks: array<f32, ${bk * d}>;
+var<workgroup> Vs: array<f32, ${bk * d}>;
+${loadElement("maskAt", "MASK", "u8")}
+@compute @workgroup_size(${BQ})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  let D = p.d;
+  let bh = wg.y;
+  let b = bh / p.heads;
+  let h = bh % p.heads;
+  let kvh = h / (p.heads / p.kvHeads);
+  let kvBase = (b * p.kvHeads + kvh) * p.tk * D;
+  let i = wg.x * BQ + l.x;
+  let valid = i < p.tq;
+  let shift = p.tk - p.tq;
+  var end = p.tk;
+  var myEnd = p.tk;
+  if (p.causal != 0u) {
+    end = min(p.tk, wg.x * BQ + BQ - 1u + shift + 1u);
+    myEnd = min(p.tk, i + shift + 1u);
+  }
+  let qo = (bh * p.tq + min(i, p.tq - 1u)) * D;
+  var q: array<f32, ${d}>;
+  var acc: array<f32, ${d}>;
+  for (var c = 0u; c < D; c++) { q[c] = Q[qo + c] * p.scale; acc[c] = 0.0; }
+  var m = -3.0e38;
+  var sum = 0.0;
+  for (var kt = 0u; kt < end; kt += BK) {
+    for (var e = l.x; e < BK * D; e += BQ) {
+      let j = kt + e / D;
+      var kv = 0.0; var vv = 0.0;
+      if (j < p.tk) { kv = K[kvBase + j * D + e % D]; vv = V[kvBase + j * D + e % D]; }
+      Ks[e] = kv; Vs[e] = vv;
+    }
+    workgroupBarrier();
+    for (var jj = 0u; jj < BK; jj++) {
+      let j = kt + jj;
+      if (!valid || j >= myEnd) { break; }
+      if (p.hasMask != 0u && maskAt(b * p.tk + j) == 0.0) { continue; }
+      var s = 0.0;
+      for (var c = 0u; c < D; c++) { s = fma(q[c], Ks[jj * D + c], s); }
+      if (s > m) {
+        let corr = exp(m - s);
+        sum *= corr;
+        for (var c = 0u; c < D; c++) { acc[c] *= corr; }
+        m = s;
+      }
+      let pr = exp(s - m);
+      sum += pr;
+      for (var c = 0u; c < D; c++) { acc[c] = fma(pr, Vs[jj * D + c], acc[c]); }
+    }
+    workgroupBarrier();
+  }
+  if (!valid) { return; }
+  if (sum == 0.0) {
+    for (var c = 0u; c < D; c++) { O[qo + c] = 0.0; }
+    LSE[bh * p.tq + i] = ${NEG_INF};
+    return;
+  }
+  let inv = 1.0 / sum;
+  for (var c = 0u; c < D; c++) { O[qo + c] = acc[c] * inv; }
+  LSE[bh * p.tq + i] = m + log(sum);
+}
+`;
+}
+
+function checkShape(shape: AttentionShape, q: GpuArray, k: GpuArray): void {
+  const { batch, heads, kvHeads, tq, tk, headDim } = shape;
+  if (heads % kvHeads !== 0)
+    throw new ShapeError(`webgpu attention: heads ${heads} not a multiple of kvHeads ${kvHeads}`);
+  if (tk < tq) throw new ShapeError(`webgpu attention: tk ${tk} < tq ${tq}`);
+  if (q.length < batch * heads * tq * headDim || k.length < batch * kvHeads * tk * headDim)
+    throw new ShapeError("webgpu attention: q/k/v smaller than the shape says");
+}
+
+function params(shape: AttentionShape, hasMask: boolean): [number[], string] {
+  const { batch, heads, kvHeads, tq, tk, scale, causal, headDim } = shape;
+  return [[batch, heads, kvHeads, tq, tk, scale, causal ? 1 : 0, hasMask ? 1 : 0, headDim], "uuuuufuuu"];
+}
+
+/** Whole arrays bound at offset 0: attention operands are per-layer activations, far below one binding. */
+function whole(rt: WebGPURuntime, a: GpuArray): GPUBufferBinding {
+  if (a.offset !== 0) throw new ShapeError("webgpu attention: operands must start at element 0 of their buffer");
+  return rt.window(a).resource;
+}
+
+export function gpuAttentionForward(
+  rt: WebGPURuntime,
+  q: GpuArray,
+  k: GpuArray,
+  v: GpuArray,
+  keyMask: GpuArray | null,
+  out: GpuArray,
+  lse: GpuArray,
+  shape: AttentionShape,
+): void {
+  checkShape(shape, q, k);
+  const [vals, types] = params(shape, keyMask !== null);
+  rt.dispatch(
+    rt.pipeline(forwardSource(headBucket(shape.headDim))),
+    vals,
+    types,
+    [q, k, v, keyMask ?? rt.dummy, out, lse].map((a) => whole(rt, a)),
+    [Math.ceil(shape.tq / BQ), shape.batch * shape.heads],
+  );
+}
+
+// Per query row: LD[2r] = lse, LD[2r + 1] = Σ_c dOut·out (FlashAttention-2's D).
+const PREP = /* wgsl */ `
+struct Params { rows: u32, d: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> O: array<f32>;
+@group(0) @binding(2) var<storage, read> DO: array<f32>;
+@group(0) @binding(3) var<storage, read> LSE: array<f32>;
+@group(0) @binding(4) var<storage, read_write> LD: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let r = gid.x + gid.y * nw.x * 64u;
+  if (r >= p.rows) { return; }
+  var s = 0.0;
+  for (var c = 0u; c < p.d; c++) { s = fma(DO[r * p.d + c], O[r * p.d + c], s); }
+  LD[2u * r] = LSE[r];
+  LD[2u * r + 1u] = s;
+}
+`;
+
+function dqSource(d: number): string {
+  const bk = tileKeys(d);
+  return /* wgsl */ `${HEADER("")}
+@group(0) @binding(1) var<storage, read> Q: array<f32>;
+@group(0) @binding(2) var<storage, read> K: array<f32>;
+@group(0) @binding(3) var<storage, read> V: array<f32>;
+@group(0) @binding(4) var<storage, read> MASK: array<u32>;
+@group(0) @binding(5) var<storage, read> LD: array<f32>;
+@group(0) @binding(6) var<storage, read> DO: array<f32>;
+@group(0) @binding(7) var<storage, read_write> DQ: array<f32>;
+
+const BK = ${bk}u;
+const BQ = ${BQ}u;
+var<workgroup> Ks: array<f32, ${bk * d}>;
+var<workgroup> Vs: array<f32, ${bk * d}>;
+${loadElement("maskAt", "MASK", "u8")}
+@compute @workgroup_size(${BQ})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  let D = p.d;
+  let bh = wg.y;
+  let b = bh / p.heads;
+  let h = bh % p.heads;
+  let kvh = h / (p.heads / p.kvHeads);
+  let kvBase = (b * p.kvHeads + kvh) * p.tk * D;
+  let i = wg.x * BQ + l.x;
+  let row = bh * p.tq + min(i, p.tq - 1u);
+  let L = LD[2u * row];
+  let Dr = LD[2u * row + 1u];
+  let valid = i < p.tq && bitcast<u32>(L) != 0xff800000u;
+  let shift = p.tk - p.tq;
+  var end = p.tk;
+  var myEnd = p.tk;
+  if (p.causal != 0u) {
+    end = min(p.tk, wg.x * BQ + BQ - 1u + shift + 1u);
+    myEnd = min(p.tk, i + shift + 1u);
+  }
+  let qo = row * D;
+  var q: array<f32, ${d}>;
+  var dout: array<f32, ${d}>;
+  var dq: array<f32, ${d}>;
+  for (var c = 0u; c < D; c++) { q[c] = Q[qo + c]; dout[c] = DO[qo + c]; dq[c] = 0.0; }
+  for (var kt = 0u; kt < end; kt += BK) {
+    for (var e = l.x; e < BK * D; e += BQ) {
+      let j = kt + e / D;
+      var kv = 0.0; var vv = 0.0;
+      if (j < p.tk) { kv = K[kvBase + j * D + e % D]; vv = V[kvBase + j * D + e % D]; }
+      Ks[e] = kv; Vs[e] = vv;
+    }
+    workgroupBarrier();
+    for (var jj = 0u; jj < BK; jj++) {
+      let j = kt + jj;
+      if (!valid || j >= myEnd) { break; }
+      if (p.hasMask != 0u && maskAt(b * p.tk + j) == 0.0) { continue; }
+      var s = 0.0;
+      var dp = 0.0;
+      for (var c = 0u; c < D; c++) { s = fma(q[c], Ks[jj * D + c], s); dp = fma(dout[c], Vs[jj * D + c], dp); }
+      let pr = exp(s * p.scale - L);
+      let ds = pr * (dp - Dr) * p.scale;
+      for (var c = 0u; c < D; c++) { dq[c] = fma(ds, Ks[jj * D + c], dq[c]); }
+    }
+    workgroupBarrier();
+  }
+  if (i >= p.tq) { return; }
+  for (var c = 0u; c < D; c++) { DQ[qo + c] = dq[c]; }
+}
+`;
+}
+
+const BKV = 64;
+
+function dkvSource(d: number): string {
+  const bq = tileKeys(d);
+  return /* wgsl */ `${HEADER("")}
+@group(0) @binding(1) var<storage, read> Q: array<f32>;
+@group(0) @binding(2) var<storage, read> K: array<f32>;
+@group(0) @binding(3) var<storage, read> V: array<f32>;
+@group(0) @binding(4) var<storage, read> MASK: array<u32>;
+@group(0) @binding(5) var<storage, read> LD: array<f32>;
+@group(0) @binding(6) var<storage, read> DO: array<f32>;
+@group(0) @binding(7) var<storage, read_write> DK: array<f32>;
+@group(0) @binding(8) var<storage, read_write> DV: array<f32>;
+
+const TQ = ${bq}u;
+const BKV = ${BKV}u;
+var<workgroup> Qs: array<f32, ${bq * d}>;
+var<workgroup> DOs: array<f32, ${bq * d}>;
+var<workgroup> Ls: array<f32, ${2 * bq}>;
+${loadElement("maskAt", "MASK", "u8")}
+@compute @workgroup_size(${BKV})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  let D = p.d;
+  let bkv = wg.y;
+  let b = bkv / p.kvHeads;
+  let kvh = bkv % p.kvHeads;
+  let group = p.heads / p.kvHeads;
+  let j = wg.x * BKV + l.x;
+  var valid = j < p.tk;
+  if (valid && p.hasMask != 0u && maskAt(b * p.tk + j) == 0.0) { valid = false; }
+  let ko = (bkv * p.tk + min(j, p.tk - 1u)) * D;
+  let shift = p.tk - p.tq;
+  // Causal: key j is seen by queries i ≥ j − shift; the workgroup starts at its first key's bound.
+  var start = 0u;
+  if (p.causal != 0u && wg.x * BKV > shift) { start = wg.x * BKV - shift; }
+  var myStart = 0u;
+  if (p.causal != 0u && j > shift) { myStart = j - shift; }
+  var kr: array<f32, ${d}>;
+  var vr: array<f32, ${d}>;
+  var dk: array<f32, ${d}>;
+  var dv: array<f32, ${d}>;
+  for (var c = 0u; c < D; c++) { kr[c] = K[ko + c]; vr[c] = V[ko + c]; dk[c] = 0.0; dv[c] = 0.0; }
+  for (var hh = 0u; hh < group; hh++) {
+    let bh = b * p.heads + kvh * group + hh;
+    for (var it = start; it < p.tq; it += TQ) {
+      for (var e = l.x; e < TQ * D; e += BKV) {
+        let i = it + e / D;
+        var qv = 0.0; var dv0 = 0.0;
+        if (i < p.tq) { qv = Q[(bh * p.tq + i) * D + e % D]; dv0 = DO[(bh * p.tq + i) * D + e % D]; }
+        Qs[e] = qv; DOs[e] = dv0;
+      }
+      for (var e = l.x; e < 2u * TQ; e += BKV) {
+        let i = it + e / 2u;
+        var x = ${NEG_INF};
+        if (i < p.tq) { x = LD[2u * (bh * p.tq + i) + e % 2u]; }
+        Ls[e] = x;
+      }
+      workgroupBarrier();
+      for (var ii = 0u; ii < TQ; ii++) {
+        let i = it + ii;
+        if (!valid || i >= p.tq) { break; }
+        if (i < myStart) { continue; }
+        let L = Ls[2u * ii];
+        if (bitcast<u32>(L) == 0xff800000u) { continue; }
+        var s = 0.0;
+        var dp = 0.0;
+        for (var c = 0u; c < D; c++) { s = fma(Qs[ii * D + c], kr[c], s); dp = fma(DOs[ii * D + c], vr[c], dp); }
+        let pr = exp(s * p.scale - L);
+        let ds = pr * (dp - Ls[2u * ii + 1u]) * p.scale;
+        for (var c = 0u; c < D; c++) {
+          dv[c] = fma(pr, DOs[ii * D + c], dv[c]);
+          dk[c] = fma(ds, Qs[ii * D + c], dk[c]);
+        }
+      }
+      workgroupBarrier();
+    }
+  }
+  if (j >= p.tk) { return; }
+  for (var c = 0u; c < D; c++) { DK[ko + c] = dk[c]; DV[ko + c] = dv[c]; }
+}
+`;
+}
+
+export function gpuAttentionBackward(
+  rt: WebGPURuntime,
+  q: GpuArray,
+  k: GpuArray,
+  v: GpuArray,
+  keyMask: GpuArray | null,
+  out: GpuArray,
+  lse: GpuArray,
+  dOut: GpuArray,
+  dq: GpuArray,
+  dk: GpuArray,
+  dv: GpuArray,
+  shape: AttentionShape,
+): void {
+  checkShape(shape, q, k);
+  const { batch, heads, kvHeads, tq, tk, headDim: d } = shape;
+  const rows = batch * heads * tq;
+  const ld = rt.alloc("f32", 2 * rows);
+  rt.dispatch(
+    rt.pipeline(PREP),
+    [rows, d],
+    "uu",
+    [out, dOut, lse, ld].map((a) => whole(rt, a)),
+    [Math.ceil(rows / 64)],
+  );
+  const [vals, types] = params(shape, keyMask !== null);
+  const mask = keyMask ?? rt.dummy;
+  rt.dispatch(
+    rt.pipeline(dqSource(headBucket(d))),
+    vals,
+    types,
+    [q, k, v, mask, ld, dOut, dq].map((a) => whole(rt, a)),
+    [Math.ceil(tq / BQ), batch * heads],
+  );
+  rt.dispatch(
+    rt.pipeline(dkvSource(headBucket(d))),
+    vals,
+    types,
+    [q, k, v, mask, ld, dOut, dk, dv].map((a) => whole(rt, a)),
+    [Math.ceil(tk / BKV), batch * kvHeads],
+  );
+  rt.release(ld);
+}
