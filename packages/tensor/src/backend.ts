@@ -358,10 +358,23 @@ interface BackendEntry {
   kernels: Partial<Kernels<KernelArrays>>;
 }
 
-const backends = new Map<string, BackendEntry>([["js", { storage: jsStorage, kernels: jsKernels }]]);
-let reference: Kernels = jsKernels;
-let active: BackendName = "js";
-let activeEntry: BackendEntry = backends.get("js") as BackendEntry;
+interface BackendRegistry {
+  backends: Map<string, BackendEntry>;
+  reference: Kernels;
+  active: BackendName;
+  activeEntry: BackendEntry;
+}
+
+// One registry per process, not per copy of this module: a program that loads both the ESM and the CJS build
+// (or two bundles) must see the backend `initBackend` chose in either. The first copy to load creates it.
+const REGISTRY_KEY = Symbol.for("kiln.tensor.registry.v2");
+const registry: BackendRegistry = ((globalThis as Record<symbol, unknown>)[REGISTRY_KEY] ??=
+  newRegistry()) as BackendRegistry;
+
+function newRegistry(): BackendRegistry {
+  const js: BackendEntry = { storage: jsStorage, kernels: jsKernels };
+  return { backends: new Map([["js", js]]), reference: jsKernels, active: "js", activeEntry: js };
+}
 
 /**
  * Register (or extend) a backend's kernels. A backend registered only through this function (no
@@ -371,14 +384,14 @@ export function registerKernels<T extends KernelArrays = HostArrays>(
   backend: BackendName,
   kernels: Partial<Kernels<T>>,
 ): void {
-  const existing = backends.get(backend);
+  const existing = registry.backends.get(backend);
   const entry: BackendEntry = {
     storage: existing?.storage ?? jsStorage,
     kernels: { ...(existing?.kernels ?? {}), ...(kernels as Partial<Kernels<KernelArrays>>) },
   };
-  backends.set(backend, entry);
-  if (backend === "js") reference = entry.kernels as unknown as Kernels;
-  if (backend === active) activeEntry = entry;
+  registry.backends.set(backend, entry);
+  if (backend === "js") registry.reference = entry.kernels as unknown as Kernels;
+  if (backend === registry.active) registry.activeEntry = entry;
 }
 
 /**
@@ -390,59 +403,59 @@ export function registerBackend<T extends KernelArrays>(
   kernels: Partial<Kernels<T>>,
 ): void {
   const entry: BackendEntry = { storage, kernels: kernels as Partial<Kernels<KernelArrays>> };
-  backends.set(storage.name, entry);
-  if (storage.name === active) activeEntry = entry;
+  registry.backends.set(storage.name, entry);
+  if (storage.name === registry.active) registry.activeEntry = entry;
 }
 
 /** Remove a backend's kernels (after its resources are released); the active backend falls back to js. */
 export function unregisterBackend(name: BackendName): void {
   if (name === "js") throw new BackendError("unregisterBackend: the js reference backend cannot be removed");
-  backends.delete(name);
-  if (active === name) {
-    active = "js";
-    activeEntry = backends.get("js") as BackendEntry;
+  registry.backends.delete(name);
+  if (registry.active === name) {
+    registry.active = "js";
+    registry.activeEntry = registry.backends.get("js") as BackendEntry;
   }
 }
 
 export function hasBackend(name: BackendName): boolean {
-  return backends.has(name);
+  return registry.backends.has(name);
 }
 
 export function listBackends(): string[] {
-  return [...backends.keys()];
+  return [...registry.backends.keys()];
 }
 
 /** Select the backend ops use from now on. It must be registered (see `initBackend`). */
 export function setBackend(name: BackendName): void {
-  const entry = backends.get(name);
+  const entry = registry.backends.get(name);
   if (!entry) {
     throw new BackendError(
       `setBackend: backend "${name}" is not registered (registered: ${listBackends().join(", ")}); ` +
         `initialise it first, e.g. await initBackend("${name}")`,
     );
   }
-  active = name;
-  activeEntry = entry;
+  registry.active = name;
+  registry.activeEntry = entry;
 }
 
 export function getBackend(): BackendName {
-  return active;
+  return registry.active;
 }
 
 /** The storage of the active backend (where ops allocate their outputs). */
 export function activeStorage(): StorageBackend {
-  return activeEntry.storage;
+  return registry.activeEntry.storage;
 }
 
 /** The storage of a registered backend. */
 export function storageOf(name: BackendName): StorageBackend {
-  const entry = backends.get(name);
+  const entry = registry.backends.get(name);
   if (!entry) throw new BackendError(`storageOf: backend "${name}" is not registered`);
   return entry.storage;
 }
 
 /** Memory counters of one backend's storage (default: the active backend). Host-storage backends share js's. */
-export function memory(name: BackendName = active): MemoryInfo {
+export function memory(name: BackendName = registry.active): MemoryInfo {
   return storageOf(name).memory();
 }
 
@@ -451,29 +464,29 @@ export function memory(name: BackendName = active): MemoryInfo {
  * host-visible, otherwise a MissingKernelError naming the kernel and the backend.
  */
 export function kernel<K extends KernelName>(name: K): Kernels[K] {
-  const impl = activeEntry.kernels[name];
+  const impl = registry.activeEntry.kernels[name];
   if (impl) return impl as unknown as Kernels[K];
-  if (activeEntry.storage.hostVisible) return reference[name];
+  if (registry.activeEntry.storage.hostVisible) return registry.reference[name];
   throw new MissingKernelError(
-    `kernel "${name}" is not implemented by backend "${active}", whose memory the js fallback cannot read`,
+    `kernel "${name}" is not implemented by backend "${registry.active}", whose memory the js fallback cannot read`,
   );
 }
 
 /** The js reference kernel regardless of the active backend (parity tests). */
 export function referenceKernel<K extends KernelName>(name: K): Kernels[K] {
-  return reference[name];
+  return registry.reference[name];
 }
 
 /** The kernels a backend registered itself (no fallback), e.g. to list what a device backend lacks. */
 export function backendKernels(name: BackendName): Partial<Kernels<KernelArrays>> {
-  const entry = backends.get(name);
+  const entry = registry.backends.get(name);
   if (!entry) throw new BackendError(`backendKernels: backend "${name}" is not registered`);
   return entry.kernels;
 }
 
 /** Run `fn` with `name` as the active backend, restoring the previous one after. */
 export function withBackend<T>(name: BackendName, fn: () => T): T {
-  const previous = active;
+  const previous = registry.active;
   setBackend(name);
   try {
     return fn();
