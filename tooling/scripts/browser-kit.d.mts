@@ -38,7 +38,11 @@ export interface BrowserPage {
   click(selector: string): Promise<void>;
   selectOption(selector: string, value: string): Promise<unknown>;
   textContent(selector: string): Promise<string | null>;
-  screenshot(options: { path: string; fullPage?: boolean }): Promise<unknown>;
+  screenshot(options: {
+    path: string;
+    fullPage?: boolean;
+    clip?: { x: number; y: number; width: number; height: number };
+  }): Promise<unknown>;
   close(): Promise<void>;
 }
 

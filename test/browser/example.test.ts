@@ -1,0 +1,81 @@
+// The browser example (examples/browser-finetune, `pnpm example:browser`) as a user meets it: built,
+// served with COOP/COEP, opened in headless Chromium; press start, wait for the steps, check that the loss
+// fell and both generations are shown, and keep a screenshot (.tmp/example-browser-finetune.png).
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildExample } from "../../examples/browser-finetune/build.mjs";
+import { type BrowserPage, launchChromium, repoRoot, serveStatic } from "../../tooling/scripts/browser-kit.mjs";
+import { browserOrSkip } from "./harness.js";
+
+interface ExampleState {
+  phase: string;
+  backend: string | null;
+  losses: number[];
+  before: string;
+  after: string;
+  msPerStep: number | null;
+  tokensPerStep: number | null;
+  error: string | null;
+}
+declare const kilnExample: ExampleState;
+
+const STEPS = 30;
+const browser = browserOrSkip("browser example (headless Chromium)");
+
+if (browser)
+  describe("examples/browser-finetune in headless Chromium", () => {
+    let page: BrowserPage;
+    let closeBrowser: () => Promise<void> = async () => {};
+    let closeServer: () => Promise<void> = async () => {};
+    const pageErrors: string[] = [];
+
+    beforeAll(async () => {
+      const { outdir } = await buildExample();
+      const server = await serveStatic({ "/": outdir });
+      closeServer = server.close;
+      const launched = await launchChromium(browser);
+      closeBrowser = launched.close;
+      page = await launched.context.newPage();
+      page.on("pageerror", (err) => pageErrors.push(String(err.message)));
+      await page.goto(server.url);
+      await page.waitForFunction(() => kilnExample.phase === "ready" || kilnExample.phase === "error", undefined, {
+        timeout: 60_000,
+      });
+    }, 180_000);
+
+    afterAll(async () => {
+      await closeBrowser();
+      await closeServer();
+    });
+
+    for (const backend of (process.env.KILN_EXAMPLE_BACKENDS ?? "wasm").split(","))
+      it(`${backend}: start → ${STEPS} LoRA steps with a falling loss, generations before and after`, async () => {
+        expect(await page.evaluate(() => kilnExample.error, undefined)).toBeNull();
+        await page.selectOption("#backend", backend);
+        await page.evaluate((n) => {
+          (document.getElementById("steps") as HTMLInputElement).value = String(n);
+        }, STEPS);
+        await page.click("#start");
+        await page.waitForFunction(() => kilnExample.phase === "done" || kilnExample.phase === "error", undefined, {
+          timeout: 300_000,
+        });
+        const state = await page.evaluate(() => kilnExample, undefined);
+        expect(state.error).toBeNull();
+        expect(state.backend).toBe(backend);
+        expect(state.losses.length).toBe(STEPS);
+        expect(state.losses.every(Number.isFinite)).toBe(true);
+        expect(state.losses[STEPS - 1]).toBeLessThan(0.5 * state.losses[0]);
+        expect(state.before.length).toBeGreaterThan(10);
+        expect(state.after.length).toBeGreaterThan(10);
+        expect(state.after).not.toBe(state.before);
+        expect(await page.textContent("#before")).toContain(state.before.trim().slice(0, 20));
+        expect(await page.textContent("#after")).toContain(state.after.trim().slice(0, 20));
+        expect(await page.textContent("#status")).toContain(`${STEPS} steps`);
+        const shot = join(repoRoot, ".tmp", `example-browser-finetune-${backend}.png`);
+        await page.screenshot({ path: shot, clip: { x: 0, y: 0, width: 1100, height: 680 } });
+        console.log(
+          `example on ${backend}: loss ${state.losses[0].toFixed(3)} → ${state.losses[STEPS - 1].toFixed(3)}, ${state.msPerStep?.toFixed(0)} ms/step of ${state.tokensPerStep} tokens; before "${state.before}" after "${state.after}"; screenshot ${shot}`,
+        );
+        expect(pageErrors).toEqual([]);
+      }, 400_000);
+  });
