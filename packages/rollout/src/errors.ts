@@ -24,6 +24,24 @@ export class PolicyHttpError extends RolloutError {
   }
 }
 
+/**
+ * A policy refuses a request because of what the caller sent (prompt longer than the context,
+ * no chat template for a chat request, a token id outside the vocabulary). The OpenAI-compatible
+ * server answers it with `status` (default 400) and an OpenAI error body naming `param`.
+ */
+export class PolicyRequestError extends RolloutError {
+  constructor(
+    message: string,
+    readonly param: string | null = null,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
+
+/** Generation stopped because its AbortSignal fired (e.g. the HTTP client went away). */
+export class GenerationAbortedError extends RolloutError {}
+
 /** A policy does not implement an optional capability (score, complete). */
 export class PolicyCapabilityError extends RolloutError {}
 

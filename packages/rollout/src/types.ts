@@ -51,6 +51,16 @@ export interface GenerateParams {
   /** Also return this many top alternatives per position. */
   topLogprobs?: number;
   enableThinking?: boolean;
+  /**
+   * Aborted when the result is no longer wanted (the HTTP client disconnected). A policy that
+   * honours it stops generating and rejects; one that ignores it just finishes.
+   */
+  signal?: AbortSignal;
+  /**
+   * Called with each newly generated piece of completion text, as it is generated (streaming).
+   * The pieces concatenate to the raw completion text. Optional for policies to call.
+   */
+  onText?: (piece: string) => void;
 }
 
 export interface TokenLogprob {

@@ -45,7 +45,7 @@ beforeAll(async () => {
 });
 
 let n = 0;
-function damaged(mutate: (b: Uint8Array) => Uint8Array | undefined): string {
+function damaged(mutate: (b: Uint8Array) => Uint8Array | undefined | void): string {
   const bytes = new Uint8Array(clean);
   const out = mutate(bytes) ?? bytes;
   const path = join(dir, `damaged-${n++}.jsonl.gz`);
