@@ -45,9 +45,10 @@ beforeAll(async () => {
 });
 
 let n = 0;
-function damaged(mutate: (b: Uint8Array) => Uint8Array | undefined | void): string {
+/** A copy of the clean file, changed in place by `mutate` or replaced by what it returns. */
+function damaged(mutate: (b: Uint8Array) => unknown): string {
   const bytes = new Uint8Array(clean);
-  const out = mutate(bytes) ?? bytes;
+  const out = (mutate(bytes) as Uint8Array | undefined) ?? bytes;
   const path = join(dir, `damaged-${n++}.jsonl.gz`);
   writeFileSync(path, out);
   return path;
