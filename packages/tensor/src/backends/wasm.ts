@@ -2,10 +2,11 @@
 // fused attention) on a shared WebAssembly.Memory with worker threads. Kernels it lacks
 // fall back to js; attention with a key-padding mask runs the GEMM-tiled version.
 import type { AttentionShape } from "../backend.js";
-import { registerKernels, unregisterBackend } from "../backend.js";
+import { registerBackend, unregisterBackend } from "../backend.js";
 import type { InitBackendOptions } from "../init-backend.js";
 import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../wasm/index.js";
 import { makeGemmAttention } from "./attention-gemm.js";
+import { WasmStorage } from "./wasm-storage.js";
 
 let instance: WasmKernels | null = null;
 
@@ -44,7 +45,8 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
   instance = k;
   const matmul = k.matmul.bind(k);
   const tiled = makeGemmAttention(matmul);
-  registerKernels("wasm", {
+  // Tensors created while wasm is active live in the kernels' memory (see wasm-storage.ts).
+  registerBackend(new WasmStorage(k.wasmHeap), {
     matmul,
     matmulBf16B: k.matmulBf16B.bind(k),
     rmsNorm: k.rmsNorm.bind(k),

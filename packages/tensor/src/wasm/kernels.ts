@@ -4,7 +4,7 @@ import type { KlRowsShape, RopeShape } from "../backend.js";
 import { BackendError, IndexError, ShapeError } from "../errors.js";
 import { decodeBase64 } from "./base64.js";
 import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
-import { INITIAL_DATA_BYTES, WORK_COUNTER, WasmHeap, alignUp, pagesFor } from "./heap.js";
+import { CallFrame, INITIAL_DATA_BYTES, WORK_COUNTER, WasmHeap, alignUp, pagesFor } from "./heap.js";
 import {
   ATTN_QB,
   GEMM_FLAG_ACCUMULATE,
@@ -134,6 +134,24 @@ class Kernels implements WasmKernels {
     return Math.max(1, Math.min(this.threads, Math.floor(rows / GEMM_MIN_ROWS_PER_THREAD)));
   }
 
+  /** Runs `fn` with a CallFrame: foreign outputs are copied back and temporaries freed after it. */
+  private frame<T>(fn: (f: CallFrame) => T): T {
+    const f = new CallFrame(this.heap);
+    try {
+      const result = fn(f);
+      f.done();
+      return result;
+    } catch (err) {
+      f.discard();
+      throw err;
+    }
+  }
+
+  /** The heap these kernels run on (the wasm backend allocates resident tensors from it). */
+  get wasmHeap(): WasmHeap {
+    return this.heap;
+  }
+
   private live(op: string): void {
     if (this.disposed) throw new BackendError(`wasm kernels: ${op} called after dispose()`);
   }
@@ -178,14 +196,26 @@ class Kernels implements WasmKernels {
       if (!shape.accumulate) out.fill(0, 0, outLen);
       return;
     }
-    const esB = bf16 ? 2 : 4;
-    const [pa, pb, pc] = this.heap.layout([aLen * 4, bLen * esB, outLen * 4]);
-    const f32 = this.heap.f32();
-    f32.set(aLen === a.length ? a : a.subarray(0, aLen), pa >>> 2);
-    if (bf16) this.heap.u16().set(bLen === b.length ? b : b.subarray(0, bLen), pb >>> 1);
-    else f32.set(bLen === b.length ? b : (b as Float32Array).subarray(0, bLen), pb >>> 2);
-    const outView = outLen === out.length ? out : out.subarray(0, outLen);
-    if (shape.accumulate) f32.set(outView, pc >>> 2);
+    this.frame((f) => this.gemmStaged(f, a, b, bf16, out, shape, aLen, bLen, outLen, strideA, strideB));
+  }
+
+  private gemmStaged(
+    f: CallFrame,
+    a: Float32Array,
+    b: Float32Array | Uint16Array,
+    bf16: boolean,
+    out: Float32Array,
+    shape: MatmulShape,
+    aLen: number,
+    bLen: number,
+    outLen: number,
+    strideA: number,
+    strideB: number,
+  ): void {
+    const { batch, m, n, k } = shape;
+    const pa = f.stage(a, aLen, "in");
+    const pb = f.stage(b, bLen, "in");
+    const pc = f.stage(out, outLen, shape.accumulate ? "inout" : "out");
     const flags =
       (shape.transA ? GEMM_FLAG_TRANS_A : 0) |
       (shape.transB ? GEMM_FLAG_TRANS_B : 0) |
@@ -209,7 +239,6 @@ class Kernels implements WasmKernels {
     } else {
       this.gemmTiled(pa, pb, pc, m, n, k, flags, strideA, strideB, rows, outLen);
     }
-    outView.set(this.heap.f32().subarray(pc >>> 2, (pc >>> 2) + outLen));
   }
 
   private gemmTiled(
@@ -272,15 +301,14 @@ class Kernels implements WasmKernels {
     checkLength(op, "out", out, x.length);
     checkLength(op, "rstd", rstd, rows);
     if (rows === 0) return;
-    const [px, pw, po, pr] = this.heap.layout([x.length * 4, dim * 4, x.length * 4, rows * 4]);
-    const f32 = this.heap.f32();
-    f32.set(x, px >>> 2);
-    f32.set(w.length === dim ? w : w.subarray(0, dim), pw >>> 2);
-    const parts = this.partsFor(x.length, STREAM_PARALLEL_ELEMENTS, rows, 1);
-    this.splitRows("rmsnorm", rows, parts, 1, (r0, r1) => [px, pw, po, pr, dim, eps, zeroCentered ? 1 : 0, r0, r1]);
-    const view = this.heap.f32();
-    out.set(view.subarray(po >>> 2, (po >>> 2) + x.length));
-    rstd.set(view.subarray(pr >>> 2, (pr >>> 2) + rows));
+    this.frame((f) => {
+      const px = f.stage(x, x.length, "in");
+      const pw = f.stage(w, dim, "in");
+      const po = f.stage(out, x.length, "out");
+      const pr = f.stage(rstd, rows, "out");
+      const parts = this.partsFor(x.length, STREAM_PARALLEL_ELEMENTS, rows, 1);
+      this.splitRows("rmsnorm", rows, parts, 1, (r0, r1) => [px, pw, po, pr, dim, eps, zeroCentered ? 1 : 0, r0, r1]);
+    });
   }
 
   rmsNormBackward(
@@ -307,37 +335,38 @@ class Kernels implements WasmKernels {
     if (dw) checkLength(op, "dw", dw, dim);
     const parts = this.partsFor(n, STREAM_PARALLEL_ELEMENTS, rows, 1);
     // dw is a sum over rows: every thread adds into its own partial row, summed here after.
-    const [px, pw, pr, pg, pd, pdw] = this.heap.layout([n * 4, dim * 4, rows * 4, n * 4, n * 4, parts * dim * 4]);
-    const f32 = this.heap.f32();
-    f32.set(x, px >>> 2);
-    f32.set(w.subarray(0, dim), pw >>> 2);
-    f32.set(rstd.subarray(0, rows), pr >>> 2);
-    f32.set(g.subarray(0, n), pg >>> 2);
-    if (dw) f32.fill(0, pdw >>> 2, (pdw >>> 2) + parts * dim);
-    const zc = zeroCentered ? 1 : 0;
-    const has = dw ? 1 : 0;
-    this.splitRows("rmsnorm_bwd", rows, parts, 1, (r0, r1, t) => [
-      px,
-      pw,
-      pr,
-      pg,
-      pd,
-      pdw + t * dim * 4,
-      dim,
-      zc,
-      has,
-      r0,
-      r1,
-    ]);
-    const view = this.heap.f32();
-    dx.set(view.subarray(pd >>> 2, (pd >>> 2) + n));
-    if (dw) {
-      dw.set(view.subarray(pdw >>> 2, (pdw >>> 2) + dim));
-      for (let t = 1; t < parts; t++) {
-        const o = (pdw >>> 2) + t * dim;
-        for (let i = 0; i < dim; i++) dw[i] += view[o + i];
+    this.frame((f) => {
+      const px = f.stage(x, n, "in");
+      const pw = f.stage(w, dim, "in");
+      const pr = f.stage(rstd, rows, "in");
+      const pg = f.stage(g, n, "in");
+      const pd = f.stage(dx, n, "out");
+      const pdw = f.scratch(parts * dim * 4);
+      if (dw) this.heap.f32().fill(0, pdw >>> 2, (pdw >>> 2) + parts * dim);
+      const zc = zeroCentered ? 1 : 0;
+      const has = dw ? 1 : 0;
+      this.splitRows("rmsnorm_bwd", rows, parts, 1, (r0, r1, t) => [
+        px,
+        pw,
+        pr,
+        pg,
+        pd,
+        pdw + t * dim * 4,
+        dim,
+        zc,
+        has,
+        r0,
+        r1,
+      ]);
+      if (dw) {
+        const view = this.heap.f32();
+        dw.set(view.subarray(pdw >>> 2, (pdw >>> 2) + dim));
+        for (let t = 1; t < parts; t++) {
+          const o = (pdw >>> 2) + t * dim;
+          for (let i = 0; i < dim; i++) dw[i] += view[o + i];
+        }
       }
-    }
+    });
   }
 
   /**
@@ -355,16 +384,10 @@ class Kernels implements WasmKernels {
     const n = arrays[0].data.length;
     for (const a of arrays) checkLength(label, a.name, a.data, n);
     if (n === 0) return;
-    const ptrs = this.heap.layout(arrays.map(() => n * 4));
-    const f32 = this.heap.f32();
-    arrays.forEach((a, k) => {
-      if (a.read) f32.set(a.data.length === n ? a.data : a.data.subarray(0, n), ptrs[k] >>> 2);
-    });
-    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
-    this.splitRows(op, n, parts, 4, (i0, i1) => [...ptrs, i0, i1, ...scalars]);
-    const view = this.heap.f32();
-    arrays.forEach((a, k) => {
-      if (a.write) a.data.set(view.subarray(ptrs[k] >>> 2, (ptrs[k] >>> 2) + n));
+    this.frame((f) => {
+      const ptrs = arrays.map((a) => f.stage(a.data, n, a.read ? (a.write ? "inout" : "in") : "out"));
+      const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, n, 4);
+      this.splitRows(op, n, parts, 4, (i0, i1) => [...ptrs, i0, i1, ...scalars]);
     });
   }
 
@@ -456,35 +479,46 @@ class Kernels implements WasmKernels {
       if (out !== x) out.set(x.subarray(0, n));
       return;
     }
-    const [px, pc, ps, po] = this.heap.layout([n * 4, tableLen * 4, tableLen * 4, headsLast ? n * 4 : 0]);
-    const dst = headsLast ? po : px;
-    const f32 = this.heap.f32();
-    f32.set(x.subarray(0, n), px >>> 2);
-    f32.set(cos.subarray(0, tableLen), pc >>> 2);
-    f32.set(sin.subarray(0, tableLen), ps >>> 2);
-    const units = batch * heads;
-    const parts = this.partsFor(n, ROPE_PARALLEL_ELEMENTS, units, 1);
-    // The forward reads the [B][T][H][D] side, the backward writes it.
-    const srcBthd = headsLast && sign === 1 ? 1 : 0;
-    const dstBthd = headsLast && sign === -1 ? 1 : 0;
-    const flag = perBatch ? 1 : 0;
-    this.splitRows("rope", units, parts, 1, (u0, u1) => [
-      px,
-      dst,
-      srcBthd,
-      dstBthd,
-      pc,
-      ps,
-      heads,
-      seq,
-      headDim,
-      half,
-      flag,
-      sign,
-      u0,
-      u1,
-    ]);
-    out.set(this.heap.f32().subarray(dst >>> 2, (dst >>> 2) + n));
+    this.frame((f) => {
+      // Without headsLast the module rotates in place: x is first copied into out (unless they are one array).
+      let px: number;
+      let dst: number;
+      if (headsLast) {
+        px = f.stage(x, n, "in");
+        dst = f.stage(out, n, "out");
+      } else {
+        dst = f.stage(out, n, "out");
+        px = dst;
+        const heapF32 = this.heap.f32();
+        if (this.heap.owns(x)) {
+          if (x.byteOffset !== dst) heapF32.copyWithin(dst >>> 2, x.byteOffset >>> 2, (x.byteOffset >>> 2) + n);
+        } else heapF32.set(x.subarray(0, n), dst >>> 2);
+      }
+      const pc = f.stage(cos, tableLen, "in");
+      const ps = f.stage(sin, tableLen, "in");
+      const units = batch * heads;
+      const parts = this.partsFor(n, ROPE_PARALLEL_ELEMENTS, units, 1);
+      // The forward reads the [B][T][H][D] side, the backward writes it.
+      const srcBthd = headsLast && sign === 1 ? 1 : 0;
+      const dstBthd = headsLast && sign === -1 ? 1 : 0;
+      const flag = perBatch ? 1 : 0;
+      this.splitRows("rope", units, parts, 1, (u0, u1) => [
+        px,
+        dst,
+        srcBthd,
+        dstBthd,
+        pc,
+        ps,
+        heads,
+        seq,
+        headDim,
+        half,
+        flag,
+        sign,
+        u0,
+        u1,
+      ]);
+    });
   }
 
   private checkTargets(op: string, targets: Int32Array, rows: number, vocab: number, ignoreIndex: number): void {
@@ -517,14 +551,14 @@ class Kernels implements WasmKernels {
     checkLength(op, "lse", lse, rows);
     this.checkTargets(op, targets, rows, vocab, ignoreIndex);
     if (rows === 0) return;
-    const [pl, pt, ploss, plse] = this.heap.layout([rows * vocab * 4, rows * 4, rows * 4, rows * 4]);
-    this.heap.f32().set(logits.subarray(0, rows * vocab), pl >>> 2);
-    this.heap.i32().set(targets.subarray(0, rows), pt >>> 2);
-    const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    this.splitRows("ce_fwd", rows, parts, 1, (r0, r1) => [pl, pt, ploss, plse, vocab, ignoreIndex, r0, r1]);
-    const view = this.heap.f32();
-    loss.set(view.subarray(ploss >>> 2, (ploss >>> 2) + rows));
-    lse.set(view.subarray(plse >>> 2, (plse >>> 2) + rows));
+    this.frame((f) => {
+      const pl = f.stage(logits, rows * vocab, "in");
+      const pt = f.stage(targets, rows, "in");
+      const ploss = f.stage(loss, rows, "out");
+      const plse = f.stage(lse, rows, "out");
+      const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
+      this.splitRows("ce_fwd", rows, parts, 1, (r0, r1) => [pl, pt, ploss, plse, vocab, ignoreIndex, r0, r1]);
+    });
   }
 
   crossEntropyBackward(
@@ -548,15 +582,15 @@ class Kernels implements WasmKernels {
     checkLength(op, "dlogits", dlogits, rows * vocab);
     this.checkTargets(op, targets, rows, vocab, ignoreIndex);
     if (rows === 0) return;
-    const [pl, pt, plse, pg, pd] = this.heap.layout([rows * vocab * 4, rows * 4, rows * 4, rows * 4, rows * vocab * 4]);
-    const f32 = this.heap.f32();
-    f32.set(logits.subarray(0, rows * vocab), pl >>> 2);
-    this.heap.i32().set(targets.subarray(0, rows), pt >>> 2);
-    f32.set(lse.subarray(0, rows), plse >>> 2);
-    f32.set(gradLoss.subarray(0, rows), pg >>> 2);
-    const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    this.splitRows("ce_bwd", rows, parts, 1, (r0, r1) => [pl, pt, plse, pg, pd, vocab, ignoreIndex, r0, r1]);
-    dlogits.set(this.heap.f32().subarray(pd >>> 2, (pd >>> 2) + rows * vocab));
+    this.frame((f) => {
+      const pl = f.stage(logits, rows * vocab, "in");
+      const pt = f.stage(targets, rows, "in");
+      const plse = f.stage(lse, rows, "in");
+      const pg = f.stage(gradLoss, rows, "in");
+      const pd = f.stage(dlogits, rows * vocab, "out");
+      const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
+      this.splitRows("ce_bwd", rows, parts, 1, (r0, r1) => [pl, pt, plse, pg, pd, vocab, ignoreIndex, r0, r1]);
+    });
   }
 
   softmaxRows(
@@ -578,15 +612,23 @@ class Kernels implements WasmKernels {
     if (rowScale) checkLength(op, "rowScale", rowScale, rows);
     if (rows === 0) return;
     // The kernel works in place on the heap copy, so `probs` may be `logits` itself.
-    const [px, plse, pscale] = this.heap.layout([rows * vocab * 4, rows * 4, rows * 4]);
-    this.heap.f32().set(logits.subarray(0, rows * vocab), px >>> 2);
-    if (rowScale) this.heap.f32().set(rowScale.subarray(0, rows), pscale >>> 2);
-    const parts = this.partsFor(rows * vocab, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    const has = rowScale ? 1 : 0;
-    this.splitRows("softmax_rows", rows, parts, 1, (r0, r1) => [px, plse, pscale, has, vocab, r0, r1]);
-    const view = this.heap.f32();
-    probs.set(view.subarray(px >>> 2, (px >>> 2) + rows * vocab));
-    lse.set(view.subarray(plse >>> 2, (plse >>> 2) + rows));
+    const n = rows * vocab;
+    this.frame((f) => {
+      // The module works in place: logits are first copied into probs (unless they are one array).
+      const px = f.stage(probs, n, logits === probs ? "inout" : "out");
+      if (logits !== probs) {
+        const heapF32 = this.heap.f32();
+        if (this.heap.owns(logits)) {
+          if (logits.byteOffset !== px)
+            heapF32.copyWithin(px >>> 2, logits.byteOffset >>> 2, (logits.byteOffset >>> 2) + n);
+        } else heapF32.set(logits.subarray(0, n), px >>> 2);
+      }
+      const plse = f.stage(lse, rows, "out");
+      const pscale = rowScale ? f.stage(rowScale, rows, "in") : f.scratch(rows * 4);
+      const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
+      const has = rowScale ? 1 : 0;
+      this.splitRows("softmax_rows", rows, parts, 1, (r0, r1) => [px, plse, pscale, has, vocab, r0, r1]);
+    });
   }
 
   klDivergenceRows(
@@ -623,45 +665,39 @@ class Kernels implements WasmKernels {
     } else checkLength(op, "teacher", teacher, rows * vocab);
     if (rows === 0) return;
     const n = rows * vocab;
-    const [ps, pt, po, pl, pls, plt, pg] = this.heap.layout([
-      n * 4,
-      n * 4,
-      n * 4,
-      rows * 4,
-      rows * 4,
-      rows * 4,
-      rows * 4,
-    ]);
-    const f32 = this.heap.f32();
-    f32.set(student.subarray(0, n), ps >>> 2);
-    if (gradRowScale) f32.set(gradRowScale.subarray(0, rows), pg >>> 2);
-    if (teacherRows)
-      for (let r = 0; r < rows; r++)
-        f32.set(teacher.subarray(teacherRows[r] * vocab, (teacherRows[r] + 1) * vocab), (pt >>> 2) + r * vocab);
-    else f32.set(teacher.subarray(0, n), pt >>> 2);
-    const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
-    const name = reverse ? "kl_rev_rows" : "kl_fwd_rows";
-    const has = gradRowScale ? 1 : 0;
-    this.splitRows(name, rows, parts, 1, (r0, r1) => [
-      ps,
-      pt,
-      po,
-      pl,
-      pls,
-      plt,
-      vocab,
-      scale,
-      grad ? 1 : 0,
-      pg,
-      has,
-      r0,
-      r1,
-    ]);
-    const view = this.heap.f32();
-    if (grad) grad.set(view.subarray(po >>> 2, (po >>> 2) + n));
-    loss.set(view.subarray(pl >>> 2, (pl >>> 2) + rows));
-    lseS.set(view.subarray(pls >>> 2, (pls >>> 2) + rows));
-    lseT.set(view.subarray(plt >>> 2, (plt >>> 2) + rows));
+    this.frame((f) => {
+      const ps = f.stage(student, n, "in");
+      let pt: number;
+      if (teacherRows) {
+        pt = f.scratch(n * 4);
+        const f32 = this.heap.f32();
+        for (let r = 0; r < rows; r++)
+          f32.set(teacher.subarray(teacherRows[r] * vocab, (teacherRows[r] + 1) * vocab), (pt >>> 2) + r * vocab);
+      } else pt = f.stage(teacher, n, "in");
+      const po = grad ? f.stage(grad, n, "out") : f.scratch(n * 4);
+      const pl = f.stage(loss, rows, "out");
+      const pls = f.stage(lseS, rows, "out");
+      const plt = f.stage(lseT, rows, "out");
+      const pg = gradRowScale ? f.stage(gradRowScale, rows, "in") : f.scratch(rows * 4);
+      const parts = this.partsFor(n, ROWS_PARALLEL_ELEMENTS, rows, 1);
+      const name = reverse ? "kl_rev_rows" : "kl_fwd_rows";
+      const has = gradRowScale ? 1 : 0;
+      this.splitRows(name, rows, parts, 1, (r0, r1) => [
+        ps,
+        pt,
+        po,
+        pl,
+        pls,
+        plt,
+        vocab,
+        scale,
+        grad ? 1 : 0,
+        pg,
+        has,
+        r0,
+        r1,
+      ]);
+    });
   }
 
   private checkAttention(op: string, shape: AttentionShape) {
@@ -709,42 +745,35 @@ class Kernels implements WasmKernels {
     if (rows === 0) return;
     // per thread: one [ATTN_QB][tk] score block
     const blockBytes = ATTN_QB * shape.tk * 4;
-    const [pq, pk, pv, po, pl, ps] = this.heap.layout([
-      qLen * 4,
-      kvLen * 4,
-      kvLen * 4,
-      qLen * 4,
-      rows * 4,
-      blockBytes * this.threads,
-    ]);
-    const f32 = this.heap.f32();
-    f32.set(q.subarray(0, qLen), pq >>> 2);
-    f32.set(k.subarray(0, kvLen), pk >>> 2);
-    f32.set(v.subarray(0, kvLen), pv >>> 2);
-    const { batch, heads, tq, tk, dim } = shape;
-    const units = batch * heads;
-    const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
-    this.splitRows("attn_fwd", units, parts, 1, (u0, u1, t) => [
-      pq,
-      pk,
-      pv,
-      po,
-      pl,
-      heads,
-      kvHeads,
-      tq,
-      tk,
-      dim,
-      shape.causal ? 1 : 0,
-      scale,
-      this.heap.scratch(t),
-      ps + t * blockBytes,
-      u0,
-      u1,
-    ]);
-    const view = this.heap.f32();
-    out.set(view.subarray(po >>> 2, (po >>> 2) + qLen));
-    lse.set(view.subarray(pl >>> 2, (pl >>> 2) + rows));
+    this.frame((f) => {
+      const pq = f.stage(q, qLen, "in");
+      const pk = f.stage(k, kvLen, "in");
+      const pv = f.stage(v, kvLen, "in");
+      const po = f.stage(out, qLen, "out");
+      const pl = f.stage(lse, rows, "out");
+      const ps = f.scratch(blockBytes * this.threads);
+      const { batch, heads, tq, tk, dim } = shape;
+      const units = batch * heads;
+      const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
+      this.splitRows("attn_fwd", units, parts, 1, (u0, u1, t) => [
+        pq,
+        pk,
+        pv,
+        po,
+        pl,
+        heads,
+        kvHeads,
+        tq,
+        tk,
+        dim,
+        shape.causal ? 1 : 0,
+        scale,
+        this.heap.scratch(t),
+        ps + t * blockBytes,
+        u0,
+        u1,
+      ]);
+    });
   }
 
   attentionBackward(
@@ -774,54 +803,43 @@ class Kernels implements WasmKernels {
     if (qLen === 0 && kvLen === 0) return;
     // per thread: [ATTN_QB][tk] blocks for P and dP
     const blockBytes = 2 * ATTN_QB * shape.tk * 4;
-    const [pq, pk, pv, po, pdo, pl, pdq, pdk, pdv, ps] = this.heap.layout([
-      qLen * 4,
-      kvLen * 4,
-      kvLen * 4,
-      qLen * 4,
-      qLen * 4,
-      rows * 4,
-      qLen * 4,
-      kvLen * 4,
-      kvLen * 4,
-      blockBytes * this.threads,
-    ]);
-    const f32 = this.heap.f32();
-    f32.set(q.subarray(0, qLen), pq >>> 2);
-    f32.set(k.subarray(0, kvLen), pk >>> 2);
-    f32.set(v.subarray(0, kvLen), pv >>> 2);
-    f32.set(out.subarray(0, qLen), po >>> 2);
-    f32.set(dout.subarray(0, qLen), pdo >>> 2);
-    f32.set(lse.subarray(0, rows), pl >>> 2);
-    const { batch, heads, tq, tk, dim } = shape;
-    const units = batch * kvHeads;
-    const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
-    this.splitRows("attn_bwd", units, parts, 1, (u0, u1, t) => [
-      pq,
-      pk,
-      pv,
-      po,
-      pdo,
-      pl,
-      pdq,
-      pdk,
-      pdv,
-      heads,
-      kvHeads,
-      tq,
-      tk,
-      dim,
-      shape.causal ? 1 : 0,
-      scale,
-      this.heap.scratch(t),
-      ps + t * blockBytes,
-      u0,
-      u1,
-    ]);
-    const view = this.heap.f32();
-    dq.set(view.subarray(pdq >>> 2, (pdq >>> 2) + qLen));
-    dk.set(view.subarray(pdk >>> 2, (pdk >>> 2) + kvLen));
-    dv.set(view.subarray(pdv >>> 2, (pdv >>> 2) + kvLen));
+    this.frame((f) => {
+      const pq = f.stage(q, qLen, "in");
+      const pk = f.stage(k, kvLen, "in");
+      const pv = f.stage(v, kvLen, "in");
+      const po = f.stage(out, qLen, "in");
+      const pdo = f.stage(dout, qLen, "in");
+      const pl = f.stage(lse, rows, "in");
+      const pdq = f.stage(dq, qLen, "out");
+      const pdk = f.stage(dk, kvLen, "out");
+      const pdv = f.stage(dv, kvLen, "out");
+      const ps = f.scratch(blockBytes * this.threads);
+      const { batch, heads, tq, tk, dim } = shape;
+      const units = batch * kvHeads;
+      const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
+      this.splitRows("attn_bwd", units, parts, 1, (u0, u1, t) => [
+        pq,
+        pk,
+        pv,
+        po,
+        pdo,
+        pl,
+        pdq,
+        pdk,
+        pdv,
+        heads,
+        kvHeads,
+        tq,
+        tk,
+        dim,
+        shape.causal ? 1 : 0,
+        scale,
+        this.heap.scratch(t),
+        ps + t * blockBytes,
+        u0,
+        u1,
+      ]);
+    });
   }
 
   dispose(): void {
@@ -869,7 +887,9 @@ export async function createWasmKernels(options: WasmKernelOptions = {}): Promis
       "wasm kernels: relaxedSimd=true but this engine does not validate relaxed SIMD (in Node 20 call enableRelaxedSimd() first)",
     );
   const relaxed = relaxedOpt === true || (relaxedOpt === "auto" && relaxedAvailable);
-  const useShared = threads > 1;
+  // A shared memory wherever the engine has one, also for one thread: its views stay valid when it grows,
+  // which lets the wasm backend keep tensors resident in it (see backends/wasm.ts).
+  const useShared = shared;
   const source = relaxed
     ? useShared
       ? WASM_RELAXED_SHARED

@@ -3,6 +3,8 @@
 // The GEMM shape and the AdamW step constants are the backend kernel registry's own types.
 import type { AdamWStep, Kernels, MatmulShape } from "../backend.js";
 
+import type { WasmHeap } from "./heap.js";
+
 export type { AdamWStep, MatmulShape };
 
 /**
@@ -75,6 +77,8 @@ export interface WasmKernels
   adamw: Kernels["adamwUpdate"];
   /** Stops the workers; the object must not be used afterwards. */
   dispose(): void;
+  /** The allocator of the kernels' WebAssembly.Memory (resident tensors of the wasm backend live in it). */
+  readonly wasmHeap: WasmHeap;
 }
 
 export interface WasmKernelOptions {
