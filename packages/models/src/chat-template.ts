@@ -21,11 +21,15 @@ export interface RenderOptions {
  * Messages as the template sees them: OpenAI-shaped plain objects. A null `content` becomes ""
  * (templates do string operations on it, e.g. Qwen3's `'</think>' in message.content`).
  */
-function templateMessages(messages: readonly Message[]): Record<string, unknown>[] {
+function templateMessages(messages: readonly Message[], argumentObjects: boolean): Record<string, unknown>[] {
   return messages.map((m) => {
     const out: Record<string, unknown> = { role: m.role, content: m.content ?? "" };
     if (m.tool_calls)
-      out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: c.type, function: { ...c.function } }));
+      out.tool_calls = m.tool_calls.map((c) => ({
+        id: c.id,
+        type: c.type,
+        function: argumentObjects ? { ...c.function, arguments: argumentObject(c.function) } : { ...c.function },
+      }));
     if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
     if (m.name !== undefined) out.name = m.name;
     if (m.reasoning_content !== undefined) out.reasoning_content = m.reasoning_content;
@@ -33,14 +37,32 @@ function templateMessages(messages: readonly Message[]): Record<string, unknown>
   });
 }
 
+/** A tool call's JSON `arguments` string as the object a transformers user would pass. */
+function argumentObject(fn: { name: string; arguments: string }): unknown {
+  try {
+    return JSON.parse(fn.arguments);
+  } catch {
+    throw new ChatTemplateError(
+      `tool call ${fn.name}: arguments ${JSON.stringify(fn.arguments.slice(0, 80))} are not JSON, and this template renders them parameter by parameter`,
+    );
+  }
+}
+
 export class ChatTemplate {
   private readonly template: Template;
+  /**
+   * The template walks tool-call arguments as a mapping (Qwen3.5's XML `<parameter=…>` format:
+   * `tool_call.arguments|items`), so OpenAI-style JSON strings are handed over parsed.
+   * Templates that print a string as is (Qwen3's Hermes JSON) keep the string.
+   */
+  private readonly argumentObjects: boolean;
 
   constructor(
     readonly source: string,
     /** bos_token, eos_token, … as tokenizer_config.json names them. */
     readonly specialTokens: Record<string, string | null> = {},
   ) {
+    this.argumentObjects = /arguments\s*\|\s*items/.test(source);
     try {
       this.template = new Template(source);
     } catch (e) {
@@ -62,7 +84,7 @@ export class ChatTemplate {
     const vars: Record<string, unknown> = {
       ...Object.fromEntries(Object.entries(this.specialTokens).filter(([, v]) => v !== null)),
       ...options.extra,
-      messages: templateMessages(messages),
+      messages: templateMessages(messages, this.argumentObjects),
       add_generation_prompt: options.addGenerationPrompt ?? false,
     };
     if (options.tools && options.tools.length > 0) vars.tools = options.tools;
