@@ -17,6 +17,7 @@ import {
   l2Normalize,
   loadModel,
   parseDecoderConfig,
+  scoreCompletions,
 } from "../src/index.js";
 import { FIXTURES, maxAbsDiff } from "./helpers.js";
 
@@ -260,6 +261,23 @@ describe("Qwen3.5 decoding state", () => {
       expect(maxAbsDiff(tail.toFloat32Array(), alone.toFloat32Array())).toBeLessThan(6e-5);
     });
   }
+});
+
+describe("Qwen3.5 scoring", () => {
+  it("scoreCompletions equals the log-probs generate reported (sampled, batched, ragged prompts)", async () => {
+    const model = await loadModel(dir("vlm-bf16"), { dtype: "bf16" });
+    const prompts = [
+      [5, 17, 42, 9, 3],
+      [60, 2],
+      [11, 12, 13, 14, 15, 16, 17, 18, 19],
+    ];
+    const outs = generate(model, prompts, { temperature: 1, seed: 5, maxNewTokens: 7, stopTokenIds: [] });
+    const scores = scoreCompletions(
+      model,
+      outs.map((o) => ({ promptIds: o.promptIds, completionIds: o.tokenIds })),
+    );
+    for (const [i, o] of outs.entries()) expect(maxAbsDiff(scores[i], o.logprobs)).toBeLessThan(1e-4);
+  });
 });
 
 /** Random delta-rule inputs: normalised q/k, decays in (−1.5, 0), β in (0, 1). */
