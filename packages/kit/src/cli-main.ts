@@ -20,14 +20,17 @@ commands:
   eval clem run --model NAME [--model NAME2] --base-url URL [--games wordle,taboo] [--results DIR]
   eval clem score RESULTS_DIR
         (serve a local model for tau2/clem with: kiln serve <model-dir>)
-  arp [--source-episodes 8] [--sft-steps 20] [--dpo-steps 20] [--student-episodes 4] [--k 4] [--scale 0.85]
-        ARP on guess-number: success-only SFT from a bisecting expert, turn-local + branch DPO, s-scaled fp32 merge
-  opd [--env questworld|guess-number] [--rounds 2] [--episodes 2] [--steps 8] [--teacher MODEL_DIR | --scaffold TEXT]
-        on-policy distillation rounds (fresh LoRA r=64 α=64 per round, merged), wall-state starts, Core-3
-  oel [--tasks 4] [--steps 10] [--trials 2]
-        deploy without memory, consolidate with the memory in the teacher prompt (full KL), merge, pass^k ± SE
-        (arp/opd/oel also take --model DIR --out DIR --name NAME --seed N --backend wasm|js --max-tokens N --max-turns N;
-         without --model they train a random tiny Qwen3 with a character tokenizer: a pipeline check, not a benchmark)
+  arp   ARP on guess-number: success-only SFT → turn-DPO (repeat/length) → turn-DPO (invalid/duplicate field)
+        → branch-DPO from the current policy → W₀ + s·ΣΔ merged in fp32 (runs/NAME/model, runs/NAME/adapter)
+  opd [--env questworld|guess-number] [--teacher MODEL_DIR | --teacher-url URL [--teacher-model NAME]
+        [--teacher-tokenizer DIR] | --scaffold TEXT]
+        on-policy distillation rounds (fresh LoRA per round on the merged previous round), wall-state starts,
+        Core-3 over the eval seeds with the wall table; writes rounds/rN/{adapter,model}
+  oel   deploy without memory → consolidate with the memory in the teacher prompt (full KL) → merge;
+        greedy pass^k ± SE over trials of the same task
+        arp/opd/oel options: --preset tiny|seed  --config FILE.json  --set "sft.lr=1e-4;turnDpo1.beta=0.2"
+        --print-config  --resume | --overwrite  --model DIR  --out DIR  --name NAME  --seed N  --backend wasm|js
+        (without --model: the embedded random tiny Qwen3 with a character tokenizer — a pipeline check)
   help`;
 
 export interface ParsedArgs {
@@ -92,6 +95,7 @@ export async function main(argv: string[]): Promise<number> {
           steps: intFlag(args.flags, "steps", 60),
           seed: intFlag(args.flags, "seed", 0),
           backend,
+          mode: args.flags.overwrite ? "overwrite" : "new",
         });
         return 0;
       }
@@ -104,6 +108,8 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import("./commands.js")).runCommand(command, args);
       case "convert-llama2c":
       case "generate":
+      case "merge":
+      case "scale":
       case "serve": {
         const { runCommand } = await import("./commands.js");
         return await runCommand(command, args);

@@ -1,13 +1,13 @@
 // CLI subcommands beyond the demo: conversion, generation, serving, evaluation.
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { convertLlama2c } from "@kiln/hub-io";
-import { LocalPolicy, generate, stories260KPaths } from "@kiln/models";
-import { ProgressBar, createOpenAIServer } from "@kiln/rollout";
+import { generate, stories260KPaths } from "@kiln/models";
+import { ProgressBar } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "./cli-main.js";
-import { chatTemplateFor, loadLocalModel, resolvePolicy } from "./policies.js";
+import { loadLocalModel, resolvePolicy } from "./policies.js";
 
 function need(args: ParsedArgs, index: number, what: string): string {
   const v = args.positional[index];
@@ -47,34 +47,64 @@ export async function runCommand(command: string, args: ParsedArgs): Promise<num
       console.log(prompt + out.text);
       return 0;
     }
-    case "serve": {
-      const dir = need(args, 0, "<model-dir>");
-      await backendFrom(args);
-      const { model, tokenizer } = await loadLocalModel(dir, strFlag(args.flags, "adapter"));
-      const chatTemplate = await chatTemplateFor(dir, tokenizer, strFlag(args.flags, "chat-template"));
-      const policy = new LocalPolicy({ model, tokenizer, chatTemplate, id: strFlag(args.flags, "model-id", dir) });
-      const server = await createOpenAIServer({
-        policy,
-        tokenizer,
-        host: strFlag(args.flags, "host", "127.0.0.1"),
-        port: intFlag(args.flags, "port", 8000),
-        maxConcurrency: intFlag(args.flags, "max-concurrency", 1),
-        log: (line) => console.error(line),
-      });
-      console.log(`kiln serve: OpenAI-compatible API for ${dir} at ${server.url}/v1 (Ctrl-C to stop)`);
-      await new Promise<void>((resolve) => {
-        const stop = () => resolve();
-        process.once("SIGINT", stop);
-        process.once("SIGTERM", stop);
-      });
-      await server.close();
-      return 0;
-    }
+    case "serve":
+      return runServe(args);
     case "eval":
       return runEval(args);
     default:
       throw new UsageError(`unknown command ${command}`);
   }
+}
+
+/** `kiln serve`: flags are checked before the model loads, so a bad one fails at once. */
+async function runServe(args: ParsedArgs): Promise<number> {
+  const dir = need(args, 0, "<model-dir>");
+  const port = intFlag(args.flags, "port", 8000);
+  if (port < 0 || port > 65535) throw new UsageError(`--port must be in [0, 65535], got ${port}`);
+  const host = strFlag(args.flags, "host", "127.0.0.1")!;
+  if (host.trim() === "") throw new UsageError("--host needs an address");
+  const maxConcurrency = intFlag(args.flags, "max-concurrency", 1);
+  if (maxConcurrency < 1) throw new UsageError(`--max-concurrency must be at least 1, got ${maxConcurrency}`);
+  const maxQueue = intFlag(args.flags, "max-queue", 256);
+  if (maxQueue < 0) throw new UsageError(`--max-queue must be at least 0, got ${maxQueue}`);
+  const maxTokensFlag = args.flags["max-tokens-limit"];
+  const maxTokensLimit = maxTokensFlag === undefined ? undefined : intFlag(args.flags, "max-tokens-limit", 0);
+  if (maxTokensLimit !== undefined && maxTokensLimit < 1)
+    throw new UsageError(`--max-tokens-limit must be at least 1, got ${maxTokensLimit}`);
+  const apiKey = strFlag(args.flags, "api-key") ?? process.env.KILN_API_KEY;
+  if (apiKey !== undefined && apiKey === "") throw new UsageError("--api-key (or KILN_API_KEY) must not be empty");
+  const chatTemplate = strFlag(args.flags, "chat-template");
+  if (chatTemplate !== undefined && chatTemplate !== "chatml" && !existsSync(chatTemplate))
+    throw new UsageError(`--chat-template: not "chatml" and no file ${chatTemplate}`);
+  const backend = strFlag(args.flags, "backend", "wasm")!;
+  const serve = await startServe({
+    dir,
+    host,
+    port,
+    maxConcurrency,
+    maxQueue,
+    backend,
+    ...(maxTokensLimit !== undefined ? { maxTokensLimit } : {}),
+    ...(apiKey !== undefined ? { apiKey } : {}),
+    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
+    ...(strFlag(args.flags, "adapter") ? { adapter: strFlag(args.flags, "adapter") } : {}),
+    modelId: strFlag(args.flags, "model-id", dir)!,
+    log: (line) => console.error(line),
+    warn: (line) => console.error(`warning: ${line}`),
+  });
+  const { contextLength, hasChatTemplate } = serve.info;
+  console.log(
+    `kiln serve: OpenAI-compatible API for ${dir} at ${serve.server.url}/v1 (context ${contextLength} tokens${
+      hasChatTemplate ? "" : "; no chat template: /v1/completions only, or pass --chat-template FILE"
+    }${apiKey !== undefined ? "; API key required" : ""}; Ctrl-C to stop)`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  await serve.close();
+  return 0;
 }
 
 /** tau2 and clembench carry full CLIs of their own; kit forwards the arguments. */

@@ -3,16 +3,16 @@
 // PEFT adapter → delta-scaled fp32 merge → generate → questworld through the rollout
 // harness → a run directory with metrics, checkpoints, trajectories and SHA256SUMS.
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { questworld } from "@kiln/benchmarks";
 import { convertLlama2c } from "@kiln/hub-io";
-import { attachLora, mergeAdapter, parameterReport, saveAdapter } from "@kiln/lora";
+import { countTargetTokens, sftLoss } from "@kiln/losses";
+import { attachLora, mergeAdapter, parameterReport } from "@kiln/lora";
 import { generate, loadModel, loadTokenizer } from "@kiln/models";
 import { ProgressBar } from "@kiln/rollout";
 import { type BackendName, Tensor, disposeWasmBackend, getBackend, initBackend, setBackend } from "@kiln/tensor";
 import { stories260KPaths } from "./data-dir.js";
 import { RunDir } from "./run-dir.js";
-import { trainSft } from "./sft-trainer.js";
+import { train } from "./trainer/trainer.js";
 
 export interface DemoOptions {
   out?: string;
@@ -23,6 +23,8 @@ export interface DemoOptions {
   log?: (line: string) => void;
   /** Show progress bars (default: when stderr is a TTY or not silenced). */
   progress?: boolean;
+  /** An existing run directory: "overwrite" replaces it (default "new" refuses it). */
+  mode?: "new" | "overwrite";
 }
 
 export interface DemoResult {
@@ -64,7 +66,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         mergeScale: 0.85,
         backend,
       },
-      { seeds: { lora: seed, sampling: seed, questworld: 1 } },
+      { seeds: { lora: seed, sampling: seed, questworld: 1 }, mode: options.mode },
     );
     log(`[kiln] run directory: ${run.path} (backend ${getBackend()})`);
 
@@ -113,30 +115,32 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       labels: new Tensor(labels, [rows.length, T], "i32"),
       attentionMask: new Tensor(mask, [rows.length, T], "i32"),
     };
-    const bar = new ProgressBar({ total: steps, label: "LoRA SFT", stream });
-    adapter.train(true);
-    const history = trainSft(
-      model,
-      adapter.parameters(),
-      () => batch,
-      { steps, lr: 5e-3, warmupRatio: 0.1, maxGradNorm: 1 },
-      (m) => {
-        run.logMetrics({ phase: "sft", ...m });
-        bar.tick(1);
+    // The one trainer loop: 3 fixed rows, all of them every step (micro-batch 3, no shuffle).
+    const result = await train<number>({
+      stage: "sft",
+      adapter,
+      data: [0],
+      objective: {
+        items: () => countTargetTokens(batch.labels),
+        loss: (_rows, stepItems) => {
+          const logits = model.forward(batch.inputIds, { attentionMask: batch.attentionMask });
+          const out = sftLoss(logits, batch.labels, { numItemsInBatch: stepItems });
+          return {
+            loss: out.loss,
+            tokens: batch.inputIds.size,
+            metrics: { mean_token_accuracy: out.metrics.mean_token_accuracy ?? 0 },
+          };
+        },
       },
-    );
-    bar.finish();
-    adapter.train(false);
+      config: { lr: 5e-3, maxSteps: steps, warmupRatio: 0.1, maxGradNorm: 1, schedule: "cosine", shuffle: false },
+      run,
+      progress: stream === null ? null : undefined,
+    });
+    const history = result.history;
     const lossFirst = history[0].loss;
     const lossLast = history[history.length - 1].loss;
     log(`[kiln] SFT loss ${lossFirst.toFixed(3)} → ${lossLast.toFixed(3)} over ${steps} steps`);
-    const ckpt = run.checkpointDir(steps);
-    await saveAdapter(adapter, ckpt);
-    await run.writeJson(join("checkpoints", `step-${steps}`, "trainer_state.json"), {
-      global_step: steps,
-      log_history: history,
-    });
-    log(`[kiln] saved PEFT adapter → ${ckpt}`);
+    log(`[kiln] saved PEFT adapter and trainer state → ${result.lastCheckpoint}`);
 
     // 3. Training-free delta scaling s = 0.85, merged in fp32 (ARP); report the bf16 loss.
     const report = mergeAdapter(adapter, { scale: 0.85, dtype: "f32", keepOriginal: false });
@@ -164,7 +168,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     });
     qBar.finish();
     const total = q.result.score.mean;
-    run.logMetrics({ phase: "eval", benchmark: "questworld", core3_mean: total, core3_se: q.result.score.se });
+    run.logMetrics({ stage: "eval", benchmark: "questworld", core3_mean: total, core3_se: q.result.score.se });
     log(`[kiln] questworld Core-3 (expert planner, 3 seeds): ${total.toFixed(1)} / 30`);
 
     await run.writeJson("summary.json", {

@@ -1,7 +1,45 @@
 // @kiln/kit: recipes, trainers and run directories composed from the kiln packages.
 export { stories260KPaths } from "./data-dir.js";
-export { RunDir, kilnPackageVersions, type RunMetadata } from "./run-dir.js";
-export { trainSft, type SftBatch, type SftConfig, type SftStepMetrics } from "./sft-trainer.js";
+export { RunDir, RunDirError, kilnPackageVersions, type RunMetadata, type RunMode } from "./run-dir.js";
+export type { SftBatch } from "./sft-trainer.js";
+export {
+  epochOrder,
+  lrSchedule,
+  plannedSteps,
+  train,
+  type Objective,
+  type ObjectiveOutput,
+  type ScheduleKind,
+  type StepRecord,
+  type TrainConfig,
+  type TrainOptions,
+  type TrainResult,
+  type TrainerRun,
+} from "./trainer/trainer.js";
+export { NonFiniteError, TrainerError } from "./trainer/errors.js";
+export {
+  latestCheckpoint,
+  readOptimizerState,
+  restoreTrainerCheckpoint,
+  saveOptimizerState,
+  saveTrainerCheckpoint,
+  type TrainerState,
+} from "./trainer/checkpoints.js";
+export {
+  consolidationObjective,
+  dpoObjective,
+  opdObjective,
+  sftObjective,
+  type LengthOptions,
+} from "./trainer/objectives.js";
+export {
+  directoryHashes,
+  mergeAdapterDirs,
+  scaleAdapterDir,
+  writeMergedModel,
+  type MergedModelOptions,
+} from "./artifacts.js";
+export { reportHtml, svgCurve, writeReport, type ReportContent } from "./report.js";
 export { runDemo, type DemoOptions, type DemoResult } from "./demo.js";
 export { loadLocalModel, resolvePolicy, PolicySpecError, type PolicySpecOptions } from "./policies.js";
 export { main as runCli, parseArgs, UsageError } from "./cli-main.js";
@@ -17,43 +55,46 @@ export {
 export {
   conversationBatch,
   preferenceBatch,
+  renderConversation,
   type ChatCodec,
   type Conversation,
   type PreferenceBatch,
   type PreferenceExample,
 } from "./recipes/batches.js";
-export { isSuccessful, successOnlySftSet, type SuccessSetOptions } from "./recipes/sft-set.js";
-export {
-  diagnoseTrajectory,
-  diagnoseTurn,
-  truncateRepair,
-  turnLocalPairs,
-  type DiagnoseOptions,
-  type DiagnosedTurn,
-  type FailureMode,
-  type RepairFn,
-  type TurnPairOptions,
-  type TurnPairResult,
-} from "./recipes/diagnose.js";
-export { dpoBatchLoss, trainDpo, type DpoStepMetrics, type DpoTrainConfig } from "./recipes/dpo-trainer.js";
+export { holdoutSplit, isSuccessful, successOnlySftSet, type SuccessSetOptions } from "./recipes/sft-set.js";
+export { dpoBatchLoss } from "./recipes/dpo-trainer.js";
 export {
   branchDpoPairs,
   runArp,
   type ArpOptions,
   type ArpResult,
+  type ArpStageSummary,
   type BranchDpoOptions,
-  type LoraSettings,
 } from "./recipes/arp.js";
+export {
+  UNSTATED_SEED_FIELDS,
+  applyConfigObject,
+  arpSeedConfig,
+  arpTinyConfig,
+  oelSeedConfig,
+  oelTinyConfig,
+  opdSeedConfig,
+  opdTinyConfig,
+  presetConfig,
+  setConfigValue,
+  type ArpConfig,
+  type DpoStageSettings,
+  type LoraSettings,
+  type OelConfig,
+  type OpdConfig,
+  type RecipeConfig,
+  type RolloutSettings,
+  type StageTrainSettings,
+} from "./recipes/presets.js";
+export { assertSameTokenizer, effectiveConfig } from "./recipes/cli-recipes.js";
 export { scaffoldedTeacher, scoreWithTeacher, type OpdSample } from "./recipes/opd-samples.js";
 export { opdBatch, opdBatchLoss, turnWeights, type OpdObjectiveOptions } from "./recipes/opd-update.js";
-export {
-  runOpdRounds,
-  trainOpd,
-  type OpdOptions,
-  type OpdRoundResult,
-  type OpdStepMetrics,
-  type OpdTrainConfig,
-} from "./recipes/opd.js";
+export { runOpdRounds, type OpdEvaluation, type OpdOptions, type OpdRoundResult } from "./recipes/opd.js";
 export {
   consolidationLoss,
   consolidationSamples,
@@ -66,4 +107,14 @@ export {
   type OelTask,
 } from "./recipes/oel.js";
 export { withSystemNote } from "./recipes/system-note.js";
-export { evaluateEpisodes, summarizeEpisodes, type EpisodeEval, type RecipeIo } from "./recipes/recipe-run.js";
+export {
+  evaluateEpisodes,
+  evaluatePhase,
+  phaseFromScores,
+  phaseMetrics,
+  phaseTable,
+  summarizeEpisodes,
+  type EpisodeEval,
+  type PhaseEval,
+  type RecipeIo,
+} from "./recipes/recipe-run.js";

@@ -24,11 +24,42 @@ export class PolicySpecError extends Error {
   }
 }
 
-/** A local Hugging Face model directory with its tokenizer, optionally with a PEFT adapter attached. */
-export async function loadLocalModel(dir: string, adapter?: string): Promise<{ model: Model; tokenizer: Tokenizer }> {
+/** An adapter to apply: a PEFT directory and the scale of its delta (1 = as trained). */
+export interface AdapterSpec {
+  dir: string;
+  scale: number;
+}
+
+/**
+ * `--adapter a,b --adapter-scale 0.85,1`: adapters applied together (their deltas add, so an OPD
+ * chain r1,r2 on the base equals the merged round 2), each at its scale (one scale = all).
+ */
+export function parseAdapterSpecs(adapters: string | undefined, scales: string | undefined): AdapterSpec[] {
+  if (!adapters) {
+    if (scales) throw new PolicySpecError("--adapter-scale needs --adapter");
+    return [];
+  }
+  const dirs = adapters.split(",").filter(Boolean);
+  const values = (scales ?? "1").split(",").map((s) => Number(s));
+  if (values.some((v) => !Number.isFinite(v)) || (values.length !== 1 && values.length !== dirs.length))
+    throw new PolicySpecError(
+      `--adapter-scale must be one number or one per adapter (${dirs.length}), got "${scales}"`,
+    );
+  return dirs.map((dir, i) => ({ dir, scale: values.length === 1 ? values[0] : values[i] }));
+}
+
+/** A local Hugging Face model directory with its tokenizer, optionally with PEFT adapters attached (scaled). */
+export async function loadLocalModel(
+  dir: string,
+  adapter?: string | readonly AdapterSpec[],
+): Promise<{ model: Model; tokenizer: Tokenizer }> {
   const model = await loadModel(dir);
   const tokenizer = await loadTokenizer(dir);
-  if (adapter) await loadAdapter(model, adapter);
+  const specs = typeof adapter === "string" ? [{ dir: adapter, scale: 1 }] : (adapter ?? []);
+  for (const [i, spec] of specs.entries()) {
+    const a = await loadAdapter(model, spec.dir, { name: `adapter-${i}` });
+    if (spec.scale !== 1) a.setScale(spec.scale);
+  }
   return { model, tokenizer };
 }
 

@@ -12,6 +12,8 @@ export * from "./trajectory.js";
 export * from "./episode.js";
 export * from "./game.js";
 export * from "./branch.js";
+export * from "./diagnose.js";
+export * from "./statistics.js";
 export * from "./char-tokenizer.js";
 export * from "./chatml.js";
 export * from "./scripted-policy.js";

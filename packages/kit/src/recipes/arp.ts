@@ -1,12 +1,26 @@
-// ARP — Acquire, Repair, Preserve (architecture.md "The three recipes"): a schedule over
-// package functions. (a) success-only SFT set → LoRA SFT with assistant-only labels;
-// (b) turn-local DPO pairs from diagnosed failures; (c) branch-DPO pairs (fork the current
-// policy at a turn, K samples, pair by downstream score); DPO on the same LoRA with the
-// adapter-off model as reference; (d) training-free delta scaling s and an fp32 merge;
-// (e) evaluation before and after. The maths lives in @kiln/losses and @kiln/lora.
-import { type LoraAdapter, attachLora, mergeAdapter, parameterReport } from "@kiln/lora";
+// ARP — Acquire, Repair, Preserve (architecture.md "The three recipes"), stage by stage as the
+// seed system ran it:
+//   A  broad SFT on the success-only corpus (per-game cap, seeded holdout) → merge (f32)
+//   B1 turn-local DPO on repeat / length failures of the current policy → merge
+//   B2 turn-local DPO on invalid / duplicate-field failures of the B1 policy → merge
+//   C  branch DPO from the current (B2) policy: fork at a turn, K continuations, pair the
+//      immediately diverging replies by downstream episode score (β 0.2) → merge
+//   Preserve: the whole delta scaled by s, W = W₀ + s·Σᵢ ΔWᵢ, merged in f32 and written as a
+//   Hugging Face directory, with the scaled adapter (the stages' adapters concatenated) beside it.
+// Each DPO stage is a fresh LoRA whose reference is the adapter-off model, i.e. the previous
+// stage's merged policy. Every phase is evaluated greedily on held-out instances with mean ± SE
+// and the paired Δ ± SE against the base. Each stage resumes from its checkpoints or its saved
+// result (`resume: true`).
+import {
+  type LoraAdapter,
+  type MergeReport,
+  attachLora,
+  combineAdapters,
+  mergeAdapter,
+  parameterReport,
+  saveAdapter,
+} from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
-import { AdamW } from "@kiln/tensor";
 import {
   type EpisodeLimits,
   type Environment,
@@ -16,29 +30,30 @@ import {
   type Trajectory,
   branchEpisode,
   branchPairs,
+  diagnoseTrajectory,
+  episodeSpecs,
   runEpisodes,
+  turnLocalPairs,
 } from "@kiln/rollout";
-import { RunDir } from "../run-dir.js";
-import { trainSft } from "../sft-trainer.js";
+import { noGrad } from "@kiln/tensor";
+import { writeMergedModel } from "../artifacts.js";
+import { writeReport } from "../report.js";
+import { type RunDir, RunDir as RunDirClass, type RunMode } from "../run-dir.js";
+import { dpoObjective, sftObjective } from "../trainer/objectives.js";
+import { type TrainConfig, type TrainResult, train } from "../trainer/trainer.js";
+import type { ChatCodec, Conversation, PreferenceExample } from "./batches.js";
+import type { DiagnoseOptions } from "./diagnose.js";
 import {
-  type ChatCodec,
-  type Conversation,
-  type PreferenceExample,
-  conversationBatch,
-  preferenceBatch,
-} from "./batches.js";
-import { diagnoseTrajectory, turnLocalPairs, type RepairFn } from "./diagnose.js";
-import { trainDpo } from "./dpo-trainer.js";
-import { type RecipeIo, evaluateEpisodes, progressBar, saveCheckpoint, writeRollouts } from "./recipe-run.js";
-import { successOnlySftSet } from "./sft-set.js";
+  type ArpConfig,
+  type DpoStageSettings,
+  type LoraSettings,
+  type StageTrainSettings,
+  arpTinyConfig,
+} from "./presets.js";
+import { type PhaseEval, type RecipeIo, evaluatePhase, phaseMetrics, phaseTable, writeRollouts } from "./recipe-run.js";
+import { holdoutSplit, successOnlySftSet } from "./sft-set.js";
 
-export interface LoraSettings {
-  r: number;
-  alpha: number;
-  dropout?: number;
-  targetModules?: string | string[];
-  useRslora?: boolean;
-}
+export type { LoraSettings };
 
 export interface BranchDpoOptions {
   trajectories: readonly Trajectory[];
@@ -51,6 +66,7 @@ export interface BranchDpoOptions {
   params?: GenerateParams;
   limits?: EpisodeLimits;
   minMargin?: number;
+  diagnose?: DiagnoseOptions;
 }
 
 /** Branch-DPO pairs: fork each trajectory at a turn, sample K continuations, pair by downstream score. */
@@ -58,7 +74,7 @@ export async function branchDpoPairs(options: BranchDpoOptions): Promise<Prefere
   const pairs: PreferencePair[] = [];
   for (const t of options.trajectories) {
     if (t.turns.length === 0 || t.players) continue;
-    const turn = options.pickTurn?.(t) ?? diagnoseTrajectory(t)[0]?.turn ?? 0;
+    const turn = options.pickTurn?.(t) ?? diagnoseTrajectory(t, options.diagnose)[0]?.turn ?? 0;
     const result = await branchEpisode({
       trajectory: t,
       turn,
@@ -80,75 +96,91 @@ export interface ArpOptions extends RecipeIo {
   makeEnv: () => Environment;
   /** Acquired episodes (an expert's, a bigger model's, or earlier runs'): the SFT source and DPO references. */
   sourceTrajectories: readonly Trajectory[];
-  /** Per-environment cap of the SFT set (default 64). */
-  capPerEnv?: number;
-  lora?: LoraSettings;
-  sft?: { steps: number; lr: number; batchSize?: number };
-  /** Student episodes played after SFT and diagnosed for turn-local pairs (default 4). */
-  studentEpisodes?: number;
-  /** Extra failing trajectories to diagnose besides the student's. */
-  failingTrajectories?: readonly Trajectory[];
-  maxChars?: number;
-  repair?: RepairFn;
-  /** Branch-DPO: trajectories forked (default: the student's, at most 2), K alternatives. */
-  branch?: { k?: number; maxTrajectories?: number } | false;
-  dpo?: { steps: number; lr: number; beta?: number; batchSize?: number };
-  /** Delta scale s of the merge (default 0.85). */
-  scale?: number;
-  params?: GenerateParams;
-  limits?: EpisodeLimits;
-  /** Evaluation of a policy (default: success rate and score over `evalEpisodes` episodes). */
-  evaluate?: (policy: Policy, phase: "before" | "after") => Promise<Record<string, number>>;
-  evalEpisodes?: number;
-  seed?: number;
+  config?: ArpConfig;
+  /** Game rules for the diagnosers (Wordle: wrong length, invalid word). */
+  diagnose?: Omit<DiagnoseOptions, "maxChars">;
+  /** Where the base model came from (recorded in metadata.json and the model card). */
+  baseModel?: { source: string; dir?: string };
+  /** "new" (default: refuse an existing run), "overwrite", or "resume". */
+  mode?: RunMode;
+}
+
+export interface ArpStageSummary {
+  stage: string;
+  examples: number;
+  steps: number;
+  first: Record<string, number>;
+  last: Record<string, number>;
 }
 
 export interface ArpResult {
   runDir: string;
   sftSize: number;
-  sftLoss: { first: number; last: number } | null;
-  turnPairs: number;
+  holdoutSize: number;
+  stages: ArpStageSummary[];
+  phases: PhaseEval[];
+  turnPairs: { b1: number; b2: number };
   branchPairs: number;
-  dpoMargins: { first: number; last: number } | null;
-  before: Record<string, number>;
-  after: Record<string, number>;
   meanBf16DeltaLoss: number;
-  adapter: LoraAdapter;
+  modelDir: string;
+  adapterDir: string;
 }
 
-function cycle<T>(items: readonly T[], size: number, step: number): T[] {
-  const n = Math.min(size, items.length);
-  return Array.from({ length: n }, (_, i) => items[(step * n + i) % items.length]);
+function trainConfig(s: StageTrainSettings, seed: number): TrainConfig {
+  return {
+    lr: s.lr,
+    microBatchSize: s.microBatchSize,
+    gradAccum: s.gradAccum,
+    epochs: s.epochs,
+    maxSteps: s.maxSteps,
+    schedule: s.schedule,
+    warmupRatio: s.warmupRatio,
+    weightDecay: s.weightDecay,
+    maxGradNorm: s.maxGradNorm,
+    checkpointEvery: s.checkpointEvery,
+    seed,
+  };
+}
+
+function pick(record: Record<string, unknown> | undefined, keys: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of keys) if (typeof record?.[k] === "number") out[k] = record[k] as number;
+  return out;
+}
+
+function summary(stage: string, examples: number, r: TrainResult | null, keys: string[]): ArpStageSummary {
+  return {
+    stage,
+    examples,
+    steps: r?.steps ?? 0,
+    first: pick(r?.history[0], keys),
+    last: pick(r?.history[r.history.length - 1], keys),
+  };
 }
 
 export async function runArp(options: ArpOptions): Promise<ArpResult> {
   const log = options.log ?? ((line: string) => console.error(line));
   const { model, codec } = options;
-  const lora = options.lora ?? { r: 16, alpha: 32, dropout: 0 };
-  const sft = options.sft ?? { steps: 20, lr: 5e-3, batchSize: 4 };
-  const dpo = options.dpo ?? { steps: 20, lr: 5e-3, beta: 0.1, batchSize: 4 };
-  const scale = options.scale ?? 0.85;
-  const seed = options.seed ?? 0;
-  const params: GenerateParams = { temperature: 1, maxTokens: 64, logprobs: true, ...options.params };
-  const limits = options.limits ?? { maxTurns: 4 };
-  const run = await RunDir.create(
+  const config = options.config ?? arpTinyConfig();
+  const seed = config.seed;
+  const params: GenerateParams = {
+    temperature: config.rollout.temperature,
+    maxTokens: config.rollout.maxTokens,
+    logprobs: true,
+  };
+  const limits: EpisodeLimits = { maxTurns: config.rollout.maxTurns };
+  const diagnose: DiagnoseOptions = { ...options.diagnose, maxChars: config.maxChars };
+  const run: RunDir = await RunDirClass.create(
     options.out ?? "runs",
     options.name ?? "arp",
+    { ...config },
     {
-      recipe: "arp",
-      lora,
-      sft,
-      dpo,
-      scale,
-      capPerEnv: options.capPerEnv ?? 64,
-      params,
-      limits,
-      maxChars: options.maxChars ?? 400,
-      branch: options.branch ?? {},
+      seeds: { recipe: seed, lora: seed, shuffle: seed, eval: config.eval.baseSeed },
+      mode: options.mode,
     },
-    { seeds: { lora: seed, sampling: seed } },
   );
-  log(`[kiln arp] run directory: ${run.path}`);
+  if (!run.resumed) await run.recordBaseModel(options.baseModel?.source ?? "in-memory model", options.baseModel?.dir);
+  log(`[kiln arp] run directory: ${run.path}${run.resumed ? " (resumed)" : ""}`);
   const policy = new LocalPolicy({
     id: "arp-student",
     model,
@@ -156,170 +188,229 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     chatTemplate: codec.template,
     defaults: params,
   });
-  const evaluate =
-    options.evaluate ??
-    (async (p: Policy, phase: string) => {
-      const r = await evaluateEpisodes({
+  const evalSpecs = episodeSpecs(config.eval.episodes, config.eval.baseSeed, "eval");
+  const phases: PhaseEval[] = [];
+  const evaluate = async (phase: string): Promise<PhaseEval> => {
+    const ev = await run.stage(`eval-${phase}`, async () => {
+      const r = await evaluatePhase({
+        phase,
         makeEnv: options.makeEnv,
-        policy: p,
-        episodes: options.evalEpisodes ?? 4,
-        params: { ...params, temperature: 0 },
+        policy,
+        specs: evalSpecs,
+        params: { maxTokens: params.maxTokens, temperature: 0 },
         limits,
+        base: phases[0],
       });
       await writeRollouts(run, `eval-${phase}.jsonl.gz`, r.trajectories);
-      return r.summary as unknown as Record<string, number>;
+      run.logMetrics({ stage: `eval-${phase}`, phase, ...phaseMetrics(r.eval) });
+      return r.eval;
     });
-
-  // (e) before
-  const before = await evaluate(policy, "before");
-  run.logMetrics({ phase: "eval", when: "before", ...before });
-
-  // (a) Acquire: success-only SFT set → LoRA SFT.
-  await writeRollouts(run, "source.jsonl.gz", options.sourceTrajectories);
-  const sftSet: Conversation[] = successOnlySftSet(options.sourceTrajectories, { capPerEnv: options.capPerEnv ?? 64 });
-  const adapter = attachLora(model, { ...lora, targetModules: lora.targetModules ?? "all-linear", seed, name: "arp" });
-  const counts = parameterReport(model, [adapter]);
-  log(
-    `[kiln arp] LoRA r=${lora.r} α=${lora.alpha}: ${counts.trainable} trainable params; SFT set ${sftSet.length} episodes`,
-  );
-  let sftLoss: ArpResult["sftLoss"] = null;
-  let step = 0;
-  if (sftSet.length > 0 && sft.steps > 0) {
-    const bar = progressBar(options, "ARP SFT", sft.steps);
-    adapter.train(true);
-    const sftOptimizer = new AdamW(adapter.parameters(), { lr: sft.lr, weightDecay: 0 });
-    const history = trainSft(
-      model,
-      adapter.parameters(),
-      (s) => conversationBatch(codec, cycle(sftSet, sft.batchSize ?? 4, s)),
-      { steps: sft.steps, lr: sft.lr, warmupRatio: 0.1, maxGradNorm: 1, optimizer: sftOptimizer },
-      (m) => {
-        run.logMetrics({ phase: "sft", ...m, step: step + m.step });
-        bar.tick(1);
-      },
+    phases.push(ev);
+    for (const e of ev.errors) log(`[kiln arp] eval ${phase}: episode ${e.id} errored: ${e.reason}`);
+    log(
+      `[kiln arp] eval ${phase}: score ${ev.score.mean.toFixed(3)} ± ${ev.score.se.toFixed(3)} (n ${ev.n})${ev.delta ? `, Δ vs base ${ev.delta.mean.toFixed(3)} ± ${ev.delta.se.toFixed(3)}` : ""}`,
     );
-    adapter.train(false);
-    bar.finish();
-    step += sft.steps;
-    sftLoss = { first: history[0].loss, last: history[history.length - 1].loss };
-    await saveCheckpoint(run, step, adapter, { global_step: step, stage: "sft", log_history: history }, sftOptimizer);
-    log(`[kiln arp] SFT loss ${sftLoss.first.toFixed(3)} → ${sftLoss.last.toFixed(3)}`);
-  } else log("[kiln arp] no successful source episodes: SFT skipped");
+    return ev;
+  };
+  const studentEpisodes = async (label: string, count: number, offset: number): Promise<Trajectory[]> => {
+    const r = await runEpisodes({
+      makeEnv: options.makeEnv,
+      policy,
+      episodes: episodeSpecs(count, seed + offset, label),
+      params,
+      limits,
+      concurrency: 1,
+      progress: options.progress === false ? undefined : true,
+      label: `ARP ${label} episodes`,
+    });
+    await writeRollouts(run, `${label}.jsonl.gz`, r.trajectories);
+    return r.trajectories;
+  };
+  const newAdapter = (stage: string, offset: number): LoraAdapter => {
+    const lora = config.lora;
+    return attachLora(model, {
+      r: lora.r,
+      alpha: lora.alpha,
+      dropout: lora.dropout ?? 0,
+      useRslora: lora.useRslora ?? false,
+      targetModules: lora.targetModules ?? "all-linear",
+      seed: seed + offset,
+      name: stage,
+    });
+  };
+  const progress = options.progress === false ? null : undefined;
+  const resume = run.resumed;
+  const stageAdapters: LoraAdapter[] = [];
+  const stages: ArpStageSummary[] = [];
+  let base: MergeReport | null = null;
 
-  // (b) Repair: student episodes → diagnosed failing turns → turn-local pairs.
-  const studentRun = await runEpisodes({
-    makeEnv: options.makeEnv,
-    policy,
-    episodes: options.studentEpisodes ?? 4,
-    baseSeed: seed,
-    params,
-    limits,
-    concurrency: 1,
-    progress: options.progress === false ? undefined : true,
-    label: "ARP student episodes",
-  });
-  const student = studentRun.trajectories;
-  await writeRollouts(run, "student.jsonl.gz", student);
-  const turn = turnLocalPairs([...student, ...(options.failingTrajectories ?? [])], options.sourceTrajectories, {
-    maxChars: options.maxChars ?? 400,
-    repair: options.repair,
-  });
-  run.logMetrics({
-    phase: "diagnose",
-    diagnosed: turn.diagnosed.length,
-    pairs: turn.pairs.length,
-    unpaired: turn.unpaired,
-    ...turn.byMode,
-  });
+  await evaluate("base");
+
+  // A: success-only SFT.
+  await writeRollouts(run, "source.jsonl.gz", options.sourceTrajectories);
+  const corpus = successOnlySftSet(options.sourceTrajectories, { capPerEnv: config.data.capPerGame, seed });
+  const { train: sftTrain, holdout } = holdoutSplit(corpus, config.data.holdoutFraction, seed);
   log(
-    `[kiln arp] diagnosed ${turn.diagnosed.length} failing turns (${JSON.stringify(turn.byMode)}), ${turn.pairs.length} turn-local pairs`,
+    `[kiln arp] SFT corpus: ${corpus.length} successful episodes (${sftTrain.length} train, ${holdout.length} held out)`,
   );
+  const sftAdapter = newAdapter("sft", 0);
+  const counts = parameterReport(model, [sftAdapter]);
+  log(`[kiln arp] LoRA r=${config.lora.r} α=${config.lora.alpha}: ${counts.trainable} trainable parameters per stage`);
+  const sft = sftObjective(model, codec, {
+    maxLength: config.sft.maxLength,
+    gradientCheckpointing: config.sft.gradientCheckpointing,
+  });
+  let sftResult: TrainResult | null = null;
+  if (sftTrain.length > 0) {
+    const holdoutLoss = (): Record<string, number> => {
+      if (holdout.length === 0) return {};
+      const items = sft.items(holdout);
+      const loss = noGrad(() => sft.loss(holdout, items).loss.item());
+      return { holdout_loss: loss };
+    };
+    sftResult = await train<Conversation>({
+      stage: "sft",
+      adapter: sftAdapter,
+      data: sftTrain,
+      objective: sft,
+      config: trainConfig(config.sft, seed),
+      run,
+      resume,
+      evaluate: holdout.length > 0 ? holdoutLoss : undefined,
+      progress,
+    });
+  } else log("[kiln arp] no successful source episodes: SFT skipped");
+  stages.push(summary("sft", sftTrain.length, sftResult, ["loss", "mean_token_accuracy"]));
+  // keepOriginal: the pre-SFT weights W₀ are what the final scaled merge starts from.
+  base = mergeAdapter(sftAdapter, { scale: 1, dtype: "f32", keepOriginal: true });
+  stageAdapters.push(sftAdapter);
+  await evaluate("sft");
 
-  // (c) Branch-DPO pairs from the current policy.
-  let branch: PreferencePair[] = [];
-  if (options.branch !== false) {
-    const forks = student.slice(0, options.branch?.maxTrajectories ?? 2);
-    branch = await branchDpoPairs({
+  const dpoStage = async (
+    stage: string,
+    settings: DpoStageSettings,
+    pairs: PreferenceExample[],
+    offset: number,
+  ): Promise<void> => {
+    const adapter = newAdapter(stage, offset);
+    let result: TrainResult | null = null;
+    if (pairs.length > 0)
+      result = await train<PreferenceExample>({
+        stage,
+        adapter,
+        data: pairs,
+        objective: dpoObjective(model, adapter, codec, { beta: settings.beta, maxLength: settings.maxLength }),
+        config: trainConfig(settings, seed),
+        run,
+        resume,
+        progress,
+      });
+    else log(`[kiln arp] ${stage}: no pairs, stage skipped`);
+    stages.push(
+      summary(stage, pairs.length, result, ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen"]),
+    );
+    mergeAdapter(adapter, { scale: 1, dtype: "f32", keepOriginal: false });
+    stageAdapters.push(adapter);
+    await evaluate(stage);
+  };
+
+  // B1 and B2: turn-local pairs from the current policy's failures.
+  const turnStage = async (stage: string, s: ArpConfig["turnDpo1"], offset: number) => {
+    const pairs = await run.stage(`${stage}-data`, async () => {
+      const episodes = await studentEpisodes(stage, s.studentEpisodes, offset);
+      const r = turnLocalPairs(episodes, options.sourceTrajectories, { ...diagnose, modes: s.modes });
+      run.logMetrics({
+        stage: `${stage}-data`,
+        diagnosed: r.diagnosed.length,
+        pairs: r.pairs.length,
+        unpaired: r.unpaired,
+        ...r.byMode,
+      });
+      log(
+        `[kiln arp] ${stage}: ${r.diagnosed.length} failing turns (${JSON.stringify(r.byMode)}), ${r.pairs.length} pairs, ${r.unpaired} unpaired`,
+      );
+      return r.pairs.map(({ prompt, chosen, rejected, tools }) => ({ prompt, chosen, rejected, tools }));
+    });
+    await dpoStage(stage, s, pairs, offset);
+    return pairs.length;
+  };
+  const b1 = await turnStage("turn-dpo-1", config.turnDpo1, 1);
+  const b2 = await turnStage("turn-dpo-2", config.turnDpo2, 2);
+
+  // C: branch pairs from the current (B2-merged) policy.
+  const branch = await run.stage("branch-dpo-data", async () => {
+    const forks = await studentEpisodes("branch-dpo", config.branchDpo.forks, 3);
+    const pairs = await branchDpoPairs({
       trajectories: forks,
       makeEnv: options.makeEnv,
       policy,
-      k: options.branch?.k ?? 4,
+      k: config.branchDpo.k,
       params,
       limits,
+      minMargin: config.branchDpo.minMargin,
+      diagnose,
     });
-    log(`[kiln arp] branch-DPO: ${branch.length} pairs from ${forks.length} forks`);
-  }
-  const pairs: PreferenceExample[] = [
-    ...turn.pairs,
-    ...branch.map((p) => ({ prompt: p.prompt, chosen: p.chosen, rejected: p.rejected, tools: student[0]?.tools })),
-  ];
-  await run.writeJson("pairs.json", {
-    turnLocal: turn.pairs.map((p) => ({ source: p.source, chosen: p.chosen, rejected: p.rejected })),
-    branch: branch.map((p) => ({
-      source: p.source,
-      chosenScore: p.chosenScore,
-      rejectedScore: p.rejectedScore,
+    run.logMetrics({ stage: "branch-dpo-data", forks: forks.length, pairs: pairs.length });
+    log(`[kiln arp] branch-dpo: ${pairs.length} pairs from ${forks.length} forks`);
+    return pairs.map((p) => ({
+      prompt: p.prompt,
       chosen: p.chosen,
       rejected: p.rejected,
-    })),
+      tools: forks[0]?.tools,
+      chosenScore: p.chosenScore,
+      rejectedScore: p.rejectedScore,
+    }));
   });
+  await dpoStage("branch-dpo", config.branchDpo, branch, 3);
 
-  // DPO on the same LoRA; the reference is the adapter-off model.
-  let dpoMargins: ArpResult["dpoMargins"] = null;
-  if (pairs.length > 0 && dpo.steps > 0) {
-    const bar = progressBar(options, "ARP DPO", dpo.steps);
-    const optimizer = new AdamW(adapter.parameters(), { lr: dpo.lr });
-    const history = trainDpo(
-      model,
-      adapter,
-      (s) => preferenceBatch(codec, cycle(pairs, dpo.batchSize ?? 4, s)),
-      { steps: dpo.steps, lr: dpo.lr, beta: dpo.beta ?? 0.1, optimizer },
-      (m) => {
-        run.logMetrics({ phase: "dpo", ...m, step: step + m.step });
-        bar.tick(1);
-      },
-    );
-    bar.finish();
-    step += dpo.steps;
-    dpoMargins = { first: history[0]["rewards/margins"], last: history[history.length - 1]["rewards/margins"] };
-    await saveCheckpoint(run, step, adapter, { global_step: step, stage: "dpo", log_history: history }, optimizer);
-    log(`[kiln arp] DPO rewards/margins ${dpoMargins.first.toFixed(4)} → ${dpoMargins.last.toFixed(4)}`);
-  } else log("[kiln arp] no preference pairs: DPO skipped");
-
-  // (d) Preserve: training-free delta scaling s, fp32 merge.
-  const report = mergeAdapter(adapter, { scale, dtype: "f32", keepOriginal: false });
+  // Preserve: W = W₀ + s·ΣΔᵢ in f32. The stages' adapters concatenated with weight s are exactly
+  // that delta (lora's combineAdapters), so the shipped adapter and the merged model agree.
+  for (const [module, w0] of base.original ?? []) sftAdapter.linear(module).weight = w0;
+  const scaled = combineAdapters(
+    model,
+    stageAdapters.map((adapter) => ({ adapter, weight: config.scale })),
+    "arp-scaled",
+  );
+  const adapterDir = run.file("adapter");
+  await saveAdapter(scaled, adapterDir);
+  const report = mergeAdapter(scaled, { scale: 1, dtype: config.mergeDtype, keepOriginal: false });
   run.logMetrics({
-    phase: "merge",
-    scale,
+    stage: "merge",
+    scale: config.scale,
     mean_bf16_delta_loss: report.meanBf16DeltaLoss,
     max_bf16_delta_loss: report.maxBf16DeltaLoss,
   });
-  log(`[kiln arp] merged with s=${scale} in fp32`);
+  log(
+    `[kiln arp] merged W₀ + ${config.scale}·ΣΔ in ${config.mergeDtype} (rank ${scaled.config.r} adapter in adapter/)`,
+  );
+  await evaluate("final");
 
-  const after = await evaluate(policy, "after");
-  run.logMetrics({ phase: "eval", when: "after", ...after });
-  await run.writeJson("summary.json", {
-    sftSize: sftSet.length,
-    sftLoss,
-    turnPairs: turn.pairs.length,
-    branchPairs: branch.length,
-    dpoMargins,
-    before,
-    after,
-    meanBf16DeltaLoss: report.meanBf16DeltaLoss,
+  const table = phaseTable(phases);
+  const modelDir = run.file("model");
+  await writeMergedModel(modelDir, model, {
+    tokenizer: codec.tokenizer,
+    template: codec.template,
+    dtype: config.mergeDtype,
+    baseModel: options.baseModel?.source ?? "in-memory model",
+    title: `${options.name ?? "arp"}: ARP (SFT → turn-DPO ×2 → branch-DPO → s = ${config.scale} merge)`,
+    body: `## Evaluation (held-out, greedy)\n\n${table}\n\n## Configuration\n\n\`\`\`json\n${JSON.stringify(config, null, 2)}\n\`\`\`\n`,
+    tags: ["arp", "lora-merged"],
   });
-  const files = await run.finalize();
-  log(`[kiln arp] wrote SHA256SUMS over ${files} files`);
-  return {
+  const result: ArpResult = {
     runDir: run.path,
-    sftSize: sftSet.length,
-    sftLoss,
-    turnPairs: turn.pairs.length,
+    sftSize: sftTrain.length,
+    holdoutSize: holdout.length,
+    stages,
+    phases,
+    turnPairs: { b1, b2 },
     branchPairs: branch.length,
-    dpoMargins,
-    before,
-    after,
     meanBf16DeltaLoss: report.meanBf16DeltaLoss,
-    adapter,
+    modelDir,
+    adapterDir,
   };
+  await run.writeJson("summary.json", { ...result, phaseTable: table });
+  await writeReport(run, { title: `ARP run ${options.name ?? "arp"}`, phases, config });
+  const files = await run.finalize();
+  log(`[kiln arp] phases:\n${table}\n[kiln arp] wrote ${modelDir}, ${adapterDir}, SHA256SUMS over ${files} files`);
+  return result;
 }

@@ -37,12 +37,25 @@ function padRows(rows: number[][], marks: Uint8Array[], pad: number) {
   return { B, T, ids, mark, attention };
 }
 
+/** Token ids of a conversation and its assistant-token mask, cut to `maxLength` tokens (the start is kept). */
+export function renderConversation(
+  codec: ChatCodec,
+  conversation: Conversation,
+  maxLength = Number.POSITIVE_INFINITY,
+): { ids: number[]; assistantMask: Uint8Array } {
+  const r = renderForTraining(codec.tokenizer, codec.template, conversation.messages, { tools: conversation.tools });
+  if (r.ids.length <= maxLength) return { ids: r.ids, assistantMask: r.assistantMask };
+  return { ids: r.ids.slice(0, maxLength), assistantMask: r.assistantMask.slice(0, maxLength) };
+}
+
 /** SFT batch: labels = input ids on assistant tokens, −100 elsewhere (shifted inside the loss). */
-export function conversationBatch(codec: ChatCodec, conversations: readonly Conversation[]): SftBatch {
+export function conversationBatch(
+  codec: ChatCodec,
+  conversations: readonly Conversation[],
+  maxLength = Number.POSITIVE_INFINITY,
+): SftBatch {
   if (conversations.length === 0) throw new RecipeError("conversationBatch: no conversations to collate");
-  const rendered = conversations.map((c) =>
-    renderForTraining(codec.tokenizer, codec.template, c.messages, { tools: c.tools }),
-  );
+  const rendered = conversations.map((c) => renderConversation(codec, c, maxLength));
   const { B, T, ids, mark, attention } = padRows(
     rendered.map((r) => r.ids),
     rendered.map((r) => r.assistantMask),
@@ -75,8 +88,11 @@ export interface PreferenceBatch {
 }
 
 /** Token ids of prompt + reply and a mask of the reply's tokens (its last assistant span). */
-function renderReply(codec: ChatCodec, prompt: Message[], reply: Message, tools?: ToolSchema[]) {
-  const r = renderForTraining(codec.tokenizer, codec.template, [...prompt, reply], { tools });
+function renderReply(codec: ChatCodec, prompt: Message[], reply: Message, tools?: ToolSchema[], maxLength = Infinity) {
+  const full = renderForTraining(codec.tokenizer, codec.template, [...prompt, reply], { tools });
+  // Over-long pairs keep their end (the reply) and lose the start of the prompt (TRL keep_end).
+  const cut = Math.max(0, full.ids.length - maxLength);
+  const r = { ids: full.ids.slice(cut), assistantMask: full.assistantMask.slice(cut) };
   // Only the final assistant turn is the completion; earlier assistant turns are prompt.
   const mask = new Uint8Array(r.ids.length);
   let end = r.ids.length;
@@ -88,10 +104,14 @@ function renderReply(codec: ChatCodec, prompt: Message[], reply: Message, tools?
   return { ids: r.ids, mask };
 }
 
-export function preferenceBatch(codec: ChatCodec, examples: readonly PreferenceExample[]): PreferenceBatch {
+export function preferenceBatch(
+  codec: ChatCodec,
+  examples: readonly PreferenceExample[],
+  maxLength = Number.POSITIVE_INFINITY,
+): PreferenceBatch {
   if (examples.length === 0) throw new RecipeError("preferenceBatch: no pairs to collate");
-  const chosen = examples.map((e) => renderReply(codec, e.prompt, e.chosen, e.tools));
-  const rejected = examples.map((e) => renderReply(codec, e.prompt, e.rejected, e.tools));
+  const chosen = examples.map((e) => renderReply(codec, e.prompt, e.chosen, e.tools, maxLength));
+  const rejected = examples.map((e) => renderReply(codec, e.prompt, e.rejected, e.tools, maxLength));
   const all = [...chosen, ...rejected];
   const { B, T, ids, mark, attention } = padRows(
     all.map((r) => r.ids),

@@ -1,51 +1,131 @@
-// `kiln arp|opd|oel`: the recipes on tiny defaults (a random tiny Qwen3 with a character
-// tokenizer, or --model DIR with its own tokenizer and chat template), on rollout's
-// guess-number game, questworld (OPD, with wall-state seeded starts and Core-3 evaluation).
+// `kiln arp|opd|oel`: the recipes with typed configurations. `--preset seed` is the seed systems'
+// card, `--preset tiny` (default) the same stages sized for a CPU; `--config FILE` overlays a JSON
+// file and `--set path=value[;path=value…]` single fields; `--print-config` prints the effective
+// configuration and exits. Without --model the student is the embedded tiny chat model (a random
+// 2-layer Qwen3 with a character tokenizer): a pipeline check, not a benchmark.
+import { readFileSync } from "node:fs";
 import { questworld } from "@kiln/benchmarks";
-import { ChatTemplate, LocalPolicy, type Model, loadModel, loadTokenizer } from "@kiln/models";
+import { ChatTemplate, LocalPolicy, type Model, type Tokenizer, loadModel, loadTokenizer } from "@kiln/models";
 import {
   type EpisodeSpec,
-  GuessNumberEnv,
-  ScriptedPolicy,
   type Environment,
+  GuessNumberEnv,
+  HttpPolicy,
   type Policy,
+  ScriptedPolicy,
   guessNumberScript,
   runEpisodes,
 } from "@kiln/rollout";
 import { type BackendName, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "../cli-main.js";
+import type { RunMode } from "../run-dir.js";
 import { runArp } from "./arp.js";
 import type { ChatCodec } from "./batches.js";
 import { runOel } from "./oel.js";
 import { scaffoldedTeacher } from "./opd-samples.js";
+import type { OpdEvaluation } from "./opd.js";
 import { runOpdRounds } from "./opd.js";
+import {
+  type ArpConfig,
+  type OelConfig,
+  type OpdConfig,
+  type RecipeConfig,
+  UNSTATED_SEED_FIELDS,
+  applyConfigObject,
+  presetConfig,
+  setConfigValue,
+} from "./presets.js";
 import { tinyChat } from "./tiny-chat.js";
 
-function numFlag(flags: ParsedArgs["flags"], name: string, fallback: number): number {
-  const v = flags[name];
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (v === true || !Number.isFinite(n)) throw new UsageError(`--${name} needs a number, got ${JSON.stringify(v)}`);
-  return n;
-}
-
-async function loadStudent(dir: string | undefined, seed: number): Promise<{ model: Model; codec: ChatCodec }> {
+async function loadStudent(
+  dir: string | undefined,
+  seed: number,
+): Promise<{ model: Model; codec: ChatCodec; source: string }> {
   if (!dir) {
     const t = tinyChat({ seed, std: 0.2 });
-    return { model: t.model, codec: { tokenizer: t.tokenizer, template: t.template } };
+    return {
+      model: t.model,
+      codec: { tokenizer: t.tokenizer, template: t.template },
+      source: `kiln tinyChat (random 2-layer Qwen3, character tokenizer, seed ${seed})`,
+    };
   }
   const tokenizer = await loadTokenizer(dir);
-  return { model: await loadModel(dir), codec: { tokenizer, template: ChatTemplate.fromTokenizer(tokenizer) } };
+  return {
+    model: await loadModel(dir),
+    codec: { tokenizer, template: ChatTemplate.fromTokenizer(tokenizer) },
+    source: dir,
+  };
+}
+
+function stable(v: unknown): string {
+  return JSON.stringify(v, (_k, x) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : x,
+  );
+}
+
+/** The teacher scores the student's token ids, so both must tokenize identically. */
+export function assertSameTokenizer(student: Tokenizer, teacher: Tokenizer, label: string): void {
+  const key = (t: Tokenizer) =>
+    stable({ model: (t.tokenizerJson as { model?: unknown }).model, added: t.tokenizerJson.added_tokens });
+  if (key(student) !== key(teacher))
+    throw new UsageError(
+      `${label}: its tokenizer differs from the student's (vocabulary, merges or added tokens); OPD scores the student's token ids, so the teacher must share the tokenizer`,
+    );
+}
+
+/** The effective configuration: preset, then --config file, then --set fields, then --seed. */
+export function effectiveConfig(command: "arp" | "opd" | "oel", flags: ParsedArgs["flags"]): RecipeConfig {
+  const config = presetConfig(command, strFlag(flags, "preset", "tiny")!);
+  const file = strFlag(flags, "config");
+  if (file) {
+    let overlay: unknown;
+    try {
+      overlay = JSON.parse(readFileSync(file, "utf8"));
+    } catch (e) {
+      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
+    }
+    try {
+      applyConfigObject(config, overlay as Record<string, unknown>);
+    } catch (e) {
+      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
+    }
+  }
+  const sets = strFlag(flags, "set");
+  if (sets)
+    for (const part of sets.split(";").filter((s) => s.trim())) {
+      const eq = part.indexOf("=");
+      if (eq <= 0) throw new UsageError(`--set needs path=value, got "${part}"`);
+      try {
+        setConfigValue(config, part.slice(0, eq).trim(), part.slice(eq + 1).trim());
+      } catch (e) {
+        throw new UsageError(`--set ${part}: ${(e as Error).message}`);
+      }
+    }
+  if (flags.seed !== undefined) config.seed = intFlag(flags, "seed", config.seed);
+  return config;
+}
+
+function runMode(flags: ParsedArgs["flags"]): RunMode {
+  if (flags.resume && flags.overwrite) throw new UsageError("--resume and --overwrite exclude each other");
+  return flags.resume ? "resume" : flags.overwrite ? "overwrite" : "new";
 }
 
 export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: ParsedArgs): Promise<number> {
   const f = args.flags;
+  const config = effectiveConfig(command, f);
+  if (f["print-config"]) {
+    console.log(JSON.stringify(config, null, 2));
+    if (strFlag(f, "preset", "tiny") === "seed")
+      console.error(
+        `kiln ${command}: fields the seed card does not state (kiln defaults): ${UNSTATED_SEED_FIELDS[command].join(", ")}`,
+      );
+    return 0;
+  }
   const backend = strFlag(f, "backend", "wasm") as BackendName;
   if (backend !== "wasm" && backend !== "js") throw new UsageError(`--backend must be wasm or js, got ${backend}`);
-  const seed = intFlag(f, "seed", 0);
-  const io = { out: strFlag(f, "out", "runs"), name: strFlag(f, "name", command) };
-  const params = { maxTokens: intFlag(f, "max-tokens", 32) };
-  const limits = { maxTurns: intFlag(f, "max-turns", 3) };
+  const io = { out: strFlag(f, "out", "runs"), name: strFlag(f, "name", command), mode: runMode(f) };
   const env = strFlag(f, "env", command === "opd" ? "questworld" : "guess-number");
   if (command === "opd" ? env !== "questworld" && env !== "guess-number" : env !== "guess-number")
     throw new UsageError(
@@ -54,15 +134,19 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
   if (backend === "wasm") await initBackend("wasm");
   else setBackend("js");
   try {
-    const { model, codec } = await loadStudent(strFlag(f, "model"), seed);
+    const modelDir = strFlag(f, "model");
+    const { model, codec, source } = await loadStudent(modelDir, config.seed);
+    const baseModel = { source, dir: modelDir };
     if (command === "arp") {
+      const c = config as ArpConfig;
       const makeEnv = () => new GuessNumberEnv();
+      // The acquired episodes: a bisecting expert that sometimes emits a malformed call.
       const expert = new ScriptedPolicy({ id: "bisect-expert", script: guessNumberScript({ malformedRate: 0.1 }) });
-      const source = await runEpisodes({
+      const sourceRun = await runEpisodes({
         makeEnv,
         policy: expert,
-        episodes: intFlag(f, "source-episodes", 8),
-        baseSeed: seed,
+        episodes: c.data.sourceEpisodes,
+        baseSeed: c.seed,
         limits: { maxTurns: 8 },
         concurrency: 1,
       });
@@ -71,42 +155,56 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
         model,
         codec,
         makeEnv,
-        sourceTrajectories: source.trajectories,
-        sft: { steps: intFlag(f, "sft-steps", 20), lr: 5e-3, batchSize: 2 },
-        dpo: { steps: intFlag(f, "dpo-steps", 20), lr: 5e-3, beta: 0.1, batchSize: 2 },
-        studentEpisodes: intFlag(f, "student-episodes", 4),
-        branch: { k: intFlag(f, "k", 4), maxTrajectories: 2 },
-        scale: numFlag(f, "scale", 0.85),
-        maxChars: intFlag(f, "max-chars", 120),
-        params,
-        limits,
-        seed,
+        sourceTrajectories: sourceRun.trajectories,
+        config: c,
+        baseModel,
       });
       console.log(
         JSON.stringify({
           runDir: r.runDir,
+          modelDir: r.modelDir,
+          adapterDir: r.adapterDir,
           sftSize: r.sftSize,
-          sftLoss: r.sftLoss,
           turnPairs: r.turnPairs,
           branchPairs: r.branchPairs,
-          dpoMargins: r.dpoMargins,
-          before: r.before,
-          after: r.after,
+          stages: r.stages,
+          phases: r.phases.map((p) => ({
+            phase: p.phase,
+            n: p.n,
+            score: p.score,
+            delta: p.delta,
+            errors: p.errors.length,
+          })),
         }),
       );
       return 0;
     }
     if (command === "opd") {
+      const c = config as OpdConfig;
       const teacherDir = strFlag(f, "teacher");
+      const teacherUrl = strFlag(f, "teacher-url");
       let teacher: Policy | ((s: Policy) => Policy);
       if (teacherDir) {
         // A bigger local model; it must share the student's tokenizer (it scores the student's token ids).
-        const t = await loadStudent(teacherDir, seed);
+        const t = await loadStudent(teacherDir, c.seed);
+        assertSameTokenizer(codec.tokenizer, t.codec.tokenizer, `--teacher ${teacherDir}`);
         teacher = new LocalPolicy({
           id: `teacher:${teacherDir}`,
           model: t.model,
           tokenizer: t.codec.tokenizer,
           chatTemplate: t.codec.template,
+        });
+      } else if (teacherUrl) {
+        // An OpenAI-compatible server scoring through /v1/completions echo; --teacher-tokenizer DIR
+        // (the served model's files) lets kiln check that it tokenizes like the student.
+        const tokDir = strFlag(f, "teacher-tokenizer");
+        if (tokDir) assertSameTokenizer(codec.tokenizer, await loadTokenizer(tokDir), `--teacher-tokenizer ${tokDir}`);
+        teacher = new HttpPolicy({
+          baseUrls: teacherUrl.split(","),
+          model: strFlag(f, "teacher-model", "default")!,
+          renderPrompt: (messages, tools) =>
+            codec.template.render([...messages], { tools: [...tools], addGenerationPrompt: true }),
+          tokenizer: codec.tokenizer,
         });
       } else {
         const hint = strFlag(
@@ -119,68 +217,58 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
       const makeEnv: () => Environment =
         env === "questworld" ? () => new questworld.QuestworldEnvironment() : () => new GuessNumberEnv();
       const starts =
-        env === "questworld"
+        env === "questworld" && c.wallStarts
           ? (round: number): EpisodeSpec[] =>
               questworld.ARCHETYPES.map((a) => ({
                 id: `wall-${a}-r${round}`,
-                seed: seed + round,
-                state: questworld.wallState(a, seed + round),
+                seed: c.seed + round,
+                state: questworld.wallState(a, c.seed + round),
               }))
           : undefined;
       const evaluate =
         env === "questworld"
-          ? async (policy: Policy) => {
+          ? async (policy: Policy): Promise<OpdEvaluation> => {
               const r = await questworld.evaluateCore3({
                 policy,
-                seeds: [seed + 1],
-                maxTurns: limits.maxTurns,
-                params: { ...params, temperature: 0 },
+                seeds: c.eval.seeds,
+                maxTurns: c.rollout.maxTurns,
+                params: { maxTokens: c.rollout.maxTokens, temperature: 0 },
               });
-              return { core3_mean: r.score.mean, core3_se: r.score.se ?? Number.NaN };
+              return {
+                scores: Object.fromEntries(r.perSeed.map((s) => [`seed-${s.seed}`, s.total])),
+                table: [
+                  ["#", "quest stage", "passed", "of", "stopped here"],
+                  ...r.wall.map((w) => [w.index, w.label, w.passed, w.of, w.stoppedHere]),
+                ],
+              };
             }
           : undefined;
-      const r = await runOpdRounds({
-        ...io,
-        model,
-        codec,
-        makeEnv,
-        teacher,
-        starts,
-        evaluate,
-        rounds: intFlag(f, "rounds", 2),
-        episodesPerRound: intFlag(f, "episodes", 2),
-        train: { steps: intFlag(f, "steps", 8), lr: numFlag(f, "lr", 1e-3), batchSize: 4 },
-        params,
-        limits,
-        seed,
-      });
-      console.log(JSON.stringify(r));
+      const r = await runOpdRounds({ ...io, model, codec, makeEnv, teacher, starts, evaluate, config: c, baseModel });
+      console.log(
+        JSON.stringify({
+          runDir: r.runDir,
+          rounds: r.rounds.map((x) => ({ round: x.round, samples: x.samples, modelDir: x.modelDir, eval: x.eval })),
+        }),
+      );
+      console.log(r.phaseTable);
       return 0;
     }
+    const c = config as OelConfig;
     const makeEnv = () => new GuessNumberEnv();
-    const tasks = Array.from({ length: intFlag(f, "tasks", 4) }, (_, i) => {
+    const tasks = Array.from({ length: c.tasks }, (_, i) => {
       const probe = new GuessNumberEnv();
-      probe.reset({ seed: seed + i });
-      // Toy memory: what a previous episode of this task learnt (its secret and the bisection rule).
+      probe.reset({ seed: c.seed + i });
+      // Toy memory: what a previous episode of this task learnt (its secret).
       return {
         id: `task-${i}`,
-        seed: seed + i,
+        seed: c.seed + i,
         memory: `Memory: the secret number is ${probe.getState().secret}. Guess it directly.`,
       };
     });
-    const r = await runOel({
-      ...io,
-      model,
-      codec,
-      makeEnv,
-      tasks,
-      consolidate: { steps: intFlag(f, "steps", 10), lr: numFlag(f, "lr", 2e-3), batchSize: 4 },
-      evalTrials: intFlag(f, "trials", 2),
-      params,
-      limits,
-      seed,
-    });
-    console.log(JSON.stringify(r));
+    const r = await runOel({ ...io, model, codec, makeEnv, tasks, config: c, baseModel });
+    console.log(
+      JSON.stringify({ runDir: r.runDir, modelDir: r.modelDir, before: r.before, after: r.after, errors: r.errors }),
+    );
     return 0;
   } finally {
     if (backend === "wasm") {

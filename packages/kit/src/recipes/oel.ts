@@ -7,7 +7,7 @@
 // Merge the adapter in fp32, then evaluate pass^k with standard errors (tau2's estimator).
 import { tau2 } from "@kiln/benchmarks";
 import { type DivergenceKind, distillationLoss } from "@kiln/losses";
-import { attachLora, mergeAdapter } from "@kiln/lora";
+import { attachLora, mergeAdapter, saveAdapter } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
 import {
   type EpisodeLimits,
@@ -20,12 +20,16 @@ import {
   messagesBeforeTurn,
   runEpisodes,
 } from "@kiln/rollout";
-import { AdamW, Tensor, backward, clipGradNorm, noGrad, reshape } from "@kiln/tensor";
-import { RunDir } from "../run-dir.js";
-import type { LoraSettings } from "./arp.js";
+import { Tensor, noGrad, reshape } from "@kiln/tensor";
+import { writeMergedModel } from "../artifacts.js";
+import { writeReport } from "../report.js";
+import { RunDir, type RunMode } from "../run-dir.js";
+import { consolidationObjective } from "../trainer/objectives.js";
+import { train } from "../trainer/trainer.js";
 import type { ChatCodec } from "./batches.js";
 import { RecipeError } from "./errors.js";
-import { type RecipeIo, progressBar, saveCheckpoint, writeRollouts } from "./recipe-run.js";
+import { type OelConfig, oelTinyConfig } from "./presets.js";
+import { type PhaseEval, type RecipeIo, phaseFromScores, phaseTable, writeRollouts } from "./recipe-run.js";
 import { isSuccessful } from "./sft-set.js";
 import { withSystemNote } from "./system-note.js";
 
@@ -106,6 +110,8 @@ export function consolidationLoss(
   samples: readonly ConsolidationSample[],
   options: ConsolidateOptions = {},
   padId = 0,
+  /** Sees the student's [rows, V] logits and the completion-row mask (e.g. to log the entropy). */
+  onStudentLogits?: (logits: Tensor, mask: Uint8Array) => void,
 ) {
   if (samples.length === 0) throw new RecipeError("consolidationLoss: no samples");
   for (const x of samples)
@@ -132,7 +138,9 @@ export function consolidationLoss(
       teacherRows[r] = b * t.T + x.teacherPromptIds.length + j - 1;
     }
   });
-  return distillationLoss(reshape(studentLogits, [s.B * s.T, V]), reshape(teacher, [t.B * t.T, V]), {
+  const studentRows = reshape(studentLogits, [s.B * s.T, V]);
+  onStudentLogits?.(studentRows, mask);
+  return distillationLoss(studentRows, reshape(teacher, [t.B * t.T, V]), {
     kind: options.kind ?? "forward_kl",
     beta: options.beta,
     temperature: options.temperature,
@@ -146,19 +154,18 @@ export interface OelOptions extends RecipeIo {
   codec: ChatCodec;
   makeEnv: () => Environment;
   tasks: readonly OelTask[];
-  lora?: LoraSettings;
-  consolidate?: ConsolidateOptions & { steps: number; lr: number; batchSize?: number };
-  scale?: number;
-  params?: GenerateParams;
-  limits?: EpisodeLimits;
-  /** Trials per task in the evaluation (pass^k for k = 1..trials; default 2). */
-  evalTrials?: number;
+  config?: OelConfig;
   /** Override the evaluation (e.g. a real tau2 run against a served model). */
-  evaluate?: (policy: Policy, phase: "before" | "after") => Promise<Record<string, number>>;
-  seed?: number;
+  evaluate?: (policy: Policy, phase: "base" | "consolidated") => Promise<Record<string, number>>;
+  baseModel?: { source: string; dir?: string };
+  mode?: RunMode;
 }
 
-/** pass^k with standard errors over `trials` trials per task (tau2's estimator and SE). */
+/**
+ * pass^k with standard errors over `trials` trials per task (tau2's estimator and SE). Every trial
+ * of a task plays the same instance (the task's seed and state), so pass^k measures consistency
+ * on one game, not luck over different games.
+ */
 export async function passHatKEval(options: {
   makeEnv: () => Environment;
   policy: Policy;
@@ -170,9 +177,9 @@ export async function passHatKEval(options: {
   const specs = options.tasks.flatMap((task) =>
     Array.from({ length: options.trials }, (_, i) => ({
       id: `${task.id}#${i}`,
-      seed: task.seed + 7919 * i,
+      seed: task.seed,
       state: task.state,
-      metadata: { task: task.id },
+      metadata: { task: task.id, trial: i },
     })),
   );
   const r = await runEpisodes({
@@ -212,34 +219,29 @@ export interface OelResult {
   lossLast: number;
   before: Record<string, number>;
   after: Record<string, number>;
+  /** Per-task mean reward, paired Δ against the base. */
+  phases: PhaseEval[];
+  /** Episodes that errored in deploy or evaluation, with the reason. */
+  errors: { id: string; reason: string }[];
+  modelDir: string;
 }
 
 export async function runOel(options: OelOptions): Promise<OelResult> {
   const log = options.log ?? ((line: string) => console.error(line));
   const { model, codec } = options;
   if (options.tasks.length === 0) throw new RecipeError("runOel: no tasks to deploy on");
-  const lora = options.lora ?? { r: 16, alpha: 32, dropout: 0 };
-  const cons = { steps: 10, lr: 2e-3, batchSize: 4, kind: "forward_kl" as DivergenceKind, ...options.consolidate };
-  const seed = options.seed ?? 0;
-  const params: GenerateParams = { temperature: 1, maxTokens: 64, ...options.params };
-  const limits = options.limits ?? { maxTurns: 4 };
-  const trials = options.evalTrials ?? 2;
+  const config = options.config ?? oelTinyConfig();
+  const seed = config.seed;
+  const params: GenerateParams = { temperature: config.rollout.temperature, maxTokens: config.rollout.maxTokens };
+  const limits: EpisodeLimits = { maxTurns: config.rollout.maxTurns };
   const run = await RunDir.create(
     options.out ?? "runs",
     options.name ?? "oel",
-    {
-      recipe: "oel",
-      lora,
-      consolidate: cons,
-      scale: options.scale ?? 1,
-      params,
-      limits,
-      tasks: options.tasks.map((t) => t.id),
-      evalTrials: trials,
-    },
-    { seeds: { lora: seed, sampling: seed } },
+    { ...config, taskIds: options.tasks.map((t) => t.id) },
+    { seeds: { recipe: seed, lora: seed, sampling: seed }, mode: options.mode },
   );
-  log(`[kiln oel] run directory: ${run.path}`);
+  if (!run.resumed) await run.recordBaseModel(options.baseModel?.source ?? "in-memory model", options.baseModel?.dir);
+  log(`[kiln oel] run directory: ${run.path}${run.resumed ? " (resumed)" : ""}`);
   const student = new LocalPolicy({
     id: "oel-student",
     model,
@@ -247,92 +249,144 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
     chatTemplate: codec.template,
     defaults: params,
   });
-  const evaluate =
-    options.evaluate ??
-    (async (p: Policy, phase: string) => {
+  const errors: { id: string; reason: string }[] = [];
+  const noteErrors = (phase: string, trajectories: readonly Trajectory[]) => {
+    for (const t of trajectories)
+      if (t.outcome.status === "error") {
+        const reason = `${t.outcome.error?.kind ?? "?"} error: ${t.outcome.error?.message ?? "unknown"}`;
+        errors.push({ id: `${phase}/${t.episodeId}`, reason });
+        log(`[kiln oel] ${phase}: episode ${t.episodeId} errored: ${reason}`);
+      }
+  };
+  const phases: PhaseEval[] = [];
+  const evaluate = async (phase: "base" | "consolidated"): Promise<Record<string, number>> => {
+    const saved = await run.stage(`eval-${phase}`, async () => {
+      if (options.evaluate) return { flat: await options.evaluate(student, phase), perTask: null, errs: [] };
       const r = await passHatKEval({
         makeEnv: options.makeEnv,
-        policy: p,
+        policy: student,
         tasks: options.tasks,
-        trials,
-        params: { ...params, temperature: 0.7 },
+        trials: config.eval.trials,
+        params: { ...params, temperature: config.eval.temperature },
         limits,
       });
       await writeRollouts(run, `eval-${phase}.jsonl.gz`, r.trajectories);
-      return flatPassK(r.summary);
+      const perTask: Record<string, number[]> = {};
+      for (const t of r.trajectories) (perTask[String(t.metadata.task)] ??= []).push(t.outcome.score);
+      const errs = r.trajectories
+        .filter((t) => t.outcome.status === "error")
+        .map((t) => ({ id: t.episodeId, reason: t.outcome.error?.message ?? "unknown" }));
+      const flat = flatPassK(r.summary);
+      run.logMetrics({ stage: `eval-${phase}`, ...flat, errors: errs.length });
+      return {
+        flat,
+        perTask: Object.fromEntries(
+          Object.entries(perTask).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length]),
+        ),
+        errs,
+      };
     });
-  const before = await evaluate(student, "before");
-  run.logMetrics({ phase: "eval", when: "before", ...before });
+    if (saved.perTask) phases.push(phaseFromScores(phase, saved.perTask, { errors: saved.errs, base: phases[0] }));
+    for (const e of saved.errs) errors.push({ id: `eval-${phase}/${e.id}`, reason: e.reason });
+    return saved.flat;
+  };
+  const before = await evaluate("base");
 
-  // Deploy: no memory in the prompt.
+  // Deploy: no memory in the prompt; consolidation samples from the recorded turns.
   const memory = new Map(options.tasks.map((t) => [t.id, t.memory]));
-  const deployed = await runEpisodes({
-    makeEnv: options.makeEnv,
-    policy: student,
-    episodes: options.tasks.map((t) => ({ id: t.id, seed: t.seed, state: t.state })),
-    params,
-    limits,
-    concurrency: 1,
-    progress: options.progress === false ? undefined : true,
-    label: "OEL deploy",
+  const samples = await run.stage("deploy", async () => {
+    const deployed = await runEpisodes({
+      makeEnv: options.makeEnv,
+      policy: student,
+      episodes: options.tasks.map((t) => ({ id: t.id, seed: t.seed, state: t.state })),
+      params,
+      limits,
+      concurrency: 1,
+      progress: options.progress === false ? undefined : true,
+      label: "OEL deploy",
+    });
+    await writeRollouts(run, "deploy.jsonl.gz", deployed.trajectories);
+    noteErrors("deploy", deployed.trajectories);
+    return consolidationSamples(codec, deployed.trajectories, (t) => memory.get(t.episodeId) ?? "");
   });
-  await writeRollouts(run, "deploy.jsonl.gz", deployed.trajectories);
-
-  // Consolidate.
-  const samples = consolidationSamples(codec, deployed.trajectories, (t) => memory.get(t.episodeId) ?? "");
   if (samples.length === 0) throw new RecipeError("runOel: the deployed episodes have no recorded completion tokens");
-  const adapter = attachLora(model, { ...lora, targetModules: lora.targetModules ?? "all-linear", seed, name: "oel" });
-  const params_ = adapter.parameters();
-  const opt = new AdamW(params_, { lr: cons.lr });
-  const bar = progressBar(options, "OEL consolidate", cons.steps);
-  const teacher = (ids: Tensor, attention: Tensor) =>
-    adapter.withDisabled(() => model.forward(ids, { attentionMask: attention }));
-  const pad = codec.tokenizer.padTokenId ?? 0;
-  const bs = Math.min(cons.batchSize ?? 4, samples.length);
-  const history: { step: number; loss: number; grad_norm: number; num_tokens: number }[] = [];
-  adapter.train(true);
-  for (let step = 0; step < cons.steps; step++) {
-    opt.zeroGrad();
-    const batch = Array.from({ length: bs }, (_, i) => samples[(step * bs + i) % samples.length]);
-    const out = consolidationLoss(model, teacher, batch, cons, pad);
-    backward(out.loss);
-    const gradNorm = clipGradNorm(params_, 1);
-    opt.step();
-    const m = { step: step + 1, loss: out.loss.item(), grad_norm: gradNorm, num_tokens: out.metrics.num_tokens };
-    history.push(m);
-    run.logMetrics({ phase: "consolidate", ...m });
-    bar.tick(1);
-  }
-  adapter.train(false);
-  bar.finish();
-  await saveCheckpoint(
-    run,
-    cons.steps,
-    adapter,
-    {
-      global_step: cons.steps,
-      samples: samples.length,
-      log_history: history,
-    },
-    opt,
-  );
-  const report = mergeAdapter(adapter, { scale: options.scale ?? 1, dtype: "f32", keepOriginal: false });
-  run.logMetrics({ phase: "merge", scale: options.scale ?? 1, mean_bf16_delta_loss: report.meanBf16DeltaLoss });
 
-  const after = await evaluate(student, "after");
-  run.logMetrics({ phase: "eval", when: "after", ...after });
-  const result: OelResult = {
+  // Consolidate: adapter-on student without memory ← adapter-off model with the memory.
+  const lora = config.lora;
+  const adapter = attachLora(model, {
+    r: lora.r,
+    alpha: lora.alpha,
+    dropout: lora.dropout ?? 0,
+    useRslora: lora.useRslora ?? false,
+    targetModules: lora.targetModules ?? "all-linear",
+    seed,
+    name: "oel",
+  });
+  const result = await train<ConsolidationSample>({
+    stage: "consolidate",
+    adapter,
+    data: samples,
+    objective: consolidationObjective(
+      model,
+      adapter,
+      { kind: config.divergence as DivergenceKind },
+      codec.tokenizer.padTokenId ?? 0,
+    ),
+    config: { ...config.train, seed },
+    run,
+    resume: run.resumed,
+    progress: options.progress === false ? null : undefined,
+  });
+  await saveAdapter(adapter, run.file("adapter"));
+  const report = mergeAdapter(adapter, { scale: config.scale, dtype: "f32", keepOriginal: false });
+  run.logMetrics({ stage: "merge", scale: config.scale, mean_bf16_delta_loss: report.meanBf16DeltaLoss });
+
+  const after = await evaluate("consolidated");
+  const modelDir = run.file("model");
+  const table = phases.length ? phaseTable(phases) : "";
+  await writeMergedModel(modelDir, model, {
+    tokenizer: codec.tokenizer,
+    template: codec.template,
+    dtype: "f32",
+    baseModel: options.baseModel?.source ?? "in-memory model",
+    title: `${options.name ?? "oel"}: OEL (deploy → consolidate → merge)`,
+    body: `## Evaluation
+
+${table}
+
+pass^k before: ${JSON.stringify(before)}
+
+pass^k after: ${JSON.stringify(after)}
+`,
+    tags: ["oel"],
+  });
+  const h = result.history;
+  const out: OelResult = {
     runDir: run.path,
     samples: samples.length,
-    lossFirst: history[0]?.loss ?? Number.NaN,
-    lossLast: history[history.length - 1]?.loss ?? Number.NaN,
+    lossFirst: Number(h[0]?.loss ?? Number.NaN),
+    lossLast: Number(h[h.length - 1]?.loss ?? Number.NaN),
     before,
     after,
+    phases,
+    errors,
+    modelDir,
   };
-  await run.writeJson("summary.json", result);
+  await run.writeJson("summary.json", out);
+  await writeReport(run, {
+    title: `OEL run ${options.name ?? "oel"}`,
+    phases,
+    tables: {
+      "pass^k (± SE)": [
+        ["metric", "base", "consolidated"],
+        ...Object.keys(before).map((k) => [k, before[k], after[k] ?? ""]),
+      ],
+    },
+    config,
+  });
   const files = await run.finalize();
   log(
-    `[kiln oel] consolidation loss ${result.lossFirst.toFixed(4)} → ${result.lossLast.toFixed(4)}; SHA256SUMS over ${files} files`,
+    `[kiln oel] consolidation loss ${out.lossFirst.toFixed(4)} → ${out.lossLast.toFixed(4)}; ${errors.length} errored episodes; SHA256SUMS over ${files} files`,
   );
-  return result;
+  return out;
 }

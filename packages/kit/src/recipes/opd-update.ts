@@ -66,13 +66,21 @@ export function opdBatch(samples: readonly OpdSample[], padId = 0) {
 }
 
 /** OPD loss of a micro-batch (gradient flows to whatever trainable tensors the model uses). */
-export function opdBatchLoss(model: Model, samples: readonly OpdSample[], options: OpdObjectiveOptions = {}) {
+export function opdBatchLoss(
+  model: Model,
+  samples: readonly OpdSample[],
+  options: OpdObjectiveOptions = {},
+  /** Sees the [rows, V] logits and the completion mask (e.g. to log the entropy). */
+  onLogits?: (logits: Tensor, mask: Float32Array) => void,
+) {
   const b = opdBatch(samples);
   const logits = model.forward(new Tensor(b.ids, [b.B, b.T], "i32"), {
     attentionMask: new Tensor(b.attention, [b.B, b.T], "i32"),
   });
   const V = logits.shape[2];
-  const policyLogps = tokenLogProbs(reshape(logits, [b.B * b.T, V]), new Tensor(b.targets, [b.B * b.T], "i32"));
+  const rows = reshape(logits, [b.B * b.T, V]);
+  onLogits?.(rows, b.mask);
+  const policyLogps = tokenLogProbs(rows, new Tensor(b.targets, [b.B * b.T], "i32"));
   return opdLoss(
     {
       policyLogps,

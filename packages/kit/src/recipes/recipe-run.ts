@@ -1,11 +1,17 @@
 // What every recipe shares: its run directory, progress bars, trajectory files, adapter
 // checkpoints and a default evaluation (episodes of the training environment).
 import { join } from "node:path";
-import { writeSafetensorsFile } from "@kiln/hub-io";
 import { type LoraAdapter, saveAdapter } from "@kiln/lora";
 import type { Optimizer } from "@kiln/tensor";
 import {
   type EpisodeLimits,
+  type EpisodeSpec,
+  type MeanSe,
+  type PairedDelta,
+  formatMeanSe,
+  isSuccessful,
+  meanSe,
+  pairedDelta,
   type Environment,
   type GenerateParams,
   type Policy,
@@ -15,7 +21,7 @@ import {
   runEpisodes,
 } from "@kiln/rollout";
 import type { RunDir } from "../run-dir.js";
-import { isSuccessful } from "./sft-set.js";
+import { saveOptimizerState } from "../trainer/checkpoints.js";
 
 export interface RecipeIo {
   /** Root of run directories (default "runs"). */
@@ -37,31 +43,6 @@ export async function writeRollouts(run: RunDir, file: string, trajectories: rea
   await writer.close();
   await run.recordDataset(`rollouts/${file}`, path);
   return path;
-}
-
-/**
- * optimizer.safetensors: each moment buffer under `<buffer>.<parameter name>` (f32), with the
- * optimizer kind, step, lr and hyper-parameters in the header metadata (strings, as safetensors wants).
- */
-export async function saveOptimizerState(path: string, optimizer: Optimizer, names: readonly string[]): Promise<void> {
-  const state = optimizer.stateDict();
-  const tensors: Record<string, { dtype: "F32"; shape: number[]; data: Uint8Array }> = {};
-  for (const [buffer, arrays] of Object.entries(state.buffers)) {
-    arrays.forEach((a, i) => {
-      const name = names[i] ?? `param.${i}`;
-      tensors[`${buffer}.${name}`] = {
-        dtype: "F32",
-        shape: [a.length],
-        data: new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
-      };
-    });
-  }
-  await writeSafetensorsFile(path, tensors, {
-    kind: state.kind,
-    step: String(state.step),
-    lr: String(state.lr),
-    hyper: JSON.stringify(state.hyper),
-  });
 }
 
 /**
@@ -94,27 +75,117 @@ export interface EpisodeEval {
   success_se: number;
   mean_score: number;
   score_se: number;
-}
-
-function meanSe(xs: number[]): [number, number] {
-  const n = xs.length;
-  if (n === 0) return [Number.NaN, Number.NaN];
-  const m = xs.reduce((a, b) => a + b, 0) / n;
-  if (n < 2) return [m, 0];
-  const v = xs.reduce((a, b) => a + (b - m) ** 2, 0) / (n - 1);
-  return [m, Math.sqrt(v / n)];
+  /** Episodes that ended in an error (counted as failures, and listed in `errors`). */
+  errored: number;
 }
 
 export function summarizeEpisodes(trajectories: readonly Trajectory[]): EpisodeEval {
-  const [success, successSe] = meanSe(trajectories.map((t) => (isSuccessful(t) ? 1 : 0)));
-  const [score, scoreSe] = meanSe(trajectories.map((t) => t.outcome.score));
+  const success = meanSe(trajectories.map((t) => (isSuccessful(t) ? 1 : 0)));
+  const score = meanSe(trajectories.map((t) => t.outcome.score));
   return {
     episodes: trajectories.length,
-    success_rate: success,
-    success_se: successSe,
-    mean_score: score,
-    score_se: scoreSe,
+    success_rate: success.mean,
+    success_se: success.se,
+    mean_score: score.mean,
+    score_se: score.se,
+    errored: trajectories.filter((t) => t.outcome.status === "error").length,
   };
+}
+
+/** One phase's evaluation: per-instance scores (for paired Δ), mean ± SE, errors surfaced. */
+export interface PhaseEval {
+  phase: string;
+  n: number;
+  score: MeanSe;
+  success: MeanSe;
+  /** Score per evaluation instance id. */
+  scores: Record<string, number>;
+  /** Episodes that errored: id and reason. */
+  errors: { id: string; reason: string }[];
+  /** Paired difference of the score against the base model on the same instances. */
+  delta?: PairedDelta;
+}
+
+/** Play the evaluation instances (greedy unless `params` says otherwise) and summarise them. */
+export async function evaluatePhase(options: {
+  phase: string;
+  makeEnv: () => Environment;
+  policy: Policy;
+  specs: EpisodeSpec[];
+  params?: GenerateParams;
+  limits?: EpisodeLimits;
+  base?: PhaseEval;
+}): Promise<{ eval: PhaseEval; trajectories: Trajectory[] }> {
+  const r = await runEpisodes({
+    makeEnv: options.makeEnv,
+    policy: options.policy,
+    episodes: options.specs,
+    params: { ...options.params, temperature: options.params?.temperature ?? 0 },
+    limits: options.limits,
+    concurrency: 1,
+  });
+  const scores: Record<string, number> = {};
+  for (const t of r.trajectories) scores[t.episodeId] = t.outcome.score;
+  const ev: PhaseEval = {
+    phase: options.phase,
+    n: r.trajectories.length,
+    score: meanSe(r.trajectories.map((t) => t.outcome.score)),
+    success: meanSe(r.trajectories.map((t) => (isSuccessful(t) ? 1 : 0))),
+    scores,
+    errors: r.trajectories
+      .filter((t) => t.outcome.status === "error")
+      .map((t) => ({
+        id: t.episodeId,
+        reason: t.outcome.error
+          ? `${t.outcome.error.kind} error at turn ${t.outcome.error.turn}: ${t.outcome.error.message}`
+          : "error",
+      })),
+  };
+  if (options.base) ev.delta = pairedDelta(scores, options.base.scores);
+  return { eval: ev, trajectories: r.trajectories };
+}
+
+/** A PhaseEval from per-instance scores (e.g. Core-3 totals per seed) and, optionally, successes. */
+export function phaseFromScores(
+  phase: string,
+  scores: Record<string, number>,
+  options: { success?: Record<string, number>; errors?: PhaseEval["errors"]; base?: PhaseEval } = {},
+): PhaseEval {
+  const ids = Object.keys(scores);
+  const ev: PhaseEval = {
+    phase,
+    n: ids.length,
+    score: meanSe(ids.map((k) => scores[k])),
+    success: meanSe(ids.map((k) => options.success?.[k] ?? (scores[k] > 0 ? 1 : 0))),
+    scores,
+    errors: options.errors ?? [],
+  };
+  if (options.base) ev.delta = pairedDelta(scores, options.base.scores);
+  return ev;
+}
+
+/** Flat numbers of a phase evaluation for metrics.jsonl. */
+export function phaseMetrics(ev: PhaseEval): Record<string, number | string> {
+  return {
+    n: ev.n,
+    score_mean: ev.score.mean,
+    score_se: ev.score.se,
+    success_mean: ev.success.mean,
+    success_se: ev.success.se,
+    errors: ev.errors.length,
+    ...(ev.delta ? { delta_vs_base: ev.delta.mean, delta_se: ev.delta.se } : {}),
+  };
+}
+
+/** The phase table (Markdown): n, score and success mean ± SE, paired Δ ± SE vs base, errors. */
+export function phaseTable(evals: readonly PhaseEval[]): string {
+  const rows = evals.map(
+    (e) =>
+      `| ${e.phase} | ${e.n} | ${formatMeanSe(e.score)} | ${formatMeanSe(e.success)} | ${e.delta ? formatMeanSe(e.delta) : "—"} | ${e.errors.length} |`,
+  );
+  return ["| phase | n | score | success | Δ score vs base | errors |", "|---|---|---|---|---|---|", ...rows].join(
+    "\n",
+  );
 }
 
 /** Play `episodes` episodes of the environment and summarise success and score (mean ± SE). */

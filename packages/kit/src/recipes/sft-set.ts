@@ -1,27 +1,23 @@
-// ARP "Acquire": the success-only SFT set. Only episodes that succeeded are kept, at most
-// `capPerEnv` per environment (architecture.md: "success-only SFT set (per-game cap)"), so one
-// easy game cannot dominate the mix.
-import { type Trajectory, trajectoryMessages } from "@kiln/rollout";
+// ARP "Acquire": the success-only SFT corpus. Successful episodes only (rollout's isSuccessful),
+// at most `capPerEnv` per environment drawn by a seeded shuffle (per-game balance: one easy game
+// cannot dominate), then a seeded holdout fraction split off for evaluation loss.
+import { type Trajectory, isSuccessful, trajectoryMessages } from "@kiln/rollout";
+import { epochOrder } from "../trainer/trainer.js";
 import type { Conversation } from "./batches.js";
 import { RecipeError } from "./errors.js";
+
+export { isSuccessful };
 
 export interface SuccessSetOptions {
   /** Keep at most this many episodes per environment id (default: no cap). */
   capPerEnv?: number;
-  /**
-   * Whether an episode counts as a success. Default: `outcome.scores.success > 0` when the
-   * environment reports it, else `outcome.score > 0`; errored episodes never count.
-   */
+  /** Whether an episode counts as a success (default rollout's isSuccessful). */
   isSuccess?: (t: Trajectory) => boolean;
+  /** Seed of the per-environment draw and the holdout split (default 42). */
+  seed?: number;
 }
 
-export function isSuccessful(t: Trajectory): boolean {
-  if (t.outcome.status === "error") return false;
-  const s = t.outcome.scores.success;
-  return s !== undefined ? s > 0 : t.outcome.score > 0;
-}
-
-/** The successful episodes' conversations, in input order, capped per environment. */
+/** The successful episodes' conversations, capped per environment (a seeded draw when over the cap). */
 export function successOnlySftSet(
   trajectories: readonly Trajectory[],
   options: SuccessSetOptions = {},
@@ -29,14 +25,34 @@ export function successOnlySftSet(
   const cap = options.capPerEnv ?? Number.POSITIVE_INFINITY;
   if (!(cap >= 1)) throw new RecipeError(`successOnlySftSet: capPerEnv must be >= 1, got ${cap}`);
   const ok = options.isSuccess ?? isSuccessful;
-  const taken = new Map<string, number>();
-  const out: Conversation[] = [];
+  const byEnv = new Map<string, Trajectory[]>();
   for (const t of trajectories) {
     if (t.players || !ok(t)) continue;
-    const n = taken.get(t.environment.id) ?? 0;
-    if (n >= cap) continue;
-    taken.set(t.environment.id, n + 1);
-    out.push({ messages: trajectoryMessages(t), tools: t.tools });
+    const list = byEnv.get(t.environment.id) ?? [];
+    list.push(t);
+    byEnv.set(t.environment.id, list);
+  }
+  const out: Conversation[] = [];
+  let envIndex = 0;
+  for (const list of byEnv.values()) {
+    const picked =
+      list.length <= cap
+        ? list
+        : [...epochOrder(list.length, options.seed ?? 42, envIndex, true)]
+            .slice(0, cap)
+            .sort((a, b) => a - b)
+            .map((i) => list[i]);
+    for (const t of picked) out.push({ messages: trajectoryMessages(t), tools: t.tools });
+    envIndex++;
   }
   return out;
+}
+
+/** Seeded split of a corpus: `fraction` of it (at least one item when there are two or more) held out. */
+export function holdoutSplit<T>(items: readonly T[], fraction: number, seed = 42): { train: T[]; holdout: T[] } {
+  if (!(fraction >= 0 && fraction < 1)) throw new RecipeError(`holdout fraction must be in [0, 1), got ${fraction}`);
+  const k = fraction === 0 || items.length < 2 ? 0 : Math.max(1, Math.round(items.length * fraction));
+  const order = epochOrder(items.length, seed, 1000, true);
+  const held = new Set(Array.from(order.slice(0, k)));
+  return { train: items.filter((_, i) => !held.has(i)), holdout: items.filter((_, i) => held.has(i)) };
 }

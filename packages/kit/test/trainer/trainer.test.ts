@@ -1,0 +1,103 @@
+import { attachLora } from "@kiln/lora";
+import { GuessNumberEnv, ScriptedPolicy, guessNumberScript, runEpisodes, trajectoryMessages } from "@kiln/rollout";
+import { cosineSchedule, warmupSteps } from "@kiln/tensor";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Conversation } from "../../src/recipes/batches.js";
+import { tinyChat } from "../../src/recipes/tiny-chat.js";
+import { sftObjective } from "../../src/trainer/objectives.js";
+import { TrainerError, epochOrder, plannedSteps, train } from "../../src/index.js";
+
+let data: Conversation[] = [];
+beforeAll(async () => {
+  const r = await runEpisodes({
+    makeEnv: () => new GuessNumberEnv(),
+    policy: new ScriptedPolicy({ id: "bisect", script: guessNumberScript() }),
+    episodes: 4,
+    baseSeed: 5,
+    concurrency: 1,
+    limits: { maxTurns: 2 },
+  });
+  data = r.trajectories.map((t) => ({ messages: trajectoryMessages(t) }));
+});
+
+function fresh() {
+  const chat = tinyChat({ seed: 11 });
+  const adapter = attachLora(chat.model, { r: 2, alpha: 4, targetModules: ["q_proj", "down_proj"], seed: 3 });
+  // B starts at zero; give it values so the first step's gradient reaches A too.
+  for (const [, p] of adapter.namedParameters()) {
+    const v = p.f32Sync();
+    for (let i = 0; i < v.length; i++) v[i] = Math.sin(i + 1) * 0.05;
+  }
+  const objective = sftObjective(
+    chat.model,
+    { tokenizer: chat.tokenizer, template: chat.template },
+    { maxLength: 220 },
+  );
+  return { adapter, objective };
+}
+
+const weights = (a: ReturnType<typeof fresh>["adapter"]) => a.parameters().flatMap((p) => Array.from(p.f32Sync()));
+
+describe("the trainer loop", () => {
+  it("micro-batch 2 × accumulation 2 makes the same update as one batch of 4 (token-normalised)", async () => {
+    const one = fresh();
+    const two = fresh();
+    const base = { lr: 1e-2, maxSteps: 1, shuffle: false, progress: null, maxGradNorm: 0 } as const;
+    const r1 = await train({
+      stage: "a",
+      adapter: one.adapter,
+      data,
+      objective: one.objective,
+      config: { ...base, microBatchSize: 4 },
+      progress: null,
+    });
+    const r2 = await train({
+      stage: "b",
+      adapter: two.adapter,
+      data,
+      objective: two.objective,
+      config: { ...base, microBatchSize: 2, gradAccum: 2 },
+      progress: null,
+    });
+    expect(r2.history[0].loss).toBeCloseTo(r1.history[0].loss, 5);
+    expect(r2.history[0].grad_norm).toBeCloseTo(r1.history[0].grad_norm, 4);
+    const [w1, w2] = [weights(one.adapter), weights(two.adapter)];
+    expect(w1.some((v, i) => Math.abs(v - Math.sin((i % 1000) + 1) * 0.05) > 0)).toBe(true);
+    for (let i = 0; i < w1.length; i++) expect(Math.abs(w1[i] - w2[i])).toBeLessThan(1e-6);
+  });
+
+  it("logs the pre-clip gradient norm, the warmup-cosine lr, and refuses bad settings", async () => {
+    const { adapter, objective } = fresh();
+    const r = await train({
+      stage: "s",
+      adapter,
+      data,
+      objective,
+      config: { lr: 1e-2, epochs: 2, microBatchSize: 2, warmupRatio: 0.25, maxGradNorm: 1e-6, seed: 7 },
+      progress: null,
+    });
+    expect(r.steps).toBe(plannedSteps(4, { epochs: 2, microBatchSize: 2 }));
+    expect(r.steps).toBe(4);
+    const sched = cosineSchedule(warmupSteps(4, 0.25), 4);
+    r.history.forEach((h, i) => {
+      expect(h.lr).toBeCloseTo(1e-2 * sched(i), 12);
+      expect(h.grad_norm).toBeGreaterThan(1e-3);
+    });
+    expect(r.history.map((h) => h.epoch)).toEqual([0, 0, 1, 1]);
+    await expect(
+      train({ stage: "x", adapter, data: [], objective, config: { lr: 1 }, progress: null }),
+    ).rejects.toThrow(TrainerError);
+    await expect(
+      train({ stage: "x", adapter, data, objective, config: { lr: 1, gradAccum: 0 }, progress: null }),
+    ).rejects.toThrow(/gradAccum must be a positive integer/);
+  });
+
+  it("shuffles each epoch with a seeded permutation", () => {
+    const a = epochOrder(50, 42, 0);
+    expect([...a].sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(epochOrder(50, 42, 0)).toEqual(a);
+    expect(epochOrder(50, 42, 1)).not.toEqual(a);
+    expect(epochOrder(50, 43, 0)).not.toEqual(a);
+    expect([...epochOrder(5, 1, 0, false)]).toEqual([0, 1, 2, 3, 4]);
+  });
+});
