@@ -7,7 +7,8 @@ import { generate, stories260KPaths } from "@kiln/models";
 import { ProgressBar } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "./cli-main.js";
-import { loadLocalModel, resolvePolicy } from "./policies.js";
+import { mergeAdapterDirs, scaleAdapterDir } from "./artifacts.js";
+import { loadLocalModel, parseAdapterSpecs, resolvePolicy } from "./policies.js";
 
 function need(args: ParsedArgs, index: number, what: string): string {
   const v = args.positional[index];
@@ -49,6 +50,33 @@ export async function runCommand(command: string, args: ParsedArgs): Promise<num
     }
     case "serve":
       return runServe(args);
+    case "merge": {
+      // kiln merge <base-dir> --adapter a[,b] [--adapter-scale s[,t]] --out DIR [--dtype f32|bf16]
+      const base = need(args, 0, "<base-model-dir>");
+      const out = strFlag(args.flags, "out");
+      if (!out) throw new UsageError("merge needs --out DIR");
+      const adapters = parseAdapterSpecs(strFlag(args.flags, "adapter"), strFlag(args.flags, "adapter-scale"));
+      if (adapters.length === 0) throw new UsageError("merge needs --adapter DIR[,DIR…]");
+      const dtype = strFlag(args.flags, "dtype", "f32");
+      if (dtype !== "f32" && dtype !== "bf16") throw new UsageError(`--dtype must be f32 or bf16, got ${dtype}`);
+      await backendFrom(args);
+      const hashes = await mergeAdapterDirs({ base, adapters, out, dtype });
+      console.log(`kiln merge: wrote ${Object.keys(hashes).join(", ")} to ${out}`);
+      return 0;
+    }
+    case "scale": {
+      // kiln scale <adapter-dir> --scale s --out DIR
+      const source = need(args, 0, "<adapter-dir>");
+      const out = strFlag(args.flags, "out");
+      if (!out) throw new UsageError("scale needs --out DIR");
+      const raw = strFlag(args.flags, "scale");
+      const scale = Number(raw);
+      if (raw === undefined || raw.trim() === "" || !Number.isFinite(scale))
+        throw new UsageError(`--scale needs a number, got ${raw}`);
+      await scaleAdapterDir(source, out, scale);
+      console.log(`kiln scale: wrote ${source} × ${scale} to ${out}`);
+      return 0;
+    }
     case "eval":
       return runEval(args);
     default:

@@ -66,6 +66,8 @@ export class Tokenizer {
   }
 
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    // @huggingface/tokenizers rejects an empty id list; an empty completion (EOS first) is "".
+    if (ids.length === 0) return "";
     return this.hf.decode([...ids], {
       skip_special_tokens: options.skipSpecialTokens ?? false,
       clean_up_tokenization_spaces: false,
