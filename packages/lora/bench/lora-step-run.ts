@@ -1,5 +1,6 @@
 // One LoRA SFT measurement in its own process (peak RSS belongs to this config):
-//   tsx --conditions=source bench/lora-step-run.ts [backend] [threads] [reps]
+//   tsx --conditions=source bench/lora-step-run.ts [backend] [threads] [reps] [bf16Gemm widen|onednn]
+// native loads OpenBLAS ignoring OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (as the PyTorch peer runs) and reports its core.
 // Frozen bf16 base (the tensor benchmark's reference decoder as a Llama), LoRA r=16 α=32
 // on all linear layers, AdamW on the adapter, next-token loss on B=4 × T=128 tokens.
 import { readFileSync } from "node:fs";
@@ -7,9 +8,15 @@ import { createModel } from "@kiln/models";
 import * as T from "@kiln/tensor";
 import { attachLora } from "../src/index.js";
 
-const [backend = "wasm", threads = "2", repsArg = "3"] = process.argv.slice(2);
+const [backend = "wasm", threads = "2", repsArg = "3", bf16Gemm = "widen"] = process.argv.slice(2);
 const reps = Number(repsArg);
-if (backend !== "js") await T.initBackend(backend, { threads: Number(threads), relaxedSimd: true });
+if (backend !== "js")
+  await T.initBackend(backend, {
+    threads: Number(threads),
+    relaxedSimd: true,
+    ignoreOpenblasEnv: true,
+    bf16Gemm: bf16Gemm === "onednn" ? "onednn" : "widen",
+  });
 const B = 4;
 const S = 128;
 const V = 2048;
@@ -52,6 +59,8 @@ console.log(
     tokens: B * S,
     peak_rss_mib: hwm ? Number(hwm[1]) / 1024 : null,
     trainable: adapter.parameterCount,
+    blas: T.nativeBackendInfo()?.summary ?? null,
   }),
 );
+T.disposeNativeBackend();
 T.disposeWasmBackend();

@@ -8,6 +8,7 @@ import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BenchReporter } from "../../../tooling/src/bench.js";
+import { peerEnv, torchNote } from "../../../tooling/src/peer.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
@@ -63,10 +64,12 @@ for (const c of cases) {
   const torchRuns: CaseResult[] = [];
   const kilnRuns = new Map<string, CaseResult[]>(backends.map((b) => [b, []]));
   for (let r = 0; r < rounds; r++) {
-    const torch = runJson(python, [join(here, "torch_case.py"), c.kind, String(T), String(V), String(reps)], {
-      ...process.env,
-      OMP_NUM_THREADS: "1",
-    });
+    // Full speed, 1 thread: OpenBLAS's pinning variables removed (tooling/src/peer.ts).
+    const torch = runJson(
+      python,
+      [join(here, "torch_case.py"), c.kind, String(T), String(V), String(reps)],
+      peerEnv(1),
+    );
     if (torch) torchRuns.push(torch);
     for (const backend of backends) {
       const args = ["--expose-gc", "--conditions=source", join(here, "kiln-case.ts"), c.kind, String(T), String(V)];
@@ -84,7 +87,7 @@ for (const c of cases) {
     const name = `${c.label} fwd+bwd T=${T} V=${V} [kiln ${backend === "wasm" ? "wasm, 1 thread" : "js"}, ${logitsMode} logits]`;
     // Throughput (tokens/s, higher is better): a ratio ≥ 1 means kiln is faster.
     const tps = (ms: number | null) => (ms === null ? null : (T / ms) * 1000);
-    const note = `median of ${runs.length} interleaved rounds`;
+    const note = `median of ${runs.length} interleaved rounds; peer: ${torchNote(1, python)}`;
     reporter.add({
       case: name,
       metric: "throughput",
@@ -113,7 +116,7 @@ for (const c of cases) {
       kiln: kilnMem,
       peer,
       peer_value: torchMem,
-      note: `max over rounds; one [T×V] f32 = ${((T * V * 4) / 2 ** 20).toFixed(0)} MiB`,
+      note: `max over rounds; one [T×V] f32 = ${((T * V * 4) / 2 ** 20).toFixed(0)} MiB; peer: ${torchNote(1, python)}`,
     });
   }
 }

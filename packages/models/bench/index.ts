@@ -9,8 +9,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { convertLlama2cToHf, serializeSafetensors } from "@kiln/hub-io";
-import { Tensor, initBackend, noGrad, setBackend } from "@kiln/tensor";
+import { Tensor, initBackend, nativeBackendInfo, noGrad, setBackend } from "@kiln/tensor";
 import { BenchReporter, summarize } from "../../../tooling/src/bench.js";
+import { peerEnv, torchNote } from "../../../tooling/src/peer.js";
 import { type Model, argmaxOf, createModel, loadModel } from "../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -85,7 +86,8 @@ class TorchPeer {
 
   static async start(dir: string): Promise<TorchPeer | null> {
     const child = spawn("/usr/bin/python3", [join(here, "torch_decoder.py"), dir, String(PROMPT), String(STEPS)], {
-      env: { ...process.env, OMP_NUM_THREADS: "1", OPENBLAS_NUM_THREADS: "1" },
+      // Full speed, 1 thread: OpenBLAS's pinning variables removed (tooling/src/peer.ts).
+      env: peerEnv(1),
     });
     let stderr = "";
     child.stderr.on("data", (d) => {
@@ -130,19 +132,28 @@ const cases: [string, Model][] = [
   ["reference-decoder", createModel(REFERENCE_CONFIG, { seed: 0 })],
 ];
 await initBackend("wasm", { threads: 1, activate: false });
+// kiln-native: BLAS GEMMs on 1 thread, loaded like the peer's (OPENBLAS_CORETYPE/L2_SIZE ignored).
+const backends = ["js", "wasm"];
+try {
+  await initBackend("native", { threads: 1, activate: false, ignoreOpenblasEnv: true });
+  backends.push("native");
+} catch (err) {
+  process.stderr.write(`  kiln-native unavailable: ${(err as Error).message}\n`);
+}
+const peerNote = torchNote(1);
 for (const [name, model] of cases) {
   const dir = writeModelDir(model);
   const peer = await TorchPeer.start(dir);
   try {
-    const kiln: Record<string, Rep[]> = { js: [], wasm: [] };
+    const kiln: Record<string, Rep[]> = Object.fromEntries(backends.map((b) => [b, []]));
     const torch: Rep[] = [];
-    for (const backend of ["js", "wasm"]) {
+    for (const backend of backends) {
       setBackend(backend);
       for (let w = 0; w < 3; w++) kilnRep(model); // warm-up (JIT)
     }
     // Interleave: every round runs one rep of each, so load changes hit all of them alike.
     for (let r = 0; r < REPS; r++) {
-      for (const backend of ["js", "wasm"]) {
+      for (const backend of backends) {
         setBackend(backend);
         kiln[backend].push(kilnRep(model));
       }
@@ -151,12 +162,13 @@ for (const [name, model] of cases) {
     const peerName = peer ? `torch ${peer.version} (1 thread)` : "torch";
     const tp = torch.length ? median(torch.map((t) => t.prefillMs)) : null;
     const td = torch.length ? median(torch.map((t) => t.decodeMs)) : null;
-    for (const backend of ["js", "wasm"]) {
+    for (const backend of backends) {
       const reps = kiln[backend];
       const agree = torch.length ? reps[0].tokens.join() === torch[0].tokens.join() : null;
       const check = agree === null ? "unchecked" : agree ? "equal torch's" : "DIFFER from torch's";
       process.stderr.write(`  ${name} ${backend}: greedy tokens ${check}\n`);
-      const note = `B=1, prompt ${PROMPT}, ${STEPS} greedy steps, 1 thread, ${REPS} interleaved reps; greedy tokens ${check}`;
+      const native = backend === "native" ? `kiln-native: ${nativeBackendInfo()?.summary}; ` : "";
+      const note = `B=1, prompt ${PROMPT}, ${STEPS} greedy steps, 1 thread, ${REPS} interleaved reps; greedy tokens ${check}; ${native}peer: ${peerNote}`;
       const row = (metric: string, tokens: number, kilnMs: number, peerMs: number | null) =>
         reporter.add({
           case: `${name} ${backend}`,

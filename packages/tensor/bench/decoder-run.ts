@@ -1,5 +1,6 @@
 // One decoder measurement in its own process (so peak RSS belongs to one config):
-//   tsx --conditions=source bench/decoder-run.ts <js|wasm|gpujs> [threads] [reps] [checkpoint 0|1] [relaxed 0|1]
+//   tsx --conditions=source bench/decoder-run.ts <js|wasm|native|gpujs> [threads] [reps] [checkpoint 0|1] [relaxed 0|1]
+// native loads OpenBLAS ignoring OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (as the PyTorch peer runs) and reports its core.
 // Prints one JSON line: median step times (ms) and peak RSS (MiB).
 import { readFileSync } from "node:fs";
 import * as T from "../src/index.js";
@@ -8,7 +9,12 @@ import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decode
 const [backend = "wasm", threadsArg = "2", repsArg = "3", checkpointArg = "0", relaxedArg = "1"] =
   process.argv.slice(2);
 const reps = Number(repsArg);
-if (backend !== "js") await T.initBackend(backend, { threads: Number(threadsArg), relaxedSimd: relaxedArg === "1" });
+if (backend !== "js")
+  await T.initBackend(backend, {
+    threads: Number(threadsArg),
+    relaxedSimd: relaxedArg === "1",
+    ignoreOpenblasEnv: true,
+  });
 const cfg = REFERENCE_DECODER;
 const params = initDecoder(cfg, 0);
 const rng = new T.Rng(1);
@@ -50,7 +56,9 @@ console.log(
     tokens: cfg.batch * cfg.seq,
     peak_rss_mib: hwm ? Number(hwm[1]) / 1024 : null,
     loss: lastLoss,
+    blas: T.nativeBackendInfo()?.summary ?? null,
   }),
 );
+T.disposeNativeBackend();
 T.disposeWasmBackend();
 await T.disposeGpujsBackend();

@@ -5,6 +5,7 @@ import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BenchReporter } from "../../../tooling/src/bench.js";
+import { peerEnv, torchNote } from "../../../tooling/src/peer.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -13,10 +14,11 @@ interface DecoderSample {
   step_ms: number;
   tokens: number;
   peak_rss_mib: number | null;
+  blas?: string | null;
 }
 
-function runJson(cmd: string, args: string[]): DecoderSample | null {
-  const r = spawnSync(cmd, args, { cwd: join(here, ".."), encoding: "utf8" });
+function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): DecoderSample | null {
+  const r = spawnSync(cmd, args, { cwd: join(here, ".."), encoding: "utf8", env });
   if (r.status !== 0) {
     process.stderr.write(`bench decoder: ${cmd} ${args.join(" ")} failed: ${r.stderr || r.error}\n`);
     return null;
@@ -27,13 +29,18 @@ function runJson(cmd: string, args: string[]): DecoderSample | null {
 export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<void> {
   const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
   const kiln = (args: string[]) => runJson(tsx, ["--conditions=source", join(here, "decoder-run.ts"), ...args]);
-  const torch = runJson("/usr/bin/python3", [join(here, "decoder_torch.py"), String(reps)]);
+  // The peer at full speed, 1 thread (tooling/src/peer.ts); kiln-native on 1 thread is the like-for-like row.
+  const torch = runJson("/usr/bin/python3", [join(here, "decoder_torch.py"), String(reps)], peerEnv(1));
+  const peerNote = `peer: ${torchNote(1)}`;
   const configs: [string, DecoderSample | null][] = [
+    ["native 1 thread", kiln(["native", "1", String(reps), "0", "1"])],
+    ["native 2 threads", kiln(["native", "2", String(reps), "0", "1"])],
     ["wasm 2 threads relaxed-SIMD", kiln(["wasm", "2", String(reps), "0", "1"])],
     ["wasm 2 threads relaxed-SIMD, checkpointed layers", kiln(["wasm", "2", String(reps), "1", "1"])],
     ["wasm 1 thread", kiln(["wasm", "1", String(reps), "0", "0"])],
   ];
   const tps = (s: DecoderSample | null, key: "fwd_bwd_ms" | "step_ms") => (s ? (s.tokens / s[key]) * 1000 : null);
+  const rowNote = (s: DecoderSample | null) => (s?.blas ? `kiln-native: ${s.blas}; ${peerNote}` : peerNote);
   for (const [name, s] of configs) {
     reporter.add({
       case: `decoder fwd+bwd, ${name}`,
@@ -43,6 +50,7 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
       kiln: tps(s, "fwd_bwd_ms"),
       peer: "pytorch-1thread",
       peer_value: tps(torch, "fwd_bwd_ms"),
+      note: rowNote(s),
     });
     reporter.add({
       case: `decoder fwd+bwd+AdamW, ${name}`,
@@ -52,6 +60,7 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
       kiln: tps(s, "step_ms"),
       peer: "pytorch-1thread",
       peer_value: tps(torch, "step_ms"),
+      note: rowNote(s),
     });
     reporter.add({
       case: `decoder train step, ${name}`,
@@ -61,6 +70,7 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
       kiln: s?.peak_rss_mib ?? null,
       peer: "pytorch-1thread",
       peer_value: torch?.peak_rss_mib ?? null,
+      note: rowNote(s),
     });
   }
 }

@@ -1,15 +1,22 @@
 // Square f32 matmul GFLOP/s (2·n³ / median time) for plain JS, kiln wasm (1 and 2 threads, plain and
-// relaxed SIMD) and peers in the same run: PyTorch + OpenBLAS (1 torch thread; OpenBLAS with 1 and with
+// relaxed SIMD), kiln-native (the native backend's CBLAS GEMM, 1 and 2 threads) and peers in the same run: PyTorch + OpenBLAS (1 torch thread; OpenBLAS with 1 and with
 // 2 threads) and @tensorflow/tfjs-backend-wasm. A peer that is not installed is reported as missing.
 // The machine may be shared, so contenders are measured in interleaved rounds and each reported value
 // is the median over rounds of per-round medians. Single-threaded contenders are also reported per
 // CPU-second of their process (2·n³ / CPU time), which is what one core delivers when others compete.
 import { type BenchReporter, timeIt } from "../../../tooling/src/bench.js";
+import { pinnedHere, torchNote } from "../../../tooling/src/peer.js";
+import { NativeGemm, loadBlas } from "../src/backends/native/index.js";
 import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../src/wasm/index.js";
 import { jsBlockedMatmul } from "./js-matmul.js";
 import { TorchPeer } from "./torch-peer.js";
 
-const SIZES = [256, 512, 1024, 2048];
+// `--sizes=1024,2048` measures only those sizes.
+const SIZES = process.argv
+  .find((a) => a.startsWith("--sizes="))
+  ?.slice(8)
+  .split(",")
+  .map(Number) ?? [256, 512, 1024, 2048];
 const ROUNDS = 3;
 
 const gflops = (n: number, ms: number) => (2 * n ** 3) / (ms * 1e6);
@@ -84,6 +91,32 @@ function kilnTimer(kernels: WasmKernels): Timer {
   };
 }
 
+/** kiln-native: the native backend's GEMM (CBLAS through the FFI) with the library set to `threads`. */
+function nativeTimer(gemm: NativeGemm, threads: number): Timer {
+  return (n) => {
+    gemm.blas.setThreads(threads);
+    const a = random(n * n);
+    const b = random(n * n);
+    const c = new Float32Array(n * n);
+    return timeBoth(() => gemm.matmul(a, b, c, { batch: 1, m: n, n, k: n }), reps(n), 1);
+  };
+}
+
+/** The native GEMM at full speed (OpenBLAS's pinning variables ignored while it loads, as for the peer), or null. */
+async function nativeGemmOrNull(): Promise<NativeGemm | null> {
+  try {
+    const blas = await loadBlas({ ignoreOpenblasEnv: true });
+    const pinned = pinnedHere();
+    process.stderr.write(
+      `  kiln-native: ${blas.vendor} ${blas.path}, core ${blas.core ?? "?"}${pinned.length ? ` (loaded ignoring ${pinned.join(" ")})` : ""}\n`,
+    );
+    return new NativeGemm(blas);
+  } catch (err) {
+    process.stderr.write(`  kiln-native unavailable: ${(err as Error).message}\n`);
+    return null;
+  }
+}
+
 const jsTimer: Timer = (n) => {
   const a = random(n * n);
   const b = random(n * n);
@@ -94,6 +127,7 @@ const jsTimer: Timer = (n) => {
 export async function benchMatmul(reporter: BenchReporter): Promise<void> {
   const torch1 = await TorchPeer.start(1);
   const torch2 = await TorchPeer.start(2);
+  const native = await nativeGemmOrNull();
   enableRelaxedSimd();
   const kernels: Record<string, WasmKernels | null> = {};
   for (const [name, threads, relaxedSimd] of [
@@ -114,6 +148,8 @@ export async function benchMatmul(reporter: BenchReporter): Promise<void> {
     "tfjs-wasm": await tfjsWasmTimer(),
     "torch-openblas-1t": torch1 ? (n) => torch1.time(n, reps(n)) : null,
     "torch-openblas-2t": torch2 ? (n) => torch2.time(n, reps(n)) : null,
+    "native-1t": native ? nativeTimer(native, 1) : null,
+    "native-2t": native ? nativeTimer(native, 2) : null,
   };
   for (const [name, k] of Object.entries(kernels)) timers[name] = k ? kilnTimer(k) : null;
 
@@ -146,6 +182,10 @@ export async function benchMatmul(reporter: BenchReporter): Promise<void> {
     torch2?.close();
   }
 
+  const nativeCore = native
+    ? `kiln-native OpenBLAS core ${native.blas.core ?? native.blas.vendor}`
+    : "kiln-native missing";
+  const peer1 = torchNote(1);
   for (const n of SIZES) {
     const row = (metric: string, peer: string, note?: string, perCpu = false) => {
       const src = perCpu ? cpu : wall;
@@ -162,11 +202,14 @@ export async function benchMatmul(reporter: BenchReporter): Promise<void> {
     };
     row("js-blocked", "tfjs-wasm", "plain TypeScript, 4-row register block");
     row("wasm-1t", "tfjs-wasm", "tfjs-wasm: SIMD, no threads in Node");
-    row("wasm-1t", "torch-openblas-1t", "torch 1 thread, OPENBLAS_NUM_THREADS=1");
+    row("native-1t", "torch-openblas-1t", `${nativeCore}, 1 thread; peer: ${peer1}, OPENBLAS_NUM_THREADS=1`);
+    row("native-2t", "torch-openblas-2t", `${nativeCore}, 2 threads; peer: ${peer1}, OPENBLAS_NUM_THREADS=2`);
+    row("wasm-1t", "torch-openblas-1t", `peer: ${peer1}, OPENBLAS_NUM_THREADS=1`);
     row("wasm-relaxed-1t", "torch-openblas-1t", "f32x4.relaxed_madd");
-    row("wasm-2t", "torch-openblas-2t", "torch 1 thread, OpenBLAS 2 threads");
-    row("wasm-relaxed-2t", "torch-openblas-2t", "torch 1 thread, OpenBLAS 2 threads");
+    row("wasm-2t", "torch-openblas-2t", `peer: ${peer1}, OPENBLAS_NUM_THREADS=2`);
+    row("wasm-relaxed-2t", "torch-openblas-2t", `peer: ${peer1}, OPENBLAS_NUM_THREADS=2`);
     row("wasm-1t", "torch-openblas-1t", "2·n³ / process CPU time", true);
     row("wasm-relaxed-1t", "torch-openblas-1t", "2·n³ / process CPU time", true);
+    row("native-1t", "torch-openblas-1t", `2·n³ / process CPU time; ${nativeCore}`, true);
   }
 }

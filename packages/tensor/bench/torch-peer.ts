@@ -3,6 +3,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { peerEnv } from "../../../tooling/src/peer.js";
 
 const script = join(dirname(fileURLToPath(import.meta.url)), "torch_matmul.py");
 
@@ -16,7 +17,8 @@ export class TorchPeer {
   /** Starts the peer, or returns null (with the reason on stderr) when python3 or torch is missing. */
   static async start(openblasThreads: number, python = "/usr/bin/python3"): Promise<TorchPeer | null> {
     const child = spawn(python, [script], {
-      env: { ...process.env, OPENBLAS_NUM_THREADS: String(openblasThreads), OMP_NUM_THREADS: "1" },
+      // Full speed: OpenBLAS's kernel-pinning variables removed (tooling/src/peer.ts); torch itself on 1 thread.
+      env: { ...peerEnv(openblasThreads), OMP_NUM_THREADS: "1" },
     });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));

@@ -284,6 +284,47 @@ describe.skipIf(unavailable !== null)("native backend: a LoRA step equals wasm's
   });
 });
 
+describe.skipIf(unavailable !== null)("native backend: wasm's storage", () => {
+  beforeAll(async () => {
+    await T.initBackend("wasm", { threads: 2, activate: false });
+    await T.initBackend("native", { threads: 2, activate: false });
+  });
+  afterAll(() => {
+    T.disposeNativeBackend();
+    T.disposeWasmBackend();
+  });
+
+  it("tensors made on native live in the wasm heap, and matmul on them runs in place", () => {
+    const heap = T.wasmKernels()?.wasmHeap;
+    expect(heap).toBeDefined();
+    const a0 = randomArray(23 * 31, -1, 1, 51);
+    const b0 = randomArray(31 * 17, -1, 1, 52);
+    const [onNative, onWasm] = ["native", "wasm"].map((backend) =>
+      T.withBackend(backend, () => {
+        const a = T.Tensor.fromHost(a0, [23, 31]);
+        const b = T.Tensor.fromHost(b0, [31, 17]);
+        const c = T.matmul(a, b);
+        return { a, c };
+      }),
+    );
+    // Node always has SharedArrayBuffer, so wasm's storage is resident here.
+    expect(heap?.shared).toBe(true);
+    expect(onNative.a.dataSync().buffer).toBe(heap?.memory.buffer);
+    expect(onNative.c.dataSync().buffer).toBe(heap?.memory.buffer);
+    // A native tensor is used by a wasm op directly (and the other way round).
+    const mixed = T.withBackend("wasm", () => T.matmul(onNative.c, T.transpose(onWasm.c)));
+    const js = T.withBackend("js", () =>
+      T.matmul(
+        new T.Tensor(onWasm.c.toFloat32Array(), [23, 17]),
+        T.transpose(new T.Tensor(onWasm.c.toFloat32Array(), [23, 17])),
+      ),
+    );
+    expectClose(onNative.c.toFloat32Array(), onWasm.c.toFloat32Array(), 1e-5, 1e-5);
+    expectClose(mixed.toFloat32Array(), js.toFloat32Array(), 1e-4, 1e-5);
+    expect(T.memory("native")).toEqual(T.memory("wasm"));
+  });
+});
+
 describe.skipIf(unavailable !== null)("initBackend auto", () => {
   afterAll(() => {
     T.disposeNativeBackend();

@@ -3,14 +3,14 @@
 // Float32Arrays (plain or wasm-heap views) that the wasm kernels use, by pointer.
 import {
   type Kernels,
+  backendKernels,
   hasBackend,
-  kernel,
   referenceKernel,
-  registerKernels,
+  registerBackend,
+  storageOf,
   unregisterBackend,
-  withBackend,
 } from "../../backend.js";
-import { jsKernels } from "../js/index.js";
+import type { StorageBackend } from "../../storage.js";
 import type { InitBackendOptions } from "../../init-backend.js";
 import { makeGemmAttention } from "../attention-gemm.js";
 import { initWasmBackend } from "../wasm.js";
@@ -69,7 +69,10 @@ export function nativeGemm(): NativeGemm | null {
   return gemm;
 }
 
-/** Unregister the native backend (its wasm kernels stay with the wasm backend). */
+/**
+ * Unregister the native backend (its kernels and memory stay with the wasm backend). Dispose native
+ * before wasm: native's tensors live in wasm's memory.
+ */
 export function disposeNativeBackend(): void {
   gemm = null;
   info = null;
@@ -83,11 +86,46 @@ async function defaultThreads(): Promise<number> {
   return Math.max(1, Math.min(2, cores));
 }
 
+/**
+ * `inner` under another backend name: the same heap, pools and counters, so a tensor made on native
+ * is resident in wasm's memory and either backend's kernels use it in place (BLAS gets a pointer into
+ * the WebAssembly.Memory through the FFI), with no copy when switching between the two.
+ */
+function sharedStorage(inner: StorageBackend, name: string): StorageBackend {
+  const alias: StorageBackend = {
+    name,
+    get hostVisible() {
+      return inner.hostVisible;
+    },
+    get epoch() {
+      return inner.epoch;
+    },
+    get adoptsUploads() {
+      return inner.adoptsUploads;
+    },
+    get releaseOnGc() {
+      return inner.releaseOnGc;
+    },
+    alloc: (dtype, size) => inner.alloc(dtype, size),
+    upload: (host, dtype) => inner.upload(host, dtype),
+    view: (native, dtype, offset, length) => inner.view(native, dtype, offset, length),
+    read: (native, dtype, offset, length) => inner.read(native, dtype, offset, length),
+    release: (native) => inner.release(native),
+    memory: () => inner.memory(),
+  };
+  const readSync = inner.readSync?.bind(inner);
+  if (readSync) alias.readSync = readSync;
+  const trimPool = inner.trimPool?.bind(inner);
+  if (trimPool) alias.trimPool = trimPool;
+  return alias;
+}
+
 /** Load the BLAS, make sure the wasm backend is up, register "native" = wasm kernels + BLAS GEMMs. */
 export async function initNativeBackend(options: InitBackendOptions & NativeBackendOptions): Promise<void> {
-  const pinnedBy = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]
-    .filter((v) => process.env[v] !== undefined && !options.ignoreOpenblasEnv)
+  const pinning = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]
+    .filter((v) => process.env[v] !== undefined)
     .map((v) => `${v}=${process.env[v]}`);
+  const pinnedBy = options.ignoreOpenblasEnv ? [] : pinning;
   const blas: BlasLibrary = await loadBlas({
     library: options.blasLibrary,
     ignoreOpenblasEnv: options.ignoreOpenblasEnv,
@@ -107,21 +145,15 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
   if (!hasBackend("wasm")) await initWasmBackend(options);
   const next = new NativeGemm(blas, { bf16Gemm, onednn, scratchElements: options.widenScratchElements });
 
-  // Everything but the GEMMs is the wasm backend's; what wasm lacks stays unregistered, so it
-  // falls back to js exactly as it does on wasm.
-  const kernels = {} as Record<string, unknown>;
-  withBackend("wasm", () => {
-    for (const name of Object.keys(jsKernels) as (keyof Kernels)[]) {
-      const impl = kernel(name);
-      if (impl && impl !== referenceKernel(name)) kernels[name] = impl;
-    }
-  });
+  // Everything but the GEMMs is the wasm backend's own kernels; what wasm lacks is not registered,
+  // so it falls back to js exactly as on wasm. The storage is wasm's too (see sharedStorage).
+  const kernels = { ...backendKernels("wasm") } as Partial<Kernels>;
   const matmul: Kernels["matmul"] = (a, b, out, shape) => next.matmul(a, b, out, shape);
   const tiled = makeGemmAttention(matmul);
   const forward = (kernels.attentionForward ?? referenceKernel("attentionForward")) as Kernels["attentionForward"];
   const backward = (kernels.attentionBackward ?? referenceKernel("attentionBackward")) as Kernels["attentionBackward"];
-  registerKernels("native", {
-    ...(kernels as Partial<Kernels>),
+  registerBackend(sharedStorage(storageOf("wasm"), "native"), {
+    ...kernels,
     matmul,
     matmulBf16B: (a, b, out, shape) => next.matmulBf16B(a, b, out, shape),
     // Padded batches run the GEMM-tiled attention: its score and value products go to BLAS.
@@ -144,7 +176,8 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
     onednn: onednn?.path ?? null,
     pinnedBy,
     summary:
-      `${blas.vendor} (${blas.path}${blas.core ? `, core ${blas.core}` : ""}${pinnedBy.length ? ` pinned by ${pinnedBy.join(" ")}` : ""}), ` +
+      `${blas.vendor} (${blas.path}${blas.core ? `, core ${blas.core}` : ""}${pinnedBy.length ? ` pinned by ${pinnedBy.join(" ")}` : ""}` +
+      `${options.ignoreOpenblasEnv && pinning.length ? `, ${pinning.join(" ")} ignored` : ""}), ` +
       `${threads} thread${threads === 1 ? "" : "s"}${threadsApplied ? "" : " (library default)"}, bf16 ${bf16Gemm}`,
   };
 }
