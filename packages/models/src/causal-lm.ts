@@ -3,6 +3,7 @@ import { type Tensor, checkpoint, embedding, narrow, rmsNorm } from "@kiln/tenso
 import { blockType } from "./block-types.js";
 import type { DecoderConfig } from "./config.js";
 import { GenerationError, WeightLoadError } from "./errors.js";
+import { type HeadLogProbsOptions, headTokenLogProbs } from "./chunked-head.js";
 import { KVCache } from "./kv-cache.js";
 import type { DecoderBlock, LayerContext } from "./layer-context.js";
 import { Linear, pushLinear } from "./linear.js";
@@ -65,6 +66,21 @@ export class CausalLM {
 
   /** ids i32 [B, T] → logits [B, T, V] (or [B, logitsToKeep, V]). */
   forward(ids: Tensor, options: ForwardOptions = {}): Tensor {
+    return this.lmHead.forward(this.hiddenStates(ids, options));
+  }
+
+  /**
+   * log p(targets) under the model without full-vocabulary logits: the final hidden states go
+   * through the head in row chunks (`headTokenLogProbs`), forward and backward. `targets` [B, T]
+   * (or [B, logitsToKeep]) are the tokens each position predicts (next-token labels, already
+   * shifted; `ignoreIndex` where nothing is scored). Returns [B, T] (0 where ignored).
+   */
+  tokenLogProbs(ids: Tensor, targets: Tensor, options: ForwardOptions & HeadLogProbsOptions = {}): Tensor {
+    return headTokenLogProbs(this.lmHead, this.hiddenStates(ids, options), targets, options);
+  }
+
+  /** ids i32 [B, T] → the final-normed hidden states [B, T, D] (or [B, logitsToKeep, D]) the head reads. */
+  hiddenStates(ids: Tensor, options: ForwardOptions = {}): Tensor {
     if (ids.dtype !== "i32" || ids.rank !== 2) {
       throw new GenerationError(`forward: ids must be i32 [B, T], got ${ids.dtype} [${ids.shape.join(", ")}]`);
     }
@@ -93,8 +109,7 @@ export class CausalLM {
         throw new GenerationError(`forward: logitsToKeep = ${keep} must be an integer in [1, ${T}]`);
       if (keep < T) x = narrow(x, 1, T - keep);
     }
-    x = rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
-    return this.lmHead.forward(x);
+    return rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
   }
 
   /**

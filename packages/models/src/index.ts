@@ -23,6 +23,7 @@ export { LINEAR_ATTENTION_BLOCK, LinearAttentionBlock } from "./linear-attention
 export { type BlockType, blockType, registerBlockType } from "./block-types.js";
 export { parameterShapes } from "./parameter-shapes.js";
 export { CausalLM, type ForwardOptions } from "./causal-lm.js";
+export { defaultHeadChunkRows, headTokenLogProbs, type HeadLogProbsOptions } from "./chunked-head.js";
 export type { ModelFileMap, ModelSource } from "./model-files.js";
 export { loadWeights, type LoadWeightsOptions } from "./load-weights.js";
 export { createModel, loadConfig, loadModel, type LoadModelOptions, type Model } from "./load-model.js";

@@ -1,6 +1,7 @@
 // Teacher scoring: log-probs of given continuation tokens in one forward pass per batch.
-import { Tensor, narrow, noGrad, reshape, tokenLogProbs } from "@kiln/tensor";
+import { Tensor, narrow, noGrad } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
+import { headTokenLogProbs } from "./chunked-head.js";
 import { GenerationError } from "./errors.js";
 
 export interface ScoreItem {
@@ -11,7 +12,7 @@ export interface ScoreItem {
 /**
  * log p(completion_t | prompt, completion_<t) for each item, all items in one left-padded
  * forward. Completions are right-aligned, so only the last (longest completion) positions go
- * through the vocabulary projection.
+ * through the vocabulary projection, and those in row chunks.
  */
 export function scoreCompletions(model: CausalLM, items: readonly ScoreItem[]): number[][] {
   if (items.length === 0) return [];
@@ -40,9 +41,13 @@ export function scoreCompletions(model: CausalLM, items: readonly ScoreItem[]): 
     targets.set(it.completionIds, b * C + C - n);
   });
   return noGrad(() => {
-    const logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, logitsToKeep: C + 1 });
-    const shifted = reshape(narrow(logits, 1, 0, C), [B * C, V]);
-    const lp = tokenLogProbs(shifted, new Tensor(targets, [B * C], "i32")).toFloat32Array();
+    // The head runs in row chunks (headTokenLogProbs): no [B, C, V] logits for long completions.
+    const hidden = model.hiddenStates(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, logitsToKeep: C + 1 });
+    const lp = headTokenLogProbs(
+      model.lmHead,
+      narrow(hidden, 1, 0, C),
+      new Tensor(targets, [B, C], "i32"),
+    ).toFloat32Array();
     return items.map((it, b) => Array.from(lp.subarray(b * C + C - it.completionIds.length, (b + 1) * C)));
   });
 }
