@@ -3,7 +3,7 @@
 // `config.py` save_pretrained; numerics.md §2 "Files").
 
 import { readFileBytes, readFileText } from "./atomic-file.js";
-import { type TensorData, isDtype } from "./dtypes.js";
+import { type TensorData, isDtype, toFloat32 } from "./dtypes.js";
 import { PeftError } from "./errors.js";
 import { pyFloat, pythonJsonDumps } from "./python-json.js";
 import type { RepoFileMap } from "./repo-files.js";
@@ -71,7 +71,15 @@ function validateLoraConfig(c: LoraAdapterConfig): void {
   };
   if (c.peft_type !== "LORA") bad("peft_type", `must be "LORA", got ${JSON.stringify(c.peft_type)}`);
   if (!Number.isInteger(c.r) || c.r <= 0) bad("r", `must be a positive integer, got ${JSON.stringify(c.r)}`);
-  if (typeof c.lora_alpha !== "number" || !Number.isFinite(c.lora_alpha)) bad("lora_alpha", "must be a number");
+  if (typeof c.lora_alpha !== "number" || !Number.isFinite(c.lora_alpha) || c.lora_alpha <= 0)
+    bad("lora_alpha", `must be a positive number (the scale is lora_alpha / r), got ${JSON.stringify(c.lora_alpha)}`);
+  // PEFT features that change the forward pass: ignoring them would give silently wrong outputs.
+  for (const feature of ["use_dora", "use_qalora"] as const) {
+    if ((c as Record<string, unknown>)[feature] === true)
+      bad(feature, `is true: ${feature === "use_dora" ? "DoRA" : "QA-LoRA"} adapters are not supported`);
+  }
+  if (Array.isArray((c as Record<string, unknown>).layer_replication))
+    bad("layer_replication", "is set: layer replication is not supported");
   if (typeof c.lora_dropout !== "number" || c.lora_dropout < 0 || c.lora_dropout >= 1)
     bad("lora_dropout", "must be in [0, 1)");
   if (!["none", "all", "lora_only"].includes(c.bias))
@@ -81,13 +89,34 @@ function validateLoraConfig(c: LoraAdapterConfig): void {
   if (tm !== null && typeof tm !== "string" && !(Array.isArray(tm) && tm.every((t) => typeof t === "string"))) {
     bad("target_modules", "must be a list of names, a regex string or null");
   }
+  if (typeof tm === "string" && tm !== "all-linear") compilePattern(tm, "target_modules", bad);
   for (const [field, pattern] of [
     ["rank_pattern", c.rank_pattern],
     ["alpha_pattern", c.alpha_pattern],
   ] as const) {
-    if (!pattern || typeof pattern !== "object" || Object.values(pattern).some((v) => typeof v !== "number")) {
+    if (!pattern || typeof pattern !== "object" || Array.isArray(pattern))
       bad(field, "must map module patterns to numbers");
+    for (const [key, value] of Object.entries(pattern)) {
+      compilePattern(key, `${field}.${key}`, bad);
+      const ok =
+        field === "rank_pattern"
+          ? Number.isInteger(value) && value > 0
+          : typeof value === "number" && Number.isFinite(value) && value > 0;
+      if (!ok)
+        bad(
+          `${field}.${key}`,
+          `must be a positive ${field === "rank_pattern" ? "integer" : "number"}, got ${JSON.stringify(value)}`,
+        );
     }
+  }
+}
+
+/** Compiles a PEFT pattern (a Python regex) so that a bad one is a PeftError naming the field. */
+function compilePattern(pattern: string, field: string, bad: (field: string, rule: string) => never): void {
+  try {
+    new RegExp(pattern);
+  } catch (e) {
+    bad(field, `is not a valid regular expression: ${(e as Error).message}`);
   }
 }
 
@@ -208,8 +237,36 @@ export function parsePeftAdapter(configText: string, weights: Uint8Array): PeftA
     l[k.part === "lora_A" ? "A" : "B"] = t;
     layers.set(k.module, l);
   }
-  return { config, layers: checkLayers(config, layers), other };
+  if (layers.size === 0)
+    throw new PeftError(
+      `adapter_model.safetensors holds no LoRA tensors (no "...lora_A.weight"/"...lora_B.weight" keys among ${tensors.size} tensors)`,
+    );
+  const tm = config.target_modules;
+  if (tm !== null && tm !== "all-linear") {
+    for (const module of layers.keys()) {
+      if (!matchesTargetModules(module, tm))
+        throw new PeftError(
+          `module "${module}" has LoRA weights but does not match target_modules ${JSON.stringify(tm)} in adapter_config.json`,
+        );
+    }
+  }
+  const checked = checkLayers(config, layers);
+  for (const [module, l] of checked) {
+    for (const [part, t] of [
+      ["lora_A", l.A],
+      ["lora_B", l.B],
+    ] as const) {
+      if (!isFloatDtype(t.dtype)) continue;
+      const values = toFloat32(t);
+      const i = values.findIndex((v) => !Number.isFinite(v));
+      if (i >= 0)
+        throw new PeftError(`tensor "${peftKey(module, part)}" holds a non-finite value (${values[i]}) at index ${i}`);
+    }
+  }
+  return { config, layers: checked, other };
 }
+
+const isFloatDtype = (d: string) => d === "F16" || d === "BF16" || d === "F32" || d === "F64";
 
 /** Read `dir/adapter_config.json` and `dir/adapter_model.safetensors`. Node only. */
 export async function readPeftAdapter(dir: string): Promise<PeftAdapter> {

@@ -127,6 +127,13 @@ export function parseHeader(headerBytes: Uint8Array, fileSize: number): Safetens
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     throw new SafetensorsError("InvalidHeaderDeserialization", "header must be a JSON object");
   }
+  const duplicate = firstDuplicateTopLevelKey(text);
+  if (duplicate !== null)
+    throw new SafetensorsError(
+      "DuplicateTensor",
+      "appears more than once in the header (JSON.parse would keep the last)",
+      duplicate,
+    );
   let metadata: Record<string, string> | undefined;
   const tensors: TensorEntry[] = [];
   for (const [key, value] of Object.entries(json as Record<string, unknown>)) {
@@ -208,4 +215,34 @@ export function parseHeader(headerBytes: Uint8Array, fileSize: number): Safetens
   const byName = new Map<string, TensorEntry>();
   for (const t of tensors) byName.set(t.name, t);
   return { headerSize, dataStart: N_LEN + headerSize, metadata, tensors, byName };
+}
+
+/**
+ * The first key that occurs twice at the top level of a JSON object text already known to be
+ * valid JSON, or null. JSON.parse silently keeps the last of duplicate keys, which would let a
+ * header describe one tensor twice and have the second description win.
+ */
+function firstDuplicateTopLevelKey(text: string): string | null {
+  const seen = new Set<string>();
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (seen.has(key)) return key;
+        seen.add(key);
+        expectKey = false;
+      }
+      i = j;
+    } else if (c === "{" || c === "[") {
+      depth++;
+      if (depth === 1) expectKey = true;
+    } else if (c === "}" || c === "]") depth--;
+    else if (c === "," && depth === 1) expectKey = true;
+  }
+  return null;
 }
