@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  type BrowserContext,
   type BrowserPage,
   bundleForBrowser,
   launchChromium,
@@ -18,7 +19,7 @@ import { browserOrSkip, browserRequired } from "./harness.js";
 
 interface Suite {
   environment(): Promise<Environment>;
-  init(backend: string, threads?: number): Promise<void>;
+  init(backend: string, threads?: number): Promise<string | null>;
   parity(backend: string, seed: number): Promise<ParityRow[]>;
   loraSteps(backend: string, steps: number): Promise<LoraRun>;
   caseCount: number;
@@ -37,6 +38,7 @@ const browser = browserOrSkip("browser suite (headless Chromium)");
 if (browser)
   describe("kiln in headless Chromium", () => {
     let page: BrowserPage;
+    let context: BrowserContext;
     let closeBrowser: () => Promise<void> = async () => {};
     let closeServer: () => Promise<void> = async () => {};
     const pageErrors: string[] = [];
@@ -55,7 +57,8 @@ if (browser)
       closeServer = server.close;
       const launched = await launchChromium(browser);
       closeBrowser = launched.close;
-      page = await launched.context.newPage();
+      context = launched.context;
+      page = await context.newPage();
       page.on("pageerror", (err) => pageErrors.push(String(err.message)));
       await page.goto(server.url);
       await page.waitForFunction(() => document.title === "kiln browser suite ready", undefined, { timeout: 60_000 });
@@ -68,7 +71,7 @@ if (browser)
     });
 
     it("page is cross-origin isolated and the wasm backend starts its worker threads as Web Workers", async () => {
-      await page.evaluate((threads) => kilnSuite.init("wasm", threads), 2);
+      expect(await page.evaluate((threads) => kilnSuite.init("wasm", threads), 2)).toBeNull();
       const env = await page.evaluate(() => kilnSuite.environment(), undefined);
       console.log("browser environment:", JSON.stringify(env));
       expect(env.crossOriginIsolated).toBe(true);
@@ -77,6 +80,28 @@ if (browser)
       expect(env.wasmThreads).toBe(2);
       expect(pageErrors).toEqual([]);
     });
+
+    it("without COOP/COEP: asking for 2 wasm threads names the missing isolation; the default runs on 1", async () => {
+      const plain = await serveStatic({ "/": outdir, "/model/": stories260KDir() }, { isolated: false });
+      const other = await context.newPage();
+      try {
+        await other.goto(plain.url);
+        await other.waitForFunction(() => document.title === "kiln browser suite ready", undefined, {
+          timeout: 60_000,
+        });
+        const env = await other.evaluate(() => kilnSuite.environment(), undefined);
+        expect(env.crossOriginIsolated).toBe(false);
+        const error = await other.evaluate((threads) => kilnSuite.init("wasm", threads), 2);
+        expect(error).toMatch(/threads=2 needs shared WebAssembly memory.*cross-origin isolated/);
+        expect(await other.evaluate(() => kilnSuite.init("wasm"), undefined)).toBeNull();
+        expect((await other.evaluate(() => kilnSuite.environment(), undefined)).wasmThreads).toBe(1);
+        const run = await other.evaluate(([b, n]) => kilnSuite.loraSteps(b, n), ["wasm", 2] as const);
+        expect(run.losses[1]).toBeLessThan(run.losses[0]);
+      } finally {
+        await other.close();
+        await plain.close();
+      }
+    }, 180_000);
 
     it("wasm matches js on every parity case (outputs and gradients)", async () => {
       const rows = await page.evaluate(([s]) => kilnSuite.parity("wasm", s), [seed]);
@@ -127,7 +152,7 @@ if (browser)
           const line = `browser webgpu: navigator.gpu ${env.webgpu ? "has no adapter" : "is missing"} (Chromium needs --enable-unsafe-webgpu)`;
           if (browserRequired) throw new Error(line);
         }
-        await page.evaluate(() => kilnSuite.init("webgpu"), undefined);
+        expect(await page.evaluate(() => kilnSuite.init("webgpu"), undefined)).toBeNull();
         expect((await page.evaluate(() => kilnSuite.environment(), undefined)).backends).toContain("webgpu");
       }, 120_000);
 

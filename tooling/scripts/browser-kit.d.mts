@@ -26,7 +26,7 @@ export function bundleForBrowser(options: {
 
 export function serveStatic(
   roots: Record<string, string>,
-  options?: { port?: number; host?: string },
+  options?: { port?: number; host?: string; isolated?: boolean },
 ): Promise<{ url: string; close(): Promise<void> }>;
 
 export interface BrowserPage {

@@ -89,20 +89,23 @@ const MIME = {
 /**
  * Serves `roots` (URL prefix → directory) on 127.0.0.1 with COOP/COEP, so `crossOriginIsolated` is true
  * and SharedArrayBuffer / shared WebAssembly.Memory exist (the wasm backend's threads need them).
+ * `isolated: false` leaves the headers out (to test what a page without them gets).
  */
-export async function serveStatic(roots, { port = 0, host = "127.0.0.1" } = {}) {
+export async function serveStatic(roots, { port = 0, host = "127.0.0.1", isolated = true } = {}) {
   const mounts = Object.entries(roots).sort((a, b) => b[0].length - a[0].length);
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     let pathname = decodeURIComponent(url.pathname);
     if (pathname.endsWith("/")) pathname += "index.html";
     const mount = mounts.find(([prefix]) => pathname.startsWith(prefix));
-    const headers = {
-      "Cross-Origin-Opener-Policy": "same-origin",
-      "Cross-Origin-Embedder-Policy": "require-corp",
-      "Cross-Origin-Resource-Policy": "same-origin",
-      "Cache-Control": "no-store",
-    };
+    const headers = isolated
+      ? {
+          "Cross-Origin-Opener-Policy": "same-origin",
+          "Cross-Origin-Embedder-Policy": "require-corp",
+          "Cross-Origin-Resource-Policy": "same-origin",
+          "Cache-Control": "no-store",
+        }
+      : { "Cache-Control": "no-store" };
     if (!mount) {
       res.writeHead(404, headers).end("not found");
       return;
@@ -127,7 +130,12 @@ export async function serveStatic(roots, { port = 0, host = "127.0.0.1" } = {}) 
   const address = server.address();
   return {
     url: `http://${host}:${address.port}/`,
-    close: () => new Promise((ok) => server.close(() => ok())),
+    // Idle keep-alive sockets of a still-running browser would hold close() open.
+    close: () =>
+      new Promise((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -332,8 +332,14 @@ async function environment(): Promise<Environment> {
   };
 }
 
-async function init(backend: string, threads = 2): Promise<void> {
-  await T.initBackend(backend, { threads, activate: false });
+/** Starts a backend; `threads` undefined lets the wasm backend choose. Resolves to the error text, if any. */
+async function init(backend: string, threads?: number): Promise<string | null> {
+  try {
+    await T.initBackend(backend, { threads, activate: false });
+    return null;
+  } catch (err) {
+    return String((err as Error)?.message ?? err);
+  }
 }
 
 const suite = { environment, init, parity, loraSteps, caseCount: parityCases.length };
