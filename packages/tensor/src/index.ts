@@ -14,6 +14,14 @@ export {
   type NativeBackendOptions,
 } from "./backends/native/index.js";
 export type { AutoBackendOptions, BackendChoice } from "./backends/native/auto.js";
+export {
+  disposeWebGPUBackend,
+  WEBGPU_INSTALL_HINT,
+  WebGPUUnavailableError,
+  webgpuRuntime,
+  type GpuArray,
+  type WebGPUBackendOptions,
+} from "./backends/webgpu/index.js";
 export { initBackend, type InitBackendOptions } from "./init-backend.js";
 export * from "./checkpoint.js";
 export * from "./dtype.js";

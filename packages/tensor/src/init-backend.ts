@@ -8,9 +8,10 @@ import {
 } from "./backends/native/auto.js";
 import { type NativeBackendOptions, initNativeBackend } from "./backends/native/index.js";
 import { initWasmBackend } from "./backends/wasm.js";
+import { type WebGPUBackendOptions, initWebGPUBackend } from "./backends/webgpu/index.js";
 import { BackendError } from "./errors.js";
 
-export interface InitBackendOptions extends NativeBackendOptions, AutoBackendOptions {
+export interface InitBackendOptions extends NativeBackendOptions, AutoBackendOptions, WebGPUBackendOptions {
   /** Worker threads for the wasm backend (default: min(2, cores)). */
   threads?: number;
   /** gpu.js mode for the gpujs backend (default: gpu.js picks; "cpu" forces its CPU fallback). */
@@ -31,6 +32,7 @@ const initialisers = new Map<string, Initialiser>([
   ["wasm", initWasmBackend],
   ["gpujs", initGpujsBackend],
   ["native", initNativeBackend],
+  ["webgpu", initWebGPUBackend],
 ]);
 
 /** Backends that need async setup (wasm compile, workers, GPU contexts) register an initialiser here. */

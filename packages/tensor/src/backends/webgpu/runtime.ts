@@ -63,6 +63,10 @@ export class WebGPURuntime {
   private readonly uniformBuffer: GPUBuffer;
   private pendingDispatches = 0;
   private liveBytesCount = 0;
+  /** Live allocations (arrays handed out by alloc/upload and not released). */
+  allocations = 0;
+  /** Staging buffers of uploads encoded into the pending batch; destroyed once it is submitted. */
+  private stagingThisBatch: GPUBuffer[] = [];
   private pooledBytesCount = 0;
   private peakBytesCount = 0;
   private destroyed = false;
@@ -117,7 +121,7 @@ export class WebGPURuntime {
     this.peakBytesCount = this.liveBytesCount;
   }
 
-  /** A buffer-backed array of `length` elements; contents undefined (pooled buffers are reused). */
+  /** A buffer-backed array of `length` elements, zero-filled (a reused pooled buffer is cleared in queue order). */
   alloc(dtype: GpuDType, length: number): GpuArray {
     this.checkAlive();
     const bytes = Math.max(4, Math.ceil((length * BYTES_PER_ELEMENT[dtype]) / 4) * 4);
@@ -127,8 +131,13 @@ export class WebGPURuntime {
         `webgpu: an array of ${length} ${dtype} (${bytes} bytes) exceeds the adapter's maxBufferSize (${this.info.limits.maxBufferSize})`,
       );
     let buffer = this.pool.get(cls)?.pop();
-    if (buffer) this.pooledBytesCount -= cls;
-    else buffer = this.device.createBuffer({ size: cls, usage: STORAGE_USAGE });
+    if (buffer) {
+      this.pooledBytesCount -= cls;
+      this.endPass();
+      this.getEncoder().clearBuffer(buffer, 0, bytes);
+      this.pendingDispatches++;
+    } else buffer = this.device.createBuffer({ size: cls, usage: STORAGE_USAGE });
+    this.allocations++;
     this.liveBytesCount += cls;
     if (this.liveBytesCount > this.peakBytesCount) this.peakBytesCount = this.liveBytesCount;
     return { buffer, offset: 0, length, dtype };
@@ -139,6 +148,7 @@ export class WebGPURuntime {
     if (this.destroyed) return;
     const cls = array.buffer.size;
     this.liveBytesCount -= cls;
+    this.allocations--;
     if (this.pendingDispatches > 0) this.releasedThisBatch.push(array.buffer);
     else this.toPool(array.buffer);
   }
@@ -170,12 +180,24 @@ export class WebGPURuntime {
     this.checkAlive();
     const byteOffset = array.offset * BYTES_PER_ELEMENT[array.dtype];
     if (byteOffset % 4 !== 0) throw new BackendError("webgpu: write into an array not starting on a 4-byte boundary");
-    // queue.writeBuffer runs before command buffers submitted later but after those submitted earlier.
-    if (this.pendingDispatches > 0) this.flush();
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    const padded = bytes.byteLength % 4 === 0 ? bytes : new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
-    if (padded !== bytes) padded.set(bytes);
-    this.device.queue.writeBuffer(array.buffer, byteOffset, padded);
+    const bytes = new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+    const size = Math.ceil(bytes.byteLength / 4) * 4;
+    if (size === 0) return;
+    if (this.pendingDispatches === 0) {
+      // Nothing encoded yet: queue.writeBuffer is ordered after every earlier submit.
+      const padded = bytes.byteLength === size ? bytes : new Uint8Array(size);
+      if (padded !== bytes) padded.set(bytes);
+      this.device.queue.writeBuffer(array.buffer, byteOffset, padded);
+      return;
+    }
+    // Work is encoded but not submitted: a staging copy in the same encoder keeps the order without a submit.
+    const staging = this.device.createBuffer({ size, usage: 0x4, mappedAtCreation: true }); // COPY_SRC
+    new Uint8Array(staging.getMappedRange()).set(bytes);
+    staging.unmap();
+    this.endPass();
+    this.getEncoder().copyBufferToBuffer(staging, 0, array.buffer, byteOffset, size);
+    this.pendingDispatches++;
+    this.stagingThisBatch.push(staging);
   }
 
   /** A fresh array holding a copy of `src`'s elements [start, start + length). */
@@ -189,8 +211,9 @@ export class WebGPURuntime {
     const bpe = BYTES_PER_ELEMENT[src.dtype];
     const s = (src.offset + srcStart) * bpe;
     const d = (dst.offset + dstStart) * bpe;
-    const n = length * bpe;
-    if (s % 4 || d % 4 || n % 4) throw new BackendError("webgpu: copy of a range not aligned to 4 bytes");
+    const n = Math.ceil((length * bpe) / 4) * 4;
+    if (s % 4 || d % 4 || s + n > src.buffer.size || d + n > dst.buffer.size)
+      throw new BackendError("webgpu: copy of a range not aligned to 4 bytes");
     this.endPass();
     this.getEncoder().copyBufferToBuffer(src.buffer, s, dst.buffer, d, n);
     this.pendingDispatches++;
@@ -317,7 +340,7 @@ export class WebGPURuntime {
         resource: { buffer: this.uniformBuffer, offset: slot * UNIFORM_SLOT, size: UNIFORM_SLOT },
       });
     }
-    for (const [i, resource] of buffers.entries()) entries.push({ binding: i + 1, resource });
+    for (const [i, resource] of buffers.entries()) if (resource) entries.push({ binding: i + 1, resource });
     const bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
     const pass = this.getPass();
     pass.setPipeline(pipeline);
@@ -342,6 +365,8 @@ export class WebGPURuntime {
     this.pendingDispatches = 0;
     for (const b of this.releasedThisBatch) this.toPool(b);
     this.releasedThisBatch = [];
+    for (const b of this.stagingThisBatch) b.destroy();
+    this.stagingThisBatch = [];
   }
 
   destroy(): void {

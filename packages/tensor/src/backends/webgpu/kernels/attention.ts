@@ -21,7 +21,7 @@ function tileKeys(d: number): number {
 }
 
 const HEADER = (extra: string) => /* wgsl */ `
-struct Params { batch: u32, heads: u32, kvHeads: u32, tq: u32, tk: u32, scale: f32, causal: u32, hasMask: u32, d: u32${extra} }
+struct Params { batch: u32, heads: u32, kvHeads: u32, tq: u32, tk: u32, scale: f32, causal: u32, hasMask: u32, d: u32, o1: u32, o2: u32, o3: u32, o4: u32, o5: u32, o6: u32, o7: u32, o8: u32${extra} }
 @group(0) @binding(0) var<uniform> p: Params;
 ${NEG_INF_DECL}
 `;
@@ -65,21 +65,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let qo = (bh * p.tq + min(i, p.tq - 1u)) * D;
   var q: array<f32, ${d}>;
   var acc: array<f32, ${d}>;
-  for (var c = 0u; c < D; c++) { q[c] = Q[qo + c] * p.scale; acc[c] = 0.0; }
+  for (var c = 0u; c < D; c++) { q[c] = Q[p.o1 + qo + c] * p.scale; acc[c] = 0.0; }
   var m = -3.0e38;
   var sum = 0.0;
   for (var kt = 0u; kt < end; kt += BK) {
     for (var e = l.x; e < BK * D; e += BQ) {
       let j = kt + e / D;
       var kv = 0.0; var vv = 0.0;
-      if (j < p.tk) { kv = K[kvBase + j * D + e % D]; vv = V[kvBase + j * D + e % D]; }
+      if (j < p.tk) { kv = K[p.o2 + kvBase + j * D + e % D]; vv = V[p.o3 + kvBase + j * D + e % D]; }
       Ks[e] = kv; Vs[e] = vv;
     }
     workgroupBarrier();
     for (var jj = 0u; jj < BK; jj++) {
       let j = kt + jj;
       if (!valid || j >= myEnd) { break; }
-      if (p.hasMask != 0u && maskAt(b * p.tk + j) == 0.0) { continue; }
+      if (p.hasMask != 0u && maskAt(p.o4 + b * p.tk + j) == 0.0) { continue; }
       var s = 0.0;
       for (var c = 0u; c < D; c++) { s = fma(q[c], Ks[jj * D + c], s); }
       if (s > m) {
@@ -96,13 +96,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   }
   if (!valid) { return; }
   if (sum == 0.0) {
-    for (var c = 0u; c < D; c++) { O[qo + c] = 0.0; }
-    LSE[bh * p.tq + i] = ${NEG_INF};
+    for (var c = 0u; c < D; c++) { O[p.o5 + qo + c] = 0.0; }
+    LSE[p.o6 + bh * p.tq + i] = ${NEG_INF};
     return;
   }
   let inv = 1.0 / sum;
-  for (var c = 0u; c < D; c++) { O[qo + c] = acc[c] * inv; }
-  LSE[bh * p.tq + i] = m + log(sum);
+  for (var c = 0u; c < D; c++) { O[p.o5 + qo + c] = acc[c] * inv; }
+  LSE[p.o6 + bh * p.tq + i] = m + log(sum);
 }
 `;
 }
@@ -121,10 +121,28 @@ function params(shape: AttentionShape, hasMask: boolean): [number[], string] {
   return [[batch, heads, kvHeads, tq, tk, scale, causal ? 1 : 0, hasMask ? 1 : 0, headDim], "uuuuufuuu"];
 }
 
-/** Whole arrays bound at offset 0: attention operands are per-layer activations, far below one binding. */
-function whole(rt: WebGPURuntime, a: GpuArray): GPUBufferBinding {
-  if (a.offset !== 0) throw new ShapeError("webgpu attention: operands must start at element 0 of their buffer");
-  return rt.window(a).resource;
+/**
+ * Binds each operand whole (attention operands are per-layer activations, far below one binding) and
+ * dispatches with the element offsets of the operands inside their windows appended to the params.
+ */
+function dispatchWhole(
+  rt: WebGPURuntime,
+  pipeline: GPUComputePipeline,
+  head: [number[], string],
+  arrays: GpuArray[],
+  groups: [number, number?, number?],
+  slots = 8,
+): void {
+  const windows = arrays.map((a) => rt.window(a));
+  const offsets = windows.map((w) => w.elementOffset);
+  while (offsets.length < slots) offsets.push(0);
+  rt.dispatch(
+    pipeline,
+    [...head[0], ...offsets],
+    head[1] + "i".repeat(slots),
+    windows.map((w) => w.resource),
+    groups,
+  );
 }
 
 export function gpuAttentionForward(
@@ -138,19 +156,18 @@ export function gpuAttentionForward(
   shape: AttentionShape,
 ): void {
   checkShape(shape, q, k);
-  const [vals, types] = params(shape, keyMask !== null);
-  rt.dispatch(
+  dispatchWhole(
+    rt,
     rt.pipeline(forwardSource(headBucket(shape.headDim))),
-    vals,
-    types,
-    [q, k, v, keyMask ?? rt.dummy, out, lse].map((a) => whole(rt, a)),
+    params(shape, keyMask !== null),
+    [q, k, v, keyMask ?? rt.dummy, out, lse],
     [Math.ceil(shape.tq / BQ), shape.batch * shape.heads],
   );
 }
 
 // Per query row: LD[2r] = lse, LD[2r + 1] = Σ_c dOut·out (FlashAttention-2's D).
 const PREP = /* wgsl */ `
-struct Params { rows: u32, d: u32 }
+struct Params { rows: u32, d: u32, o1: u32, o2: u32, o3: u32, o4: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> O: array<f32>;
 @group(0) @binding(2) var<storage, read> DO: array<f32>;
@@ -161,9 +178,9 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: 
   let r = gid.x + gid.y * nw.x * 64u;
   if (r >= p.rows) { return; }
   var s = 0.0;
-  for (var c = 0u; c < p.d; c++) { s = fma(DO[r * p.d + c], O[r * p.d + c], s); }
-  LD[2u * r] = LSE[r];
-  LD[2u * r + 1u] = s;
+  for (var c = 0u; c < p.d; c++) { s = fma(DO[p.o2 + r * p.d + c], O[p.o1 + r * p.d + c], s); }
+  LD[p.o4 + 2u * r] = LSE[p.o3 + r];
+  LD[p.o4 + 2u * r + 1u] = s;
 }
 `;
 
@@ -193,8 +210,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let kvBase = (b * p.kvHeads + kvh) * p.tk * D;
   let i = wg.x * BQ + l.x;
   let row = bh * p.tq + min(i, p.tq - 1u);
-  let L = LD[2u * row];
-  let Dr = LD[2u * row + 1u];
+  let L = LD[p.o5 + 2u * row];
+  let Dr = LD[p.o5 + 2u * row + 1u];
   let valid = i < p.tq && bitcast<u32>(L) != 0xff800000u;
   let shift = p.tk - p.tq;
   var end = p.tk;
@@ -207,19 +224,19 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   var q: array<f32, ${d}>;
   var dout: array<f32, ${d}>;
   var dq: array<f32, ${d}>;
-  for (var c = 0u; c < D; c++) { q[c] = Q[qo + c]; dout[c] = DO[qo + c]; dq[c] = 0.0; }
+  for (var c = 0u; c < D; c++) { q[c] = Q[p.o1 + qo + c]; dout[c] = DO[p.o6 + qo + c]; dq[c] = 0.0; }
   for (var kt = 0u; kt < end; kt += BK) {
     for (var e = l.x; e < BK * D; e += BQ) {
       let j = kt + e / D;
       var kv = 0.0; var vv = 0.0;
-      if (j < p.tk) { kv = K[kvBase + j * D + e % D]; vv = V[kvBase + j * D + e % D]; }
+      if (j < p.tk) { kv = K[p.o2 + kvBase + j * D + e % D]; vv = V[p.o3 + kvBase + j * D + e % D]; }
       Ks[e] = kv; Vs[e] = vv;
     }
     workgroupBarrier();
     for (var jj = 0u; jj < BK; jj++) {
       let j = kt + jj;
       if (!valid || j >= myEnd) { break; }
-      if (p.hasMask != 0u && maskAt(b * p.tk + j) == 0.0) { continue; }
+      if (p.hasMask != 0u && maskAt(p.o4 + b * p.tk + j) == 0.0) { continue; }
       var s = 0.0;
       var dp = 0.0;
       for (var c = 0u; c < D; c++) { s = fma(q[c], Ks[jj * D + c], s); dp = fma(dout[c], Vs[jj * D + c], dp); }
@@ -230,7 +247,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     workgroupBarrier();
   }
   if (i >= p.tq) { return; }
-  for (var c = 0u; c < D; c++) { DQ[qo + c] = dq[c]; }
+  for (var c = 0u; c < D; c++) { DQ[p.o7 + qo + c] = dq[c]; }
 }
 `;
 }
@@ -264,7 +281,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let group = p.heads / p.kvHeads;
   let j = wg.x * BKV + l.x;
   var valid = j < p.tk;
-  if (valid && p.hasMask != 0u && maskAt(b * p.tk + j) == 0.0) { valid = false; }
+  if (valid && p.hasMask != 0u && maskAt(p.o4 + b * p.tk + j) == 0.0) { valid = false; }
   let ko = (bkv * p.tk + min(j, p.tk - 1u)) * D;
   let shift = p.tk - p.tq;
   // Causal: key j is seen by queries i ≥ j − shift; the workgroup starts at its first key's bound.
@@ -276,20 +293,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   var vr: array<f32, ${d}>;
   var dk: array<f32, ${d}>;
   var dv: array<f32, ${d}>;
-  for (var c = 0u; c < D; c++) { kr[c] = K[ko + c]; vr[c] = V[ko + c]; dk[c] = 0.0; dv[c] = 0.0; }
+  for (var c = 0u; c < D; c++) { kr[c] = K[p.o2 + ko + c]; vr[c] = V[p.o3 + ko + c]; dk[c] = 0.0; dv[c] = 0.0; }
   for (var hh = 0u; hh < group; hh++) {
     let bh = b * p.heads + kvh * group + hh;
     for (var it = start; it < p.tq; it += TQ) {
       for (var e = l.x; e < TQ * D; e += BKV) {
         let i = it + e / D;
         var qv = 0.0; var dv0 = 0.0;
-        if (i < p.tq) { qv = Q[(bh * p.tq + i) * D + e % D]; dv0 = DO[(bh * p.tq + i) * D + e % D]; }
+        if (i < p.tq) { qv = Q[p.o1 + (bh * p.tq + i) * D + e % D]; dv0 = DO[p.o6 + (bh * p.tq + i) * D + e % D]; }
         Qs[e] = qv; DOs[e] = dv0;
       }
       for (var e = l.x; e < 2u * TQ; e += BKV) {
         let i = it + e / 2u;
         var x = ${NEG_INF};
-        if (i < p.tq) { x = LD[2u * (bh * p.tq + i) + e % 2u]; }
+        if (i < p.tq) { x = LD[p.o5 + 2u * (bh * p.tq + i) + e % 2u]; }
         Ls[e] = x;
       }
       workgroupBarrier();
@@ -313,7 +330,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     }
   }
   if (j >= p.tk) { return; }
-  for (var c = 0u; c < D; c++) { DK[ko + c] = dk[c]; DV[ko + c] = dv[c]; }
+  for (var c = 0u; c < D; c++) { DK[p.o7 + ko + c] = dk[c]; DV[p.o8 + ko + c] = dv[c]; }
 }
 `;
 }
@@ -336,27 +353,21 @@ export function gpuAttentionBackward(
   const { batch, heads, kvHeads, tq, tk, headDim: d } = shape;
   const rows = batch * heads * tq;
   const ld = rt.alloc("f32", 2 * rows);
-  rt.dispatch(
-    rt.pipeline(PREP),
-    [rows, d],
-    "uu",
-    [out, dOut, lse, ld].map((a) => whole(rt, a)),
-    [Math.ceil(rows / 64)],
-  );
-  const [vals, types] = params(shape, keyMask !== null);
+  dispatchWhole(rt, rt.pipeline(PREP), [[rows, d], "uu"], [out, dOut, lse, ld], [Math.ceil(rows / 64)], 4);
+  const head = params(shape, keyMask !== null);
   const mask = keyMask ?? rt.dummy;
-  rt.dispatch(
+  dispatchWhole(
+    rt,
     rt.pipeline(dqSource(headBucket(d))),
-    vals,
-    types,
-    [q, k, v, mask, ld, dOut, dq].map((a) => whole(rt, a)),
+    head,
+    [q, k, v, mask, ld, dOut, dq],
     [Math.ceil(tq / BQ), batch * heads],
   );
-  rt.dispatch(
+  dispatchWhole(
+    rt,
     rt.pipeline(dkvSource(headBucket(d))),
-    vals,
-    types,
-    [q, k, v, mask, ld, dOut, dk, dv].map((a) => whole(rt, a)),
+    head,
+    [q, k, v, mask, ld, dOut, dk, dv],
     [Math.ceil(tk / BKV), batch * kvHeads],
   );
   rt.release(ld);

@@ -22,9 +22,43 @@ export interface RowLaunch {
   maxRowsPerChunk?: number;
 }
 
-export function launchRows(rt: WebGPURuntime, pipeline: GPUComputePipeline, launch: RowLaunch): void {
+/**
+ * Operands that share a buffer (in-place calls: out = x) must share one binding — WebGPU rejects two
+ * writable bindings over the same range. Rewrites `code` so each later operand on a buffer uses the first
+ * one's array (its declaration dropped, the survivor made read_write); returns the rewritten code and, per
+ * operand, the index of the operand whose binding it uses.
+ */
+function dedupe(code: string, operands: Operand[]): [string, number[]] {
+  const declOf = (i: number) =>
+    new RegExp(`@group\\(0\\) @binding\\(${i + 1}\\) var<storage, (read|read_write)> (\\w+): array<(\\w+)>;\\n?`).exec(
+      code,
+    );
+  const decls = operands.map((_, i) => declOf(i));
+  const writes = (i: number) => decls[i]?.[1] === "read_write";
+  // Read-only bindings may overlap (the shared placeholder of absent operands); writable ones may not.
+  const owner = operands.map((op, i) => {
+    const j = operands.findIndex((o, k) => k < i && o.array.buffer === op.array.buffer && (writes(i) || writes(k)));
+    return j < 0 ? i : j;
+  });
+  let out = code;
+  for (const [i, o] of owner.entries()) {
+    if (o === i) continue;
+    const m = decls[i];
+    const k = decls[o];
+    if (!m || !k || m[3] !== k[3])
+      throw new BackendError("webgpu: in-place call of a kernel whose operands cannot share a binding");
+    out = out.replace(m[0], "");
+    out = out.replace(k[0], k[0].replace("var<storage, read>", "var<storage, read_write>"));
+    out = out.replace(new RegExp(`\\b${m[2]}\\[`, "g"), `${k[2]}[`);
+  }
+  return [out, owner];
+}
+
+export function launchRows(rt: WebGPURuntime, code: string, launch: RowLaunch): void {
   const { rows, operands } = launch;
   if (rows <= 0) return;
+  const [source, owner] = dedupe(code, operands);
+  const pipeline = rt.pipeline(source);
   const align = rt.info.limits.minStorageBufferOffsetAlignment;
   let chunk = Math.min(rows, launch.maxRowsPerChunk ?? rows);
   for (const op of operands) {
@@ -39,14 +73,33 @@ export function launchRows(rt: WebGPURuntime, pipeline: GPUComputePipeline, laun
   }
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const r1 = Math.min(rows, r0 + chunk);
-    const windows = operands.map((op) =>
-      op.perRow > 0 ? rt.window(op.array, r0 * op.perRow, r1 * op.perRow) : rt.window(op.array),
-    );
+    // Absolute element range of each operand in its buffer; shared buffers bind the union once.
+    const range = (op: Operand): [number, number] =>
+      op.perRow > 0
+        ? [op.array.offset + r0 * op.perRow, op.array.offset + r1 * op.perRow]
+        : [op.array.offset, op.array.offset + op.array.length];
+    const offsets: number[] = [];
+    const resources: GPUBufferBinding[] = [];
+    for (const [i, op] of operands.entries()) {
+      if (owner[i] !== i) continue;
+      let [lo, hi] = range(op);
+      for (const [j, other] of operands.entries())
+        if (owner[j] === i) {
+          const [l2, h2] = range(other);
+          lo = Math.min(lo, l2);
+          hi = Math.max(hi, h2);
+        }
+      const whole: GpuArray = { buffer: op.array.buffer, offset: 0, length: hi, dtype: op.array.dtype };
+      const w = rt.window(whole, lo, hi);
+      resources[i] = w.resource;
+      for (const [j, other] of operands.entries())
+        if (owner[j] === i) offsets[j] = other.array.offset + w.elementOffset;
+    }
     rt.dispatch(
       pipeline,
-      [r0, r1, ...windows.map((w) => w.elementOffset), ...launch.params],
+      [r0, r1, ...offsets, ...launch.params],
       headerTypes(operands.length) + launch.types,
-      windows.map((w) => w.resource),
+      resources,
       launch.groups(r0, r1),
     );
   }

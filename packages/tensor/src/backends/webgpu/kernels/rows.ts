@@ -78,7 +78,7 @@ export function gpuRmsNorm(
 ): void {
   const rows = x.length / dim;
   if (!Number.isInteger(rows)) throw new ShapeError(`webgpu rmsNorm: ${x.length} elements are not rows of ${dim}`);
-  launchRows(rt, rt.pipeline(RMSNORM), {
+  launchRows(rt, RMSNORM, {
     rows,
     operands: [
       { array: x, perRow: dim },
@@ -156,7 +156,7 @@ export function gpuRmsNormBackward(
 ): void {
   const rows = x.length / dim;
   const [gIn, freeG] = distinctFrom(rt, g, [dx]);
-  launchRows(rt, rt.pipeline(RMSNORM_BWD_DX), {
+  launchRows(rt, RMSNORM_BWD_DX, {
     rows,
     operands: [
       { array: x, perRow: dim },
@@ -254,7 +254,7 @@ function rope(
   // Chunks are rows of the [B][H][T] side; the permuted side is bound whole.
   const srcBthd = shape.headsLast === true && sign === 1;
   const dstBthd = shape.headsLast === true && sign === -1;
-  launchRows(rt, rt.pipeline(ROPE), {
+  launchRows(rt, ROPE, {
     rows,
     operands: [
       { array: s, perRow: srcBthd ? 0 : D },
@@ -335,7 +335,7 @@ const elementwise = (rt: WebGPURuntime) => (r0: number, r1: number) => grid1d(rt
 export function gpuSwigluForward(rt: WebGPURuntime, gate: GpuArray, up: GpuArray, out: GpuArray, sig: GpuArray): void {
   const [g, fg] = distinctFrom(rt, gate, [out, sig]);
   const [u, fu] = distinctFrom(rt, up, [out, sig]);
-  launchRows(rt, rt.pipeline(SWIGLU_FWD), {
+  launchRows(rt, SWIGLU_FWD, {
     rows: gate.length,
     operands: [g, u, out, sig].map((array) => ({ array, perRow: 1 })),
     params: [],
@@ -361,7 +361,7 @@ export function gpuSwigluBackward(
     frees.push(f);
     return c;
   });
-  launchRows(rt, rt.pipeline(SWIGLU_BWD), {
+  launchRows(rt, SWIGLU_BWD, {
     rows: gate.length,
     operands: [...reads, dGate, dUp].map((array) => ({ array, perRow: 1 })),
     params: [],
@@ -400,7 +400,7 @@ export function gpuAdamwUpdate(
   v: GpuArray,
   h: AdamWStep,
 ): void {
-  launchRows(rt, rt.pipeline(ADAMW), {
+  launchRows(rt, ADAMW, {
     rows: param.length,
     operands: [param, grad, m, v].map((array) => ({ array, perRow: 1 })),
     params: [h.beta1, h.beta2, h.eps, h.stepSize, h.bc2Sqrt, h.decay],

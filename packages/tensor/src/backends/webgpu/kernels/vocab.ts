@@ -47,7 +47,7 @@ export function gpuCrossEntropyForward(
   vocab: number,
   ignoreIndex: number,
 ): void {
-  launchRows(rt, rt.pipeline(CE_FWD), {
+  launchRows(rt, CE_FWD, {
     rows,
     operands: [
       { array: logits, perRow: vocab },
@@ -96,7 +96,7 @@ export function gpuCrossEntropyBackward(
   ignoreIndex: number,
 ): void {
   const [l, free] = distinctFrom(rt, logits, [dlogits]);
-  launchRows(rt, rt.pipeline(CE_BWD), {
+  launchRows(rt, CE_BWD, {
     rows,
     operands: [
       { array: l, perRow: vocab },
@@ -167,7 +167,7 @@ export function gpuSoftmaxRows(
     { array: scale, perRow: rowScale ? 1 : 0 },
   ];
   if (!inPlace) operands.push({ array: probs, perRow: vocab });
-  launchRows(rt, rt.pipeline(softmaxSource(inPlace)), {
+  launchRows(rt, softmaxSource(inPlace), {
     rows,
     operands,
     params: [vocab, rowScale ? 1 : 0],
@@ -250,7 +250,7 @@ export function gpuKlDivergenceRows(
   const [t, ft] = distinctFrom(rt, teacher, writes);
   // The placeholder must not alias an output either: give absent outputs their own scratch.
   const gradArr = grad ?? rt.alloc("f32", 1);
-  launchRows(rt, rt.pipeline(KL), {
+  launchRows(rt, KL, {
     rows,
     operands: [
       { array: s, perRow: vocab },
