@@ -104,6 +104,13 @@ function num(raw: Record<string, unknown>, key: string, fallback?: number): numb
   return v;
 }
 
+/** A number that must be > 0 (e.g. rms_norm_eps: a negative epsilon can make 1/sqrt(mean + eps) NaN). */
+function positiveNum(raw: Record<string, unknown>, key: string, fallback?: number): number {
+  const v = num(raw, key, fallback);
+  if (!(v > 0)) throw new ModelConfigError(`config.json: "${key}" must be positive, got ${v}`);
+  return v;
+}
+
 function posInt(raw: Record<string, unknown>, key: string, fallback?: number): number {
   const v = num(raw, key, fallback);
   if (!Number.isInteger(v) || v <= 0)
@@ -139,6 +146,8 @@ function parseRopeScaling(raw: Record<string, unknown>): { theta: number; scalin
   const params = (raw.rope_parameters ?? null) as Record<string, unknown> | null;
   const rs = (raw.rope_scaling ?? params ?? null) as Record<string, unknown> | null;
   const theta = num(raw, "rope_theta", (params?.rope_theta as number | undefined) ?? 10000);
+  // inv_freq = theta^(-2i/d): theta <= 0 gives NaN or infinite frequencies.
+  if (!(theta > 0)) throw new ModelConfigError(`config.json: "rope_theta" must be positive, got ${theta}`);
   if (rs === null || typeof rs !== "object") return { theta, scaling: { type: "default" } };
   const kind = (rs.rope_type ?? rs.type ?? "default") as string;
   if (kind === "default") return { theta, scaling: { type: "default" } };
@@ -266,7 +275,7 @@ export function parseDecoderConfig(config: Record<string, unknown>): DecoderConf
     numHeads,
     numKvHeads,
     headDim,
-    rmsNormEps: num(raw, "rms_norm_eps", 1e-6),
+    rmsNormEps: positiveNum(raw, "rms_norm_eps", 1e-6),
     ropeTheta: theta,
     ropeScaling: scaling,
     partialRotaryFactor,

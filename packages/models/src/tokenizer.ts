@@ -37,6 +37,7 @@ export class Tokenizer {
     readonly tokenizerJson: Record<string, unknown>,
     readonly tokenizerConfig: Record<string, unknown> = {},
   ) {
+    checkVocabularyIds(tokenizerJson);
     try {
       this.hf = new HfTokenizer(tokenizerJson, tokenizerConfig);
     } catch (e) {
@@ -144,4 +145,31 @@ export async function loadTokenizer(source: ModelSource): Promise<Tokenizer> {
   const jinja = await files.text("chat_template.jinja");
   // transformers ≥ 4.43 saves the template as chat_template.jinja; it wins over the config entry.
   return new Tokenizer(json, jinja === null ? config : { ...config, chat_template: jinja });
+}
+
+/**
+ * Token ids in tokenizer.json must be non-negative integers: an id stored as a string ("5") would be
+ * taken as is by the tokenizer library and come back as garbage ids. Unigram vocabularies are lists
+ * of [piece, score] (ids are positions) and are not affected.
+ */
+function checkVocabularyIds(json: Record<string, unknown>): void {
+  const isId = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0;
+  const vocab = (json.model as { vocab?: unknown } | undefined)?.vocab;
+  if (vocab && typeof vocab === "object" && !Array.isArray(vocab)) {
+    for (const [token, id] of Object.entries(vocab)) {
+      if (!isId(id))
+        throw new TokenizerError(
+          `tokenizer.json: model.vocab[${JSON.stringify(token)}] must be a non-negative integer id, got ${JSON.stringify(id)}`,
+        );
+    }
+  }
+  const added = json.added_tokens;
+  if (Array.isArray(added)) {
+    for (const t of added as { id?: unknown; content?: unknown }[]) {
+      if (!isId(t?.id))
+        throw new TokenizerError(
+          `tokenizer.json: added_tokens entry ${JSON.stringify(t?.content)} must have a non-negative integer id, got ${JSON.stringify(t?.id)}`,
+        );
+    }
+  }
 }
