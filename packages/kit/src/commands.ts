@@ -8,7 +8,7 @@ import { ProgressBar } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "./cli-main.js";
 import { mergeAdapterDirs, scaleAdapterDir } from "./artifacts.js";
-import { loadLocalModel, parseAdapterSpecs, resolvePolicy } from "./policies.js";
+import { type AdapterSpec, loadLocalModel, parseAdapterSpecs, resolvePolicy } from "./policies.js";
 
 function need(args: ParsedArgs, index: number, what: string): string {
   const v = args.positional[index];
@@ -105,6 +105,12 @@ async function runServe(args: ParsedArgs): Promise<number> {
   if (chatTemplate !== undefined && chatTemplate !== "chatml" && !existsSync(chatTemplate))
     throw new UsageError(`--chat-template: not "chatml" and no file ${chatTemplate}`);
   const backend = strFlag(args.flags, "backend", "wasm")!;
+  let adapters: AdapterSpec[];
+  try {
+    adapters = parseAdapterSpecs(strFlag(args.flags, "adapter"), strFlag(args.flags, "adapter-scale"));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   const serve = await startServe({
     dir,
     host,
@@ -115,7 +121,7 @@ async function runServe(args: ParsedArgs): Promise<number> {
     ...(maxTokensLimit !== undefined ? { maxTokensLimit } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(chatTemplate !== undefined ? { chatTemplate } : {}),
-    ...(strFlag(args.flags, "adapter") ? { adapter: strFlag(args.flags, "adapter") } : {}),
+    adapters,
     modelId: strFlag(args.flags, "model-id", dir)!,
     log: (line) => console.error(line),
     warn: (line) => console.error(`warning: ${line}`),

@@ -1,0 +1,209 @@
+// `kiln serve`: the OpenAI-compatible server of @kiln/rollout in this thread, the model in a worker
+// thread (serve-worker.ts). The split is what keeps the server responsive: a long prefill or a
+// 4k-token generation runs beside the event loop, never on it.
+import { Worker } from "node:worker_threads";
+import { loadTokenizer } from "@kiln/models";
+import {
+  createOpenAIServer,
+  type GenerateParams,
+  type Generation,
+  GenerationAbortedError,
+  type Message,
+  type OpenAIServer,
+  type Policy,
+  PolicyRequestError,
+  type TokenScores,
+  type ToolSchema,
+} from "@kiln/rollout";
+import type { AdapterSpec } from "./policies.js";
+import type {
+  ServeWorkerInfo,
+  ServeWorkerInit,
+  ServeWorkerReply,
+  ServeWorkerRequest,
+  WireParams,
+} from "./serve-worker.js";
+
+export interface ServeOptions {
+  /** Hugging Face model directory. */
+  dir: string;
+  /** PEFT adapters applied in order, each with its scale (`--adapter a,b --adapter-scale s,t`). */
+  adapters?: AdapterSpec[];
+  /** Jinja chat template file, for models whose tokenizer_config.json has none. */
+  chatTemplate?: string;
+  /** Tensor backend in the worker (default "wasm"). */
+  backend?: string;
+  modelId?: string;
+  host?: string;
+  port?: number;
+  apiKey?: string;
+  maxConcurrency?: number;
+  maxQueue?: number;
+  /** Largest max_tokens (default: min(context length, 4096)). */
+  maxTokensLimit?: number;
+  /** max_tokens of a chat request that gives none (default 256, capped by the room in the context). */
+  defaultMaxTokens?: number;
+  log?: (line: string) => void;
+  warn?: (line: string) => void;
+}
+
+export interface ServeHandle {
+  server: OpenAIServer;
+  info: ServeWorkerInfo;
+  /** Requests the worker stopped early because their client went away. */
+  cancelled(): number;
+  close(): Promise<void>;
+}
+
+/** Where the worker's code is: the built file next to this one, or the TypeScript source through tsx. */
+function workerEntry(): { url: URL; data: Record<string, unknown>; execArgv: string[] } {
+  const here = import.meta.url;
+  if (here.endsWith(".ts")) {
+    return {
+      url: new URL("./serve-worker-source.mjs", here),
+      data: { entry: new URL("./serve-worker.ts", here).href },
+      execArgv: ["--conditions=source"],
+    };
+  }
+  return { url: new URL("./serve-worker.js", here), data: {}, execArgv: [] };
+}
+
+/** A Policy whose calls run in the model worker; `signal` and `onText` cross the thread boundary. */
+class WorkerPolicy implements Policy {
+  private next = 1;
+  private readonly pending = new Map<
+    number,
+    { resolve: (v: unknown) => void; reject: (e: Error) => void; onText?: (piece: string) => void }
+  >();
+  private dead: Error | null = null;
+  cancelledCount = 0;
+
+  constructor(
+    readonly id: string,
+    private readonly worker: Worker,
+  ) {
+    worker.on("message", (m: ServeWorkerReply) => {
+      if (m.type === "ready" || m.type === "startup-error") return;
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      if (m.type === "text") {
+        p.onText?.(m.piece);
+        return;
+      }
+      this.pending.delete(m.id);
+      if (m.type === "done") p.resolve(m.result);
+      else if (m.name === "GenerationAbortedError") {
+        this.cancelledCount++;
+        p.reject(new GenerationAbortedError(m.message));
+      } else if (m.status !== undefined) p.reject(new PolicyRequestError(m.message, m.param ?? null, m.status));
+      else p.reject(new Error(`${m.name}: ${m.message}`));
+    });
+    const fail = (err: Error) => {
+      this.dead = err;
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    };
+    worker.on("error", (err) => fail(new Error(`model worker failed: ${err.message}`)));
+    worker.on("exit", (code) => fail(new Error(`model worker exited with code ${code}`)));
+  }
+
+  private call<T>(request: Record<string, unknown>, params?: GenerateParams): Promise<T> {
+    if (this.dead) return Promise.reject(this.dead);
+    if (params?.signal?.aborted) return Promise.reject(new GenerationAbortedError("aborted before it started"));
+    const id = this.next++;
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    const onAbort = () => Atomics.store(cancel, 0, 1);
+    params?.signal?.addEventListener("abort", onAbort, { once: true });
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, {
+        resolve: (v) => resolve(v as T),
+        reject,
+        ...(params?.onText ? { onText: params.onText } : {}),
+      });
+      this.worker.postMessage({ ...request, id, cancel } as ServeWorkerRequest);
+    }).finally(() => params?.signal?.removeEventListener("abort", onAbort));
+  }
+
+  generate(messages: Message[], tools?: ToolSchema[], params: GenerateParams = {}): Promise<Generation> {
+    return this.call({ kind: "chat", messages, tools, params: wireParams(params) }, params);
+  }
+
+  complete(prompt: string | number[], params: GenerateParams = {}): Promise<Generation> {
+    return this.call({ kind: "complete", prompt, params: wireParams(params) }, params);
+  }
+
+  score(messages: Message[], completion: string | number[], tools?: ToolSchema[]): Promise<TokenScores> {
+    return this.call({ kind: "score", messages, completion, tools });
+  }
+}
+
+function wireParams(params: GenerateParams): WireParams {
+  const { signal: _signal, onText: _onText, ...rest } = params;
+  return rest;
+}
+
+/** Loads the model in a worker and starts the server; resolves once both are ready. */
+export async function startServe(options: ServeOptions): Promise<ServeHandle> {
+  const entry = workerEntry();
+  const init: ServeWorkerInit = {
+    dir: options.dir,
+    ...(options.adapters?.length ? { adapters: options.adapters } : {}),
+    ...(options.chatTemplate ? { chatTemplate: options.chatTemplate } : {}),
+    backend: options.backend ?? "wasm",
+    defaultMaxTokens: options.defaultMaxTokens ?? 256,
+  };
+  const worker = new Worker(entry.url, { workerData: { ...entry.data, init }, execArgv: entry.execArgv });
+  let info: ServeWorkerInfo;
+  try {
+    info = await new Promise<ServeWorkerInfo>((resolve, reject) => {
+      const onMessage = (m: ServeWorkerReply) => {
+        if (m.type === "ready") resolve(m.info);
+        else if (m.type === "startup-error") reject(new Error(`kiln serve: cannot load ${options.dir}: ${m.message}`));
+        else return;
+        worker.off("message", onMessage);
+      };
+      worker.on("message", onMessage);
+      worker.once("error", reject);
+      worker.once("exit", (code) =>
+        reject(new Error(`kiln serve: model worker exited with code ${code} while loading`)),
+      );
+    });
+  } catch (err) {
+    await worker.terminate();
+    throw err;
+  }
+  const policy = new WorkerPolicy(options.modelId ?? options.dir, worker);
+  let server: OpenAIServer;
+  try {
+    // The server tokenizes /v1/completions string prompts itself (bounded by its prompt cap) to
+    // check them against the context before they reach the worker.
+    const tokenizer = await loadTokenizer(options.dir);
+    server = await createOpenAIServer({
+      policy,
+      tokenizer,
+      modelId: options.modelId ?? options.dir,
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 8000,
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+      maxConcurrency: options.maxConcurrency ?? 1,
+      ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
+      contextLength: info.contextLength,
+      vocabSize: info.vocabSize,
+      ...(options.maxTokensLimit !== undefined ? { maxTokensLimit: options.maxTokensLimit } : {}),
+      ...(options.log ? { log: options.log } : {}),
+      ...(options.warn ? { warn: options.warn } : {}),
+    });
+  } catch (err) {
+    await worker.terminate();
+    throw err;
+  }
+  return {
+    server,
+    info,
+    cancelled: () => policy.cancelledCount,
+    close: async () => {
+      await server.close();
+      await worker.terminate();
+    },
+  };
+}

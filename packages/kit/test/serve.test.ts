@@ -1,0 +1,165 @@
+// kiln serve end to end on a real model (stories260K, a base model without a chat template):
+// the model runs in a worker, so /health answers while a generation runs; limits come from the
+// model's config; a chat template can be given on the command line; flags are checked up front.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { convertLlama2c } from "@kiln/hub-io";
+import { stories260KPaths } from "@kiln/models";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { runCli } from "../src/index.js";
+import { type ServeHandle, startServe } from "../src/serve.js";
+
+const tmp = mkdtempSync(join(tmpdir(), "kiln-serve-"));
+const modelDir = join(tmp, "stories260K");
+let serve: ServeHandle;
+let url: string;
+
+beforeAll(async () => {
+  const paths = stories260KPaths();
+  await convertLlama2c({ checkpoint: paths.checkpoint, tokenizer: paths.tokenizer, outDir: modelDir });
+  serve = await startServe({ dir: modelDir, port: 0, backend: "js", warn: () => {} });
+  url = serve.server.url;
+});
+afterAll(async () => {
+  await serve?.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+/** The parts of an OpenAI response or error body the tests read. */
+interface Reply {
+  error: { message: string; type: string; param: string | null };
+  choices: { text: string }[];
+}
+
+async function post(path: string, body: unknown) {
+  const res = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as Reply };
+}
+
+function health(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = httpRequest(`${url}/health`, { agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(performance.now() - t0));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("kiln serve", () => {
+  it("serves a model without a chat template: completions work, chat is a clear 400", async () => {
+    expect(serve.info).toMatchObject({ contextLength: 512, vocabSize: 512, hasChatTemplate: false });
+    const models = await (await fetch(`${url}/v1/models`)).json();
+    expect(models.data[0].max_model_len).toBe(512);
+    const c = await post("/v1/completions", { prompt: "Once upon a time", max_tokens: 12, seed: 1 });
+    expect(c.status).toBe(200);
+    expect(c.json.choices[0].text.length).toBeGreaterThan(0);
+    const chat = await post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] });
+    expect(chat.status).toBe(400);
+    expect(chat.json.error).toMatchObject({ type: "invalid_request_error", param: "messages" });
+    expect(chat.json.error.message).toMatch(/no chat template.*--chat-template/);
+  });
+
+  it("enforces the context length and the vocabulary", async () => {
+    const over = await post("/v1/completions", { prompt: [1, 2, 3], max_tokens: 100_000 });
+    expect(over.status).toBe(400);
+    expect(over.json.error.param).toBe("max_tokens");
+    const room = await post("/v1/completions", { prompt: Array(500).fill(5), max_tokens: 20 });
+    expect(room.status).toBe(400);
+    expect(room.json.error.message).toMatch(/context length of 512/);
+    const oov = await post("/v1/completions", { prompt: [1, 999_999], max_tokens: 1 });
+    expect(oov.status).toBe(400);
+    expect(oov.json.error.param).toBe("prompt");
+  });
+
+  it("answers /health while a long generation runs in the worker", async () => {
+    const long = post("/v1/completions", { prompt: [1], max_tokens: 160, temperature: 1, seed: 3 });
+    const latencies: number[] = [];
+    let done = false;
+    long.finally(() => {
+      done = true;
+    });
+    while (!done) {
+      latencies.push(await health());
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect((await long).status).toBe(200);
+    expect(latencies.length).toBeGreaterThan(3);
+    expect(Math.max(...latencies)).toBeLessThan(1000);
+  });
+
+  it("stops the worker's generation when the client disconnects", async () => {
+    const ctl = new AbortController();
+    const pending = fetch(`${url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: [1], max_tokens: 500, temperature: 1, seed: 4 }),
+      signal: ctl.signal,
+    }).catch(() => null);
+    await new Promise((r) => setTimeout(r, 30));
+    ctl.abort();
+    await pending;
+    const t0 = Date.now();
+    while (serve.cancelled() === 0 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 10));
+    expect(serve.cancelled()).toBe(1);
+  });
+
+  it("--chat-template makes chat work, streamed token by token", async () => {
+    const template = join(tmp, "template.jinja");
+    writeFileSync(
+      template,
+      "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}",
+    );
+    const chatServe = await startServe({ dir: modelDir, port: 0, backend: "js", chatTemplate: template });
+    try {
+      const res = await fetch(`${chatServe.server.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          messages: [{ role: "user", content: "Tell me a story" }],
+          max_tokens: 24,
+          temperature: 0,
+          stream: true,
+        }),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      const pieces = text
+        .split("\n\n")
+        .filter((l) => l.startsWith("data: {"))
+        .map((l) => JSON.parse(l.slice(6)).choices[0]?.delta?.content)
+        .filter((c) => typeof c === "string" && c !== "");
+      expect(pieces.length).toBeGreaterThan(3);
+      const whole = await fetch(`${chatServe.server.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          messages: [{ role: "user", content: "Tell me a story" }],
+          max_tokens: 24,
+          temperature: 0,
+        }),
+      }).then((r) => r.json());
+      expect(pieces.join("")).toBe(whole.choices[0].message.content);
+    } finally {
+      await chatServe.close();
+    }
+  });
+
+  it("refuses flags that cannot work before loading anything", async () => {
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    expect(await runCli(["serve", modelDir, "--max-concurrency", "0"])).toBe(2);
+    expect(err.mock.calls.flat().join(" ")).toMatch(/--max-concurrency must be at least 1, got 0/);
+    expect(await runCli(["serve", modelDir, "--port", "70000"])).toBe(2);
+    expect(await runCli(["serve", modelDir, "--api-key="])).toBe(2);
+    expect(await runCli(["serve", modelDir, "--chat-template", join(tmp, "missing.jinja")])).toBe(2);
+    err.mockRestore();
+  });
+});
