@@ -2,7 +2,8 @@
 // divergence of TRL GKD / SDFT full_logits, and SDFT's sampled-token reverse-KL surrogate.
 import { Tensor, noGrad, record } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
-import { fmt, logitRows, maskValues } from "./inputs.js";
+import { type Logits, logitsLayout } from "./chunked-logits.js";
+import { fmt, maskValues } from "./inputs.js";
 import { type ReductionOptions, reductionWeights, weightedSum } from "./reduce.js";
 import type { LossResult, MaskLike } from "./result.js";
 import { type TokenDivergenceOptions, tokenDivergence } from "./divergence.js";
@@ -16,11 +17,11 @@ export interface DistillationOptions extends TokenDivergenceOptions, ReductionOp
  * logits already shifted, and the mask of completion tokens. Metrics: loss, divergence
  * (mean per masked token), num_tokens.
  */
-export function distillationLoss(student: Tensor, teacher: Tensor, options: DistillationOptions = {}): LossResult {
+export function distillationLoss(student: Logits, teacher: Tensor, options: DistillationOptions = {}): LossResult {
   const op = "distillationLoss";
-  const { rows } = logitRows(op, "student logits", student);
+  const { rows, lead } = logitsLayout(op, "student logits", student);
   const mask = maskValues(op, "mask", options.mask, rows);
-  const weights = reductionWeights(op, mask, student.shape.slice(0, -1), options);
+  const weights = reductionWeights(op, mask, lead, options);
   // backward(loss) sends each row exactly its weight: the forward pre-scales the gradient by it.
   let finite = true;
   for (let i = 0; i < weights.length; i++) if (!Number.isFinite(weights[i])) finite = false;

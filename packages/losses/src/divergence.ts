@@ -14,7 +14,8 @@
 // (the JSD derivative follows from ∂JSD/∂S_v = (1−β)(s_v − m_v); ours, checked by finite
 // differences). β = 0 and β = 1 are the exact forward / reverse KL, as in TRL, not the limit of
 // the mixture formula (which tends to 0 at both ends).
-import { Tensor, isGradEnabled, record } from "@kiln/tensor";
+import { Tensor, isGradEnabled, record, reshape } from "@kiln/tensor";
+import { type Logits, isChunkedLogits, logitsLayout, mapLogitChunks } from "./chunked-logits.js";
 import { LossInputError, LossOptionError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, expectedGradientRows, fmt, logitRows, maskValues } from "./inputs.js";
 import { scaleRow } from "./row-ops.js";
@@ -147,8 +148,38 @@ function topKIndices(z: Float32Array, o: number, V: number, k: number, out: Int3
  * student's rows ([...]); 0 on masked-out rows. Gradients flow to the student only (the teacher
  * is a constant, as in TRL where it runs under no_grad).
  */
-export function tokenDivergence(student: Tensor, teacher: Tensor, options: TokenDivergenceOptions = {}): Tensor {
+export function tokenDivergence(student: Logits, teacher: Tensor, options: TokenDivergenceOptions = {}): Tensor {
   const op = "tokenDivergence";
+  if (isChunkedLogits(student)) {
+    // Chunk by student rows; each chunk reads its teacher rows through teacherRows.
+    const { rows, lead } = logitsLayout(op, "student logits", student);
+    const mask = maskValues(op, "mask", options.mask, rows);
+    let map: Int32Array;
+    if (options.teacherRows) {
+      if (options.teacherRows.length !== rows)
+        throw new LossInputError(
+          `${op}: teacherRows has ${options.teacherRows.length} entries, expected one per student row (${rows})`,
+        );
+      map = Int32Array.from(options.teacherRows);
+    } else {
+      const { rows: tRows } = logitRows(op, "teacher logits", teacher);
+      if (tRows !== rows)
+        throw new LossInputError(
+          `${op}: teacher ${fmt(teacher.shape)} has ${tRows} rows, student ${fmt([...lead, student.vocab])} ${rows}; pass teacherRows to align them`,
+        );
+      map = Int32Array.from({ length: rows }, (_, r) => r);
+    }
+    const expected = expectedGradientRows(op, options.expectedGradient, rows);
+    const values = mapLogitChunks(op, student, (chunk, s, e) =>
+      tokenDivergence(chunk, teacher, {
+        ...options,
+        mask: mask.subarray(s, e),
+        teacherRows: map.subarray(s, e),
+        expectedGradient: expected ? expected.subarray(s, e) : undefined,
+      }),
+    );
+    return reshape(values, lead);
+  }
   const { mode, beta, invT } = resolve(op, options);
   const { rows, vocab: V } = logitRows(op, "student logits", student);
   const { rows: tRows, vocab: tV } = logitRows(op, "teacher logits", teacher);

@@ -6,6 +6,7 @@ import { LossInputError, LossOptionError } from "./errors.js";
 import { fmt, maskValues } from "./inputs.js";
 import type { LossResult } from "./result.js";
 import { sequenceLogProbs } from "./sequence-log-probs.js";
+import { type Logits, forEachLogitChunk, isChunkedLogits, logitsLayout } from "./chunked-logits.js";
 
 export type DpoLossType = "sigmoid" | "robust" | "hinge" | "ipo";
 
@@ -157,8 +158,11 @@ export function dpoLoss(inputs: DpoInputs, options: DpoOptions = {}): LossResult
 }
 
 export interface DpoBatch {
-  /** [2P, T, V] policy logits; rows 0..P−1 are prompt+chosen, rows P..2P−1 prompt+rejected (TRL layout). */
-  policyLogits: Tensor;
+  /**
+   * [2P, T, V] policy logits; rows 0..P−1 are prompt+chosen, rows P..2P−1 prompt+rejected (TRL layout).
+   * `ChunkedLogits` (hidden [2P, T, D] + head) keep the full logits from ever existing.
+   */
+  policyLogits: Logits;
   /** [2P, T] token ids. */
   inputIds: Tensor;
   /** [2P, T] 1 on completion tokens. */
@@ -167,7 +171,7 @@ export interface DpoBatch {
    * Reference: precomputed summed log-probs [2P] (same layout), or a function returning reference
    * logits [2P, T, V] — e.g. the same model with its adapter disabled. It runs under noGrad.
    */
-  reference: { logps: Tensor } | { logits: () => Tensor };
+  reference: { logps: Tensor } | { logits: () => Logits };
   chunkRows?: number;
 }
 
@@ -175,12 +179,14 @@ export interface DpoBatch {
 export function dpoLossFromLogits(batch: DpoBatch, options: DpoOptions = {}): LossResult {
   const op = "dpoLossFromLogits";
   const { policyLogits } = batch;
-  if (policyLogits.rank !== 3 || policyLogits.shape[0] % 2 !== 0) {
+  const layout = logitsLayout(op, "policyLogits", policyLogits);
+  const shape = [...layout.lead, layout.vocab];
+  if (shape.length !== 3 || shape[0] % 2 !== 0) {
     throw new LossInputError(
-      `${op}: policyLogits must be [2P, T, V] (chosen rows then rejected rows), got ${fmt(policyLogits.shape)}`,
+      `${op}: policyLogits must be [2P, T, V] (chosen rows then rejected rows), got ${fmt(shape)}`,
     );
   }
-  const P = policyLogits.shape[0] / 2;
+  const P = shape[0] / 2;
   const policy = sequenceLogProbs(policyLogits, batch.inputIds, batch.completionMask, { chunkRows: batch.chunkRows });
   const ref = noGrad(() => {
     if ("logps" in batch.reference) {
@@ -190,10 +196,10 @@ export function dpoLossFromLogits(batch: DpoBatch, options: DpoOptions = {}): Lo
       return r.detach();
     }
     const logits = batch.reference.logits();
-    if (logits.rank !== 3 || logits.shape[0] !== 2 * P || logits.shape[1] !== policyLogits.shape[1]) {
-      throw new LossInputError(
-        `${op}: reference logits ${fmt(logits.shape)} must match policy logits ${fmt(policyLogits.shape)}`,
-      );
+    const ref = logitsLayout(op, "reference logits", logits);
+    const refShape = [...ref.lead, ref.vocab];
+    if (refShape.length !== 3 || refShape[0] !== 2 * P || refShape[1] !== shape[1]) {
+      throw new LossInputError(`${op}: reference logits ${fmt(refShape)} must match policy logits ${fmt(shape)}`);
     }
     return sequenceLogProbs(logits, batch.inputIds, batch.completionMask, { chunkRows: batch.chunkRows }).logps;
   });
@@ -221,22 +227,29 @@ export function dpoLossFromLogits(batch: DpoBatch, options: DpoOptions = {}): Lo
   return result;
 }
 
-function meanCompletionLogits(logits: Tensor, completionMask: Tensor, P: number): [number, number] {
-  const [B, T, V] = logits.shape;
-  const mask = maskValues("dpoLossFromLogits", "completionMask", completionMask, B * T);
-  const d = logits.dataSync() as Float32Array;
+function meanCompletionLogits(logits: Logits, completionMask: Tensor, P: number): [number, number] {
+  const op = "dpoLossFromLogits";
+  const { lead, vocab: V } = logitsLayout(op, "policyLogits", logits);
+  const [B, T] = lead;
+  const mask = maskValues(op, "completionMask", completionMask, B * T);
   const sums = [0, 0];
   const counts = [0, 0];
-  for (let b = 0; b < B; b++) {
-    const half = b < P ? 0 : 1;
-    for (let t = 0; t + 1 < T; t++) {
-      if (!mask[b * T + t + 1]) continue;
-      const o = (b * T + t) * V;
+  // Rows [start, end) of the flat [B·T, V] logits, with `d` holding exactly those rows.
+  const addRows = (d: Float32Array, start: number, end: number) => {
+    for (let r = start; r < end; r++) {
+      const b = Math.floor(r / T);
+      const t = r % T;
+      if (t + 1 >= T || !mask[b * T + t + 1]) continue;
+      const half = b < P ? 0 : 1;
+      const o = (r - start) * V;
       let s = 0;
       for (let j = 0; j < V; j++) s += d[o + j];
       sums[half] += s;
       counts[half] += V;
     }
-  }
+  };
+  if (isChunkedLogits(logits))
+    forEachLogitChunk(op, logits, (chunk, s, e) => addRows(chunk.dataSync() as Float32Array, s, e));
+  else addRows(logits.dataSync() as Float32Array, 0, B * T);
   return [sums[0] / counts[0], sums[1] / counts[1]];
 }

@@ -3,6 +3,7 @@
 export { LossError, LossInputError, LossOptionError } from "./errors.js";
 export type { LossResult, MaskLike } from "./result.js";
 export { tokenLogProbs, type TokenLogProbsOptions } from "./token-log-probs.js";
+export { isChunkedLogits, type ChunkedLogits, type Logits } from "./chunked-logits.js";
 export { countTargetTokens, labelsFromMask, shiftLabels, type CountTargetsOptions } from "./labels.js";
 export { tokenAccuracy, tokenEntropy, type EntropyOptions } from "./token-stats.js";
 export { sftLoss, type SftLossOptions } from "./sft.js";

@@ -2,7 +2,8 @@
 // one, prompt and padding excluded, summed over completion tokens — numerics.md §3 DPO).
 import { type Tensor, div, reshape, sum, tensor } from "@kiln/tensor";
 import { LossInputError } from "./errors.js";
-import { fmt, indexData, logitRows, maskValues } from "./inputs.js";
+import { type Logits, isChunkedLogits, logitsLayout } from "./chunked-logits.js";
+import { fmt, indexData, maskValues } from "./inputs.js";
 import type { MaskLike } from "./result.js";
 import { tokenLogProbs } from "./token-log-probs.js";
 
@@ -24,15 +25,15 @@ export interface SequenceLogProbs {
  * Token t+1 is scored by logits[t] and counts when completionMask[t+1] is set.
  */
 export function sequenceLogProbs(
-  logits: Tensor,
+  logits: Logits,
   inputIds: Tensor,
   completionMask: MaskLike | Tensor,
   options: SequenceLogProbsOptions = {},
 ): SequenceLogProbs {
   const op = "sequenceLogProbs";
-  const { rows, vocab } = logitRows(op, "logits", logits);
-  if (logits.rank !== 3) throw new LossInputError(`${op}: logits must be [B, T, V], got ${fmt(logits.shape)}`);
-  const [B, T] = logits.shape;
+  const { rows, vocab, lead } = logitsLayout(op, "logits", logits);
+  if (lead.length !== 2) throw new LossInputError(`${op}: logits must be [B, T, V], got ${fmt([...lead, vocab])}`);
+  const [B, T] = lead;
   const ids = indexData(op, "inputIds", inputIds, rows);
   const mask = maskValues(op, "completionMask", completionMask, rows);
   const targets = new Int32Array(rows).fill(-1);
@@ -45,7 +46,8 @@ export function sequenceLogProbs(
       tokens[b]++;
     }
   }
-  const lp = tokenLogProbs(reshape(logits, [rows, vocab]), tensor(targets, [rows], "i32"), {
+  const flat = isChunkedLogits(logits) ? logits : reshape(logits, [rows, vocab]);
+  const lp = tokenLogProbs(flat, tensor(targets, [rows], "i32"), {
     ignoreIndex: -1,
     chunkRows: options.chunkRows,
   });

@@ -2,7 +2,8 @@
 // numerics.md §3 "SFT loss masking").
 import { type Tensor, mul, noGrad, reshape, sum } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
-import { fmt, logitRows } from "./inputs.js";
+import { type Logits, isChunkedLogits, logitsLayout } from "./chunked-logits.js";
+import { fmt } from "./inputs.js";
 import { shiftLabels } from "./labels.js";
 import type { LossResult } from "./result.js";
 import { tokenLogProbs } from "./token-log-probs.js";
@@ -37,13 +38,13 @@ export interface SftLossOptions {
  * (i32, `ignoreIndex` where no loss applies). Metrics: `loss`, `num_tokens`,
  * `mean_token_accuracy`, and `entropy` when asked.
  */
-export function sftLoss(logits: Tensor, labels: Tensor, options: SftLossOptions = {}): LossResult {
+export function sftLoss(logits: Logits, labels: Tensor, options: SftLossOptions = {}): LossResult {
   const op = "sftLoss";
   const ignoreIndex = options.ignoreIndex ?? -100;
-  const { rows, vocab } = logitRows(op, "logits", logits);
+  const { rows, vocab, lead } = logitsLayout(op, "logits", logits);
   if (labels.size !== rows || labels.dtype !== "i32") {
     throw new LossInputError(
-      `${op}: labels ${labels.dtype} ${fmt(labels.shape)} must be i32 with one label per logits row (${fmt(logits.shape)})`,
+      `${op}: labels ${labels.dtype} ${fmt(labels.shape)} must be i32 with one label per logits row (${fmt([...lead, vocab])})`,
     );
   }
   const targets = (options.shift ?? true) ? shiftLabels(labels, ignoreIndex) : labels;
@@ -63,7 +64,7 @@ export function sftLoss(logits: Tensor, labels: Tensor, options: SftLossOptions 
     // torch: mean over zero targets is 0/0 = NaN; transformers guards nothing either.
     denom = reduction === "sum" ? 1 : count;
   }
-  const flatLogits = reshape(logits, [rows, vocab]);
+  const flatLogits = isChunkedLogits(logits) ? logits : reshape(logits, [rows, vocab]);
   const flatTargets = reshape(targets, [rows]);
   // backward(loss) sends fround(−1/denom) to every row: the forward pre-scales the softmax by it.
   const logps = tokenLogProbs(flatLogits, flatTargets, {

@@ -3,7 +3,8 @@
 // place and hands over as the logits' gradient; otherwise it keeps only each row's logsumexp.
 // No [N × V] log-softmax tensor is ever held, so peak memory beyond the logits is one
 // [N × V] buffer (PyTorch holds the log-softmax and the gradient).
-import { Tensor, isGradEnabled, kernel, record } from "@kiln/tensor";
+import { Tensor, isGradEnabled, kernel, narrow, record, reshape } from "@kiln/tensor";
+import { type Logits, isChunkedLogits, logitsLayout, mapLogitChunks } from "./chunked-logits.js";
 import { LossInputError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, expectedGradientRows, indexData, logitRows } from "./inputs.js";
 import { scaleRow } from "./row-ops.js";
@@ -24,11 +25,26 @@ export interface TokenLogProbsOptions {
 
 /**
  * log softmax(logits)[target] for every row of `logits` [..., V] with `targets` [...] (i32),
- * shaped like `targets`; 0 where the target is `ignoreIndex`.
+ * shaped like `targets`; 0 where the target is `ignoreIndex`. `logits` may be `ChunkedLogits`
+ * (hidden states + head): then no more than one chunk of logits ever exists.
  */
-export function tokenLogProbs(logits: Tensor, targets: Tensor, options: TokenLogProbsOptions = {}): Tensor {
+export function tokenLogProbs(logits: Logits, targets: Tensor, options: TokenLogProbsOptions = {}): Tensor {
   const op = "tokenLogProbs";
   const ignoreIndex = options.ignoreIndex ?? -100;
+  if (isChunkedLogits(logits)) {
+    const { rows } = logitsLayout(op, "logits", logits);
+    indexData(op, "targets", targets, rows);
+    const expected = expectedGradientRows(op, options.expectedGradient, rows);
+    const flatTargets = reshape(targets, [rows]);
+    const values = mapLogitChunks(op, logits, (chunk, s, e) =>
+      tokenLogProbs(chunk, narrow(flatTargets, 0, s, e), {
+        ignoreIndex,
+        chunkRows: options.chunkRows,
+        expectedGradient: expected ? expected.subarray(s, e) : undefined,
+      }),
+    );
+    return reshape(values, targets.shape);
+  }
   const { rows, vocab } = logitRows(op, "logits", logits);
   const td = indexData(op, "targets", targets, rows);
   for (let i = 0; i < rows; i++) {

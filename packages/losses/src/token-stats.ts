@@ -1,6 +1,7 @@
 // Logged health signals over logits (no gradient): per-token entropy of the policy and
 // argmax accuracy. One streaming pass per row, no [N × V] temporaries.
-import type { Tensor } from "@kiln/tensor";
+import { type Tensor, narrow, reshape } from "@kiln/tensor";
+import { type Logits, forEachLogitChunk, isChunkedLogits, logitsLayout } from "./chunked-logits.js";
 import { LossInputError, LossOptionError } from "./errors.js";
 import { indexData, logitRows, maskValues } from "./inputs.js";
 import type { MaskLike } from "./result.js";
@@ -16,8 +17,25 @@ export interface EntropyOptions {
  * Entropy H = logsumexp(z) − Σ softmax(z)·z per row of `logits` [..., V] (TRL's `entropy`
  * metric, averaged over masked tokens). Returns per-row values and their masked mean.
  */
-export function tokenEntropy(logits: Tensor, options: EntropyOptions = {}): { perToken: Float32Array; mean: number } {
+export function tokenEntropy(logits: Logits, options: EntropyOptions = {}): { perToken: Float32Array; mean: number } {
   const op = "tokenEntropy";
+  if (isChunkedLogits(logits)) {
+    const { rows } = logitsLayout(op, "logits", logits);
+    const mask = maskValues(op, "mask", options.mask, rows);
+    const perToken = new Float32Array(rows);
+    let total = 0;
+    let count = 0;
+    forEachLogitChunk(op, logits, (chunk, s, e) => {
+      const part = tokenEntropy(chunk, { ...options, mask: mask.subarray(s, e) }).perToken;
+      perToken.set(part, s);
+      for (let i = s; i < e; i++) {
+        if (!mask[i]) continue;
+        total += perToken[i];
+        count++;
+      }
+    });
+    return { perToken, mean: count > 0 ? total / count : Number.NaN };
+  }
   const { rows, vocab } = logitRows(op, "logits", logits);
   const mask = maskValues(op, "mask", options.mask, rows);
   const temperature = options.temperature ?? 1;
@@ -56,11 +74,24 @@ export function tokenEntropy(logits: Tensor, options: EntropyOptions = {}): { pe
  * id like torch.argmax). `targets` must already be aligned with the logits rows (shifted).
  */
 export function tokenAccuracy(
-  logits: Tensor,
+  logits: Logits,
   targets: Tensor,
   ignoreIndex = -100,
 ): { correct: number; total: number; accuracy: number } {
   const op = "tokenAccuracy";
+  if (isChunkedLogits(logits)) {
+    const { rows } = logitsLayout(op, "logits", logits);
+    indexData(op, "targets", targets, rows);
+    const flat = reshape(targets, [rows]);
+    let correct = 0;
+    let total = 0;
+    forEachLogitChunk(op, logits, (chunk, s, e) => {
+      const part = tokenAccuracy(chunk, narrow(flat, 0, s, e), ignoreIndex);
+      correct += part.correct;
+      total += part.total;
+    });
+    return { correct, total, accuracy: total > 0 ? correct / total : Number.NaN };
+  }
   const { rows, vocab } = logitRows(op, "logits", logits);
   const td = indexData(op, "targets", targets, rows);
   const ld = logits.dataSync() as Float32Array;
