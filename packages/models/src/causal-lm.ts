@@ -79,6 +79,23 @@ export class CausalLM {
     return headTokenLogProbs(this.lmHead, this.hiddenStates(ids, options), targets, options);
   }
 
+  /**
+   * The logits as hidden states plus the head, for losses that project a few rows at a time
+   * (@kiln/losses `ChunkedLogits`: every loss there accepts this instead of a [B, T, V] tensor).
+   */
+  chunkedLogits(
+    ids: Tensor,
+    options: ForwardOptions & { chunkRows?: number } = {},
+  ): { hidden: Tensor; vocab: number; project: (rows: Tensor) => Tensor; chunkRows?: number } {
+    const hidden = this.hiddenStates(ids, options);
+    return {
+      hidden,
+      vocab: this.lmHead.outFeatures,
+      project: (rows) => this.lmHead.forward(rows),
+      chunkRows: options.chunkRows,
+    };
+  }
+
   /** ids i32 [B, T] → the final-normed hidden states [B, T, D] (or [B, logitsToKeep, D]) the head reads. */
   hiddenStates(ids: Tensor, options: ForwardOptions = {}): Tensor {
     if (ids.dtype !== "i32" || ids.rank !== 2) {

@@ -55,6 +55,16 @@ describe("headTokenLogProbs", () => {
     });
   }
 
+  it("chunkedLogits projects rows to exactly the forward's logits", async () => {
+    const model = await loadModel(tinyDir("qwen3"));
+    const ids = new Tensor(Int32Array.from([4, 8, 15, 16, 23, 42]), [2, 3], "i32");
+    const full = noGrad(() => model.forward(ids)).toFloat32Array();
+    const c = noGrad(() => model.chunkedLogits(ids, { chunkRows: 2 }));
+    expect(c.vocab).toBe(model.config.vocabSize);
+    const rows = noGrad(() => c.project(reshape(c.hidden, [6, model.config.hiddenSize]))).toFloat32Array();
+    expect(maxAbsDiff(rows, full)).toBe(0);
+  });
+
   it("rejects mismatched targets by name", async () => {
     const model = await loadModel(tinyDir("qwen3"));
     const h = noGrad(() => model.hiddenStates(new Tensor(Int32Array.from([1, 2, 3]), [1, 3], "i32")));
