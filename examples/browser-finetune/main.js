@@ -68,11 +68,21 @@ async function availableBackends() {
   });
   if (navigator.gpu) {
     const adapter = await navigator.gpu.requestAdapter().catch(() => null);
-    if (adapter)
-      options.push({
-        value: "webgpu",
-        label: `webgpu (${adapter.info?.description || adapter.info?.architecture || adapter.info?.vendor || "adapter"})`,
-      });
+    const name = adapter?.info?.description || adapter?.info?.architecture || adapter?.info?.vendor || "adapter";
+    // Start it now (without activating it) so the menu only offers what works here.
+    const failure = adapter
+      ? await T.initBackend("webgpu", { activate: false }).then(
+          () => null,
+          (err) => String(err?.message ?? err),
+        )
+      : "no WebGPU adapter";
+    options.push({
+      value: "webgpu",
+      label: failure ? `webgpu: unavailable (${failure})` : `webgpu (${name})`,
+      disabled: Boolean(failure),
+    });
+  } else {
+    options.push({ value: "webgpu", label: "webgpu: this browser has no navigator.gpu", disabled: true });
   }
   options.push({ value: "js", label: "js (reference)" });
   return options;
@@ -212,7 +222,11 @@ async function run(files) {
 
 async function main() {
   const files = await fetchModelFiles();
-  for (const { value, label } of await availableBackends()) ui.backend.add(new Option(label, value));
+  for (const { value, label, disabled } of await availableBackends()) {
+    const option = new Option(label.length > 90 ? `${label.slice(0, 87)}…` : label, value);
+    option.disabled = Boolean(disabled);
+    ui.backend.add(option);
+  }
   ui.start.textContent = "start fine-tuning";
   ui.start.disabled = false;
   drawCurve([], Number(ui.steps.value) || 40);
