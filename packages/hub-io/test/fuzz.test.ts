@@ -2,11 +2,15 @@ import { describe, expect, it } from "vitest";
 import { SafetensorsError, SafetensorsFile, parseSafetensors, toFloat32 } from "../src/index.js";
 import { fuzzInput, rng } from "./fuzz-inputs.js";
 
-describe("safetensors fuzz (CI size; bench/fuzz.ts runs ≥ 100,000)", () => {
+// At least 3,000 inputs; KILN_FUZZ_SECONDS=N keeps going for N seconds (bench/fuzz.ts runs ≥ 100,000).
+const fuzzSeconds = Number(process.env.KILN_FUZZ_SECONDS ?? 0);
+
+describe("safetensors fuzz (CI size; KILN_FUZZ_SECONDS or bench/fuzz.ts for longer runs)", () => {
   it("every random or mutated input parses or throws SafetensorsError, and reads stay within the input", async () => {
     const r = rng(4);
     const outcomes = { ok: 0, rejected: new Map<string, number>() };
-    for (let i = 0; i < 3000; i++) {
+    const t0 = performance.now();
+    for (let i = 0; i < 3000 || performance.now() - t0 < fuzzSeconds * 1000; i++) {
       const input = fuzzInput(r);
       try {
         const { tensors } = parseSafetensors(input);
