@@ -6,6 +6,7 @@ import type { Message } from "@kiln/rollout";
 import type { ChatTemplate, RenderOptions } from "./chat-template.js";
 import { ChatTemplateError } from "./errors.js";
 import type { Tokenizer } from "./tokenizer.js";
+import { type TruncationSide, truncateTokens } from "./truncation.js";
 
 export interface TrainingRender {
   text: string;
@@ -14,6 +15,8 @@ export interface TrainingRender {
   assistantMask: Uint8Array;
   /** Character spans [start, end) of the assistant turns in `text`. */
   spans: [number, number][];
+  /** Tokens dropped by `maxLength` (ids and mask are cut together; text and spans stay whole). */
+  truncatedTokens: number;
 }
 
 /**
@@ -93,8 +96,11 @@ export function renderForTraining(
   tokenizer: Tokenizer,
   template: ChatTemplate,
   messages: readonly Message[],
-  options: RenderOptions & { endOfTurn?: string } = {},
+  options: RenderOptions & { endOfTurn?: string; maxLength?: number; truncationSide?: TruncationSide } = {},
 ): TrainingRender {
+  const { maxLength } = options;
+  if (maxLength !== undefined && !(Number.isInteger(maxLength) && maxLength >= 1))
+    throw new ChatTemplateError(`renderForTraining: maxLength must be a positive integer, got ${maxLength}`);
   const endOfTurn = options.endOfTurn ?? tokenizer.eosToken;
   if (!endOfTurn) throw new ChatTemplateError("assistant mask: the tokenizer has no eos_token; pass endOfTurn");
   const { text, spans } = assistantSpans(template, messages, endOfTurn, options);
@@ -111,5 +117,11 @@ export function renderForTraining(
     const last = tokenIndexAt(tokenizer, ids, e);
     assistantMask.fill(1, first, last);
   }
-  return { text, ids, assistantMask, spans };
+  if (options.maxLength !== undefined && ids.length > options.maxLength) {
+    const side = options.truncationSide ?? "right";
+    const keptIds = truncateTokens(ids, options.maxLength, side);
+    const keptMask = Uint8Array.from(truncateTokens([...assistantMask], options.maxLength, side));
+    return { text, ids: keptIds, assistantMask: keptMask, spans, truncatedTokens: ids.length - keptIds.length };
+  }
+  return { text, ids, assistantMask, spans, truncatedTokens: 0 };
 }

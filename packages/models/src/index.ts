@@ -31,6 +31,12 @@ export type { RandomInitOptions } from "./random-init.js";
 export { Tokenizer, loadTokenizer, type DecodeOptions, type EncodeOptions } from "./tokenizer.js";
 export { ChatTemplate, type RenderOptions } from "./chat-template.js";
 export { assistantSpans, renderForTraining, type TrainingRender } from "./assistant-mask.js";
+export {
+  truncatePromptCompletion,
+  truncateTokens,
+  type PromptCompletionLimits,
+  type TruncationSide,
+} from "./truncation.js";
 export * from "./sampling.js";
 export { generate, type GenerateOptions, type GenerationOutput, type TokenAlternative } from "./generate.js";
 export { scoreCompletions, type ScoreItem } from "./score.js";
