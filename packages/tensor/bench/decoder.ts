@@ -28,17 +28,40 @@ function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.e
 
 export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<void> {
   const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
-  const kiln = (args: string[]) => runJson(tsx, ["--conditions=source", join(here, "decoder-run.ts"), ...args]);
+  const rounds = Number(process.argv.find((a) => a.startsWith("--rounds="))?.slice(9) ?? 3);
+  const kiln = (args: string[]) => () => runJson(tsx, ["--conditions=source", join(here, "decoder-run.ts"), ...args]);
   // The peer at full speed, 1 thread (tooling/src/peer.ts); kiln-native on 1 thread is the like-for-like row.
-  const torch = runJson("/usr/bin/python3", [join(here, "decoder_torch.py"), String(reps)], peerEnv(1));
-  const peerNote = `peer: ${torchNote(1)}`;
-  const configs: [string, DecoderSample | null][] = [
+  const torchRun = () => runJson("/usr/bin/python3", [join(here, "decoder_torch.py"), String(reps)], peerEnv(1));
+  const peerNote = `peer: ${torchNote(1)}; median of ${rounds} interleaved rounds`;
+  const runners: [string, () => DecoderSample | null][] = [
     ["native 1 thread", kiln(["native", "1", String(reps), "0", "1"])],
     ["native 2 threads", kiln(["native", "2", String(reps), "0", "1"])],
     ["wasm 2 threads relaxed-SIMD", kiln(["wasm", "2", String(reps), "0", "1"])],
     ["wasm 2 threads relaxed-SIMD, checkpointed layers", kiln(["wasm", "2", String(reps), "1", "1"])],
     ["wasm 1 thread", kiln(["wasm", "1", String(reps), "0", "0"])],
   ];
+  // Rounds interleave every configuration and the peer, so a busy machine slows all of them alike.
+  const samples = new Map<string, DecoderSample[]>();
+  const add = (name: string, s: DecoderSample | null) => {
+    if (s) samples.set(name, [...(samples.get(name) ?? []), s]);
+  };
+  for (let r = 0; r < rounds; r++) {
+    add("torch", torchRun());
+    for (const [name, run] of runners) add(name, run());
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const combine = (list: DecoderSample[] | undefined): DecoderSample | null =>
+    list?.length
+      ? {
+          fwd_bwd_ms: med(list.map((s) => s.fwd_bwd_ms)),
+          step_ms: med(list.map((s) => s.step_ms)),
+          tokens: list[0].tokens,
+          peak_rss_mib: list[0].peak_rss_mib === null ? null : med(list.map((s) => s.peak_rss_mib as number)),
+          blas: list[0].blas,
+        }
+      : null;
+  const torch = combine(samples.get("torch"));
+  const configs: [string, DecoderSample | null][] = runners.map(([name]) => [name, combine(samples.get(name))]);
   const tps = (s: DecoderSample | null, key: "fwd_bwd_ms" | "step_ms") => (s ? (s.tokens / s[key]) * 1000 : null);
   const rowNote = (s: DecoderSample | null) => (s?.blas ? `kiln-native: ${s.blas}; ${peerNote}` : peerNote);
   for (const [name, s] of configs) {
