@@ -30,10 +30,10 @@ describe("kiln demo", () => {
     ]) {
       expect(existsSync(join(dir, f)), f).toBe(true);
     }
-    expect(existsSync(join(dir, "checkpoints", "step-25", "adapter_model.safetensors"))).toBe(true);
-    expect(existsSync(join(dir, "checkpoints", "step-25", "adapter_config.json"))).toBe(true);
+    expect(existsSync(join(dir, "checkpoints", "sft", "step-25", "adapter_model.safetensors"))).toBe(true);
+    expect(existsSync(join(dir, "checkpoints", "sft", "step-25", "adapter_config.json"))).toBe(true);
     const metrics = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n");
-    expect(metrics.filter((l) => l.includes('"phase":"sft"')).length).toBe(25);
+    expect(metrics.filter((l) => l.includes('"stage":"sft"') && !l.includes('"eval"')).length).toBe(25);
     expect((await verifyManifest(dir)).ok).toBe(true);
     expect(lines.join("\n")).toMatch(/questworld Core-3/);
   });

@@ -374,11 +374,14 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   const adapterDir = run.file("adapter");
   await saveAdapter(scaled, adapterDir);
   const report = mergeAdapter(scaled, { scale: 1, dtype: config.mergeDtype, keepOriginal: false });
-  run.logMetrics({
-    stage: "merge",
-    scale: config.scale,
-    mean_bf16_delta_loss: report.meanBf16DeltaLoss,
-    max_bf16_delta_loss: report.maxBf16DeltaLoss,
+  await run.stage("merge", async () => {
+    run.logMetrics({
+      stage: "merge",
+      scale: config.scale,
+      mean_bf16_delta_loss: report.meanBf16DeltaLoss,
+      max_bf16_delta_loss: report.maxBf16DeltaLoss,
+    });
+    return null;
   });
   log(
     `[kiln arp] merged W₀ + ${config.scale}·ΣΔ in ${config.mergeDtype} (rank ${scaled.config.r} adapter in adapter/)`,

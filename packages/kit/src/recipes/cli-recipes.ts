@@ -77,7 +77,12 @@ export function assertSameTokenizer(student: Tokenizer, teacher: Tokenizer, labe
 
 /** The effective configuration: preset, then --config file, then --set fields, then --seed. */
 export function effectiveConfig(command: "arp" | "opd" | "oel", flags: ParsedArgs["flags"]): RecipeConfig {
-  const config = presetConfig(command, strFlag(flags, "preset", "tiny")!);
+  let config: RecipeConfig;
+  try {
+    config = presetConfig(command, strFlag(flags, "preset", "tiny")!);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   const file = strFlag(flags, "config");
   if (file) {
     let overlay: unknown;

@@ -339,7 +339,10 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
   });
   await saveAdapter(adapter, run.file("adapter"));
   const report = mergeAdapter(adapter, { scale: config.scale, dtype: "f32", keepOriginal: false });
-  run.logMetrics({ stage: "merge", scale: config.scale, mean_bf16_delta_loss: report.meanBf16DeltaLoss });
+  await run.stage("merge", async () => {
+    run.logMetrics({ stage: "merge", scale: config.scale, mean_bf16_delta_loss: report.meanBf16DeltaLoss });
+    return null;
+  });
 
   const after = await evaluate("consolidated");
   const modelDir = run.file("model");

@@ -21,8 +21,8 @@ export interface StageTrainSettings {
   gradAccum: number;
   maxLength: number;
   epochs: number;
-  /** Overrides epochs when set. */
-  maxSteps?: number;
+  /** Overrides epochs when set (null: run the epochs). */
+  maxSteps: number | null;
   schedule: ScheduleKind;
   warmupRatio: number;
   weightDecay: number;
@@ -65,7 +65,14 @@ export interface ArpConfig {
 const SEED_LORA: LoraSettings = { r: 16, alpha: 32, dropout: 0.05, targetModules: "all-linear", useRslora: false };
 
 /** Shared by the seed ARP stages: cosine, warmup 0.03, one epoch. */
-const SEED_SCHEDULE = { schedule: "cosine" as const, warmupRatio: 0.03, epochs: 1, weightDecay: 0, maxGradNorm: 1 };
+const SEED_SCHEDULE = {
+  schedule: "cosine" as const,
+  warmupRatio: 0.03,
+  epochs: 1,
+  maxSteps: null,
+  weightDecay: 0,
+  maxGradNorm: 1,
+};
 
 const SEED_DPO = {
   ...SEED_SCHEDULE,
@@ -108,6 +115,7 @@ export function arpTinyConfig(): ArpConfig {
     schedule: "cosine" as const,
     warmupRatio: 0.1,
     epochs: 2,
+    maxSteps: null,
     weightDecay: 0,
     maxGradNorm: 1,
     lr: 2e-3,
@@ -180,6 +188,7 @@ export function opdSeedConfig(): OpdConfig {
       gradAccum: 4,
       maxLength: 4096,
       epochs: 1,
+      maxSteps: null,
       schedule: "constant",
       warmupRatio: 0,
       weightDecay: 0,
@@ -230,6 +239,7 @@ export function oelSeedConfig(): OelConfig {
       gradAccum: 1,
       maxLength: 4096,
       epochs: 1,
+      maxSteps: null,
       schedule: "cosine",
       warmupRatio: 0.03,
       weightDecay: 0,
@@ -308,7 +318,16 @@ export function setConfigValue(config: object, path: string, raw: string): void 
   const last = keys[keys.length - 1];
   if (!(last in node)) throw new RecipeError(`config has no field "${path}"`);
   const current = node[last];
-  if (typeof current === "number") {
+  if (current === null) {
+    // An optional number left unset (e.g. maxSteps): a number, or "null" to unset it again.
+    if (raw === "null") node[last] = null;
+    else {
+      const n = Number(raw);
+      if (raw.trim() === "" || !Number.isFinite(n))
+        throw new RecipeError(`${path} needs a number or null, got "${raw}"`);
+      node[last] = n;
+    }
+  } else if (typeof current === "number") {
     const n = Number(raw);
     if (raw.trim() === "" || !Number.isFinite(n)) throw new RecipeError(`${path} needs a number, got "${raw}"`);
     node[last] = n;

@@ -52,7 +52,8 @@ export interface TrainConfig {
   gradAccum?: number;
   /** Passes over the data (default 1); ignored when maxSteps is set. */
   epochs?: number;
-  maxSteps?: number;
+  /** Optimizer steps; overrides epochs (null or absent: run the epochs). */
+  maxSteps?: number | null;
   /** Seeded shuffle of each epoch (default true). */
   shuffle?: boolean;
   /** Seed of the shuffle (default 42). */
@@ -124,7 +125,7 @@ export interface TrainResult {
 
 /** Optimizer steps a configuration runs over `n` examples. */
 export function plannedSteps(n: number, config: TrainConfig): number {
-  if (config.maxSteps !== undefined) return config.maxSteps;
+  if (config.maxSteps != null) return config.maxSteps;
   const perStep = (config.microBatchSize ?? 1) * (config.gradAccum ?? 1);
   return Math.ceil(((config.epochs ?? 1) * n) / perStep);
 }
@@ -164,7 +165,7 @@ function validate(config: TrainConfig, n: number): void {
   };
   positiveInt(config.microBatchSize, "microBatchSize");
   positiveInt(config.gradAccum, "gradAccum");
-  positiveInt(config.maxSteps, "maxSteps");
+  positiveInt(config.maxSteps ?? undefined, "maxSteps");
   if (!(config.lr >= 0)) throw new TrainerError(`lr must be ≥ 0, got ${config.lr}`);
   if (config.epochs !== undefined && !(config.epochs > 0))
     throw new TrainerError(`epochs must be > 0, got ${config.epochs}`);
@@ -212,7 +213,7 @@ export async function train<E>(options: TrainOptions<E>): Promise<TrainResult> {
   const micro = config.microBatchSize ?? 1;
   const accum = config.gradAccum ?? 1;
   const seed = config.seed ?? 42;
-  const limit = config.maxSteps !== undefined ? Number.POSITIVE_INFINITY : (config.epochs ?? 1) * data.length;
+  const limit = config.maxSteps != null ? Number.POSITIVE_INFINITY : (config.epochs ?? 1) * data.length;
   const params = adapter.parameters();
   const optimizer = new AdamW(params, {
     lr: config.lr,

@@ -33,7 +33,7 @@ describe("ARP data: SFT set, diagnoser, turn-local pairs", () => {
     repeat.turns[2].message = structuredClone(repeat.turns[0].message);
     expect(diagnoseTurn(repeat, 2)).toEqual(["repeat"]);
     expect(diagnoseTurn(withReply(t, 1, "word ".repeat(30)), 1, { maxChars: 100 })).toEqual(["length"]);
-    expect(diagnoseTurn(withReply(t, 1, "<tool_call>{oops</tool_call>", true), 1)).toEqual(["invalid_tool_call"]);
+    expect(diagnoseTurn(withReply(t, 1, "<tool_call>{oops</tool_call>", true), 1)).toEqual(["invalid"]);
   });
 
   it("pairs a failing turn with the reference reply at the same state, else a repaired one", async () => {
@@ -41,7 +41,7 @@ describe("ARP data: SFT set, diagnoser, turn-local pairs", () => {
     const bad = withReply(refs[0], 0, "<tool_call>{oops</tool_call>", true);
     const long = withReply(refs[1], 0, `${"let me think ".repeat(10)}`);
     const res = turnLocalPairs([bad, long], refs, { maxChars: 40 });
-    expect(res.diagnosed.map((d) => d.modes)).toEqual([["invalid_tool_call"], ["length"]]);
+    expect(res.diagnosed.map((d) => d.modes)).toEqual([["invalid"], ["length"]]);
     expect(res.pairs.length).toBe(2);
     // Reference first: the expert's own turn-0 reply answers exactly this prompt.
     expect(res.pairs[0].source.chosenFrom).toBe("reference");

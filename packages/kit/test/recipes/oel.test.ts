@@ -7,7 +7,8 @@ import { runEpisodes } from "@kiln/rollout";
 import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdamW, backward } from "@kiln/tensor";
-import { type OelTask, consolidationLoss, consolidationSamples, runOel } from "../../src/recipes/oel.js";
+import { type OelTask, consolidationLoss, consolidationSamples, passHatKEval, runOel } from "../../src/recipes/oel.js";
+import { oelSeedConfig, oelTinyConfig } from "../../src/recipes/presets.js";
 import { makeEnv, setup, tmpRoot } from "./helpers.js";
 
 const root = tmpRoot();
@@ -70,18 +71,43 @@ describe("OEL on a tiny random Qwen3", () => {
     expect(losses[9]).toBeLessThan(losses[0] * 0.7);
   });
 
+  it("pass^k trials of one task replay the same game (same seed), greedy in runOel's evaluation", async () => {
+    const { model, tokenizer, template } = setup(23, 0.5);
+    const policy = new LocalPolicy({ model, tokenizer, chatTemplate: template, defaults: { maxTokens: 6 } });
+    const r = await passHatKEval({
+      makeEnv,
+      policy,
+      tasks,
+      trials: 3,
+      params: { temperature: 0, maxTokens: 6 },
+      limits: { maxTurns: 1 },
+    });
+    for (const task of tasks) {
+      const trials = r.trajectories.filter((t) => t.metadata.task === task.id);
+      expect(trials.length).toBe(3);
+      expect(new Set(trials.map((t) => t.seed))).toEqual(new Set([task.seed]));
+      // Greedy decoding of the same game: the trials are identical.
+      expect(new Set(trials.map((t) => JSON.stringify(t.turns.map((x) => x.message))))).toHaveProperty("size", 1);
+    }
+    expect(oelTinyConfig().eval.temperature).toBe(0);
+    expect(oelSeedConfig().eval.temperature).toBe(0);
+  });
+
   it("runOel deploys, consolidates, merges and reports pass^k with SE in a verified run directory", async () => {
     const { model, codec } = setup(22, 0.5);
+    const config = oelTinyConfig();
+    Object.assign(config, {
+      lora: { r: 4, alpha: 8, dropout: 0, targetModules: "all-linear", useRslora: false },
+      rollout: { temperature: 1, maxTokens: 8, maxTurns: 2 },
+      eval: { trials: 2, temperature: 0 },
+    });
+    Object.assign(config.train, { maxSteps: 3, lr: 1e-2, microBatchSize: 2, checkpointEvery: 1 });
     const res = await runOel({
       model,
       codec,
       makeEnv,
       tasks,
-      lora: { r: 4, alpha: 8 },
-      consolidate: { steps: 3, lr: 1e-2, batchSize: 2 },
-      params: { maxTokens: 8 },
-      limits: { maxTurns: 2 },
-      evalTrials: 2,
+      config,
       out: root,
       name: "oel",
       progress: false,
@@ -95,17 +121,24 @@ describe("OEL on a tiny random Qwen3", () => {
       expect(phase["pass^1"]).toBeGreaterThanOrEqual(0);
       expect(Number.isFinite(phase["pass^2_se"])).toBe(true);
     }
+    expect(res.phases.map((p) => p.phase)).toEqual(["base", "consolidated"]);
+    expect(res.phases[1].delta?.n).toBe(2);
     expect((await verifyManifest(res.runDir)).ok).toBe(true);
     for (const f of [
       "rollouts/deploy.jsonl.gz",
-      "rollouts/eval-after.jsonl.gz",
-      "checkpoints/step-3/adapter_config.json",
+      "rollouts/eval-consolidated.jsonl.gz",
+      "checkpoints/consolidate/step-3/adapter_config.json",
+      "adapter/adapter_model.safetensors",
+      "model/model.safetensors",
+      "report.html",
     ])
       expect(existsSync(join(res.runDir, f)), f).toBe(true);
     const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8")
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l));
-    expect(metrics.filter((m) => m.phase === "consolidate").length).toBe(3);
+    const steps = metrics.filter((m) => m.stage === "consolidate" && !m.eval);
+    expect(steps.length).toBe(3);
+    expect(steps.every((m) => m.entropy > 0 && m.grad_norm > 0)).toBe(true);
   });
 });

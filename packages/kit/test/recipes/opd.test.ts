@@ -1,14 +1,17 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { verifyManifest } from "@kiln/hub-io";
-import { attachLora } from "@kiln/lora";
-import { LocalPolicy } from "@kiln/models";
+import { attachLora, loadAdapter } from "@kiln/lora";
+import { LocalPolicy, loadModel } from "@kiln/models";
 import { type Policy, runEpisodes } from "@kiln/rollout";
-import { backward, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
+import { Tensor, backward, disposeWasmBackend, initBackend, noGrad, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpdSample, scaffoldedTeacher, scoreWithTeacher } from "../../src/recipes/opd-samples.js";
 import { opdBatchLoss } from "../../src/recipes/opd-update.js";
-import { runOpdRounds, trainOpd } from "../../src/recipes/opd.js";
+import { runOpdRounds } from "../../src/recipes/opd.js";
+import { opdTinyConfig } from "../../src/recipes/presets.js";
+import { opdObjective } from "../../src/trainer/objectives.js";
+import { train } from "../../src/trainer/trainer.js";
 import { makeEnv, setup, tmpRoot } from "./helpers.js";
 
 const root = tmpRoot();
@@ -96,34 +99,40 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     const other = setup(98);
     const teacher = new LocalPolicy({ model: other.model, tokenizer: other.tokenizer, chatTemplate: other.template });
     const { samples } = await scoreWithTeacher(trajectories, teacher);
-    const h = trainOpd(model, adapter.parameters(), samples, {
-      steps: 6,
-      lr: 3e-3,
-      batchSize: 4,
-      clamp: 3,
-      objective: "ppo",
+    const { history: h } = await train({
+      stage: "opd",
+      adapter,
+      data: samples,
+      objective: opdObjective(model, { clamp: 3, objective: "ppo" }),
+      config: { lr: 3e-3, maxSteps: 6, microBatchSize: 2, gradAccum: 2, shuffle: false, schedule: "constant" },
+      progress: null,
     });
-    expect(h[h.length - 1].loss).toBeLessThan(h[0].loss);
+    expect(Number(h[h.length - 1].loss)).toBeLessThan(Number(h[0].loss));
+    // Distillation steps log the student's entropy on the completion tokens.
+    expect(h.every((r) => Number(r.entropy) > 0)).toBe(true);
   });
 
-  it("runOpdRounds chains fresh LoRAs over rounds and writes a verified run directory", async () => {
+  it("runOpdRounds chains fresh LoRAs over rounds, writes each round's adapter and merged model", async () => {
     const { model, codec } = setup(14);
+    const config = opdTinyConfig();
+    Object.assign(config, {
+      rounds: 2,
+      episodesPerRound: 1,
+      lora: { r: 8, alpha: 8, dropout: 0, targetModules: "all-linear", useRslora: false },
+      rollout: { temperature: 1, maxTokens: 8, maxTurns: 2 },
+      eval: { seeds: [1, 2, 3] },
+    });
+    Object.assign(config.train, { maxSteps: 2, microBatchSize: 2, gradAccum: 1, checkpointEvery: 1 });
     const res = await runOpdRounds({
       model,
       codec,
       makeEnv,
       // Teacher: the same model with a scaffold prompt.
       teacher: (student) => scaffoldedTeacher(student, "Hint: bisect the range and call guess."),
-      rounds: 2,
-      episodesPerRound: 1,
+      config,
       starts: () => [
         { id: "wall", seed: 5, state: { secret: 40, low: 30, high: 50, guesses: [20, 60], solved: false } },
       ],
-      lora: { r: 8, alpha: 8 },
-      train: { steps: 2, lr: 1e-3, batchSize: 2 },
-      params: { maxTokens: 8 },
-      limits: { maxTurns: 2 },
-      evalEpisodes: 1,
       out: root,
       name: "opd",
       progress: false,
@@ -131,23 +140,40 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     });
     expect(res.rounds.map((r) => r.round)).toEqual([1, 2]);
     expect(res.rounds.every((r) => r.samples >= 2 && Number.isFinite(r.teacherKlFirst))).toBe(true);
+    // Evaluation: n ≥ 3 instances, so the SE exists, and the paired Δ against the base.
+    expect(res.baseline.n).toBe(3);
+    expect(res.rounds.every((r) => r.eval.delta?.n === 3 && Number.isFinite(r.eval.score.se))).toBe(true);
     expect((await verifyManifest(res.runDir)).ok).toBe(true);
     for (const f of [
       "rollouts/round-1.jsonl.gz",
       "rollouts/round-2.jsonl.gz",
-      "checkpoints/step-2/adapter_config.json",
-      "checkpoints/step-4/adapter_model.safetensors",
+      "checkpoints/round-1/step-2/adapter_config.json",
+      "checkpoints/round-2/step-1/optimizer.safetensors",
+      "rounds/r1/adapter/adapter_model.safetensors",
+      "rounds/r2/model/model.safetensors",
+      "report.html",
     ])
       expect(existsSync(join(res.runDir, f)), f).toBe(true);
-    const cfg = JSON.parse(readFileSync(join(res.runDir, "checkpoints/step-4/adapter_config.json"), "utf8"));
+    const cfg = JSON.parse(readFileSync(join(res.runDir, "rounds/r2/adapter/adapter_config.json"), "utf8"));
     expect(cfg.r).toBe(8);
     expect(cfg.use_rslora).toBe(false);
     const metrics = readFileSync(join(res.runDir, "metrics.jsonl"), "utf8")
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l));
-    expect(metrics.filter((m) => m.phase === "opd").length).toBe(4);
+    expect(metrics.filter((m) => /^round-\d$/.test(m.stage)).length).toBe(4);
     // After the last round no adapter is left attached: the model is the merged one.
     expect(model.namedLinears().every(([, l]) => l.adapters.length === 0)).toBe(true);
+    // Round 2's adapter is relative to the merged round 1: r1 + r2 on the base equals the r2 model.
+    const chained = setup(14).model;
+    await loadAdapter(chained, join(res.runDir, "rounds/r1/adapter"), { name: "r1" });
+    await loadAdapter(chained, join(res.runDir, "rounds/r2/adapter"), { name: "r2" });
+    const merged = await loadModel(join(res.runDir, "rounds/r2/model"));
+    const ids = new Tensor(Int32Array.from([1, 5, 9, 30, 44, 2]), [1, 6], "i32");
+    const a = noGrad(() => chained.forward(ids)).toFloat32Array();
+    const b = noGrad(() => merged.forward(ids)).toFloat32Array();
+    let err = 0;
+    for (let i = 0; i < a.length; i++) err = Math.max(err, Math.abs(a[i] - b[i]));
+    expect(err).toBeLessThan(1e-4);
   });
 });

@@ -76,7 +76,7 @@ describe("the trainer loop", () => {
       config: { lr: 1e-2, epochs: 2, microBatchSize: 2, warmupRatio: 0.25, maxGradNorm: 1e-6, seed: 7 },
       progress: null,
     });
-    expect(r.steps).toBe(plannedSteps(4, { epochs: 2, microBatchSize: 2 }));
+    expect(r.steps).toBe(plannedSteps(4, { lr: 1, epochs: 2, microBatchSize: 2 }));
     expect(r.steps).toBe(4);
     const sched = cosineSchedule(warmupSteps(4, 0.25), 4);
     r.history.forEach((h, i) => {
