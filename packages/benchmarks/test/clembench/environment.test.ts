@@ -1,0 +1,41 @@
+import { ScriptedPolicy, branchEpisode, runEpisodes } from "@kiln/rollout";
+import { describe, expect, it } from "vitest";
+import { ClemGameEnvironment, type WordleWords, policyFromBackend, wordleSolver } from "../../src/clembench/index.js";
+import { dataDir, spec } from "./helpers.js";
+
+const words = spec("wordle").experiment.lang_keywords as WordleWords;
+const makeEnv = () => new ClemGameEnvironment({ game: "wordle", dataDir, filter: { limitPerExperiment: 2 } });
+
+describe("a clembench game as a rollout environment", () => {
+  it("the Wordle solver plays through the game master and scores Main Score / 100", async () => {
+    const policy = policyFromBackend(wordleSolver(words.official_words_list), "solver");
+    const r = await runEpisodes({ makeEnv, policy, episodes: 2, concurrency: 1, limits: { maxTurns: 8 } });
+    for (const t of r.trajectories) {
+      expect(t.outcome.status).not.toBe("error");
+      expect(t.outcome.scores.success).toBe(1);
+      expect(t.outcome.score).toBeGreaterThan(0);
+      expect(t.outcome.score).toBeCloseTo(t.outcome.scores.main_score / 100, 12);
+      expect(t.prompt[0].content).toMatch(/guess/i);
+      expect(t.turns[0].message.content).toMatch(/^explanation: .*\nguess: crane$/);
+    }
+  });
+
+  it("a malformed reply aborts the game (score 0), and a saved state replays to the same position", async () => {
+    const bad = new ScriptedPolicy({ id: "bad", script: () => "guess: party" });
+    const r = await runEpisodes({ makeEnv, policy: bad, episodes: 1, concurrency: 1, limits: { maxTurns: 3 } });
+    expect(r.trajectories[0].outcome.scores).toMatchObject({ aborted: 1, success: 0 });
+    expect(r.trajectories[0].outcome.score).toBe(0);
+    // Branch the solver's episode after its first guess: the continuations start from the same feedback.
+    const solver = policyFromBackend(wordleSolver(words.official_words_list), "solver");
+    const [parent] = (await runEpisodes({ makeEnv, policy: solver, episodes: 1, concurrency: 1, limits: { maxTurns: 8 } }))
+      .trajectories;
+    expect(parent.turns.length).toBeGreaterThan(1);
+    const branched = await branchEpisode({ trajectory: parent, turn: 1, k: 2, makeEnv, policy: solver, concurrency: 1 });
+    expect(branched.branches.length).toBe(2);
+    for (const c of branched.branches) {
+      expect(c.turns[0].message).toEqual(parent.turns[0].message);
+      expect(c.outcome.scores.success).toBe(1);
+    }
+    expect(() => new ClemGameEnvironment({ game: "taboo", dataDir })).toThrow(/give 1 partner backend/);
+  });
+});
