@@ -129,26 +129,44 @@ function triangle(n: number, kind: "lower" | "strictLower" | "upper"): Tensor {
 }
 
 /**
- * (I + M)⁻¹ for strictly lower-triangular M [..., n, n], by forward substitution one row at a
- * time (all leading dims at once): X_i = e_i − M_{i,<i} X_{<i}. Row substitution is what
- * transformers' loop does; unlike a power series (I − M + M² …) it stays accurate when keys in
- * a chunk are nearly parallel, where powers of M grow combinatorially.
+ * (I + M)⁻¹ for strictly lower-triangular M [..., n, n] (n a power of two), by recursive block
+ * inversion, all diagonal blocks of one size at once (n is padded to a power of two with an identity
+ * block, which leaves the leading n×n block of the inverse unchanged): with L = [[A, 0], [C, D]],
+ * L⁻¹ = [[A⁻¹, 0], [−D⁻¹ C A⁻¹, D⁻¹]], from 1×1 blocks up to n×n in log₂ n steps. Same numbers
+ * as forward substitution (transformers' loop) up to rounding; unlike a power series
+ * (I − M + M² …) it stays accurate when the keys of a chunk are nearly parallel, where powers
+ * of M grow combinatorially.
  */
 function unitLowerInverse(m: Tensor): Tensor {
-  const n = m.shape[m.rank - 1];
+  const size = m.shape[m.rank - 1];
   const lead = m.shape.slice(0, -2);
-  const unitRow = (i: number) => {
-    const e = new Float32Array(n);
-    e[i] = 1;
-    return tensor(e, [1, n]);
-  };
-  let rows = broadcastTo(unitRow(0), [...lead, 1, n]);
-  for (let i = 1; i < n; i++) {
-    const mi = narrow(narrow(m, m.rank - 2, i, i + 1), m.rank - 1, 0, i);
-    const row = sub(unitRow(i), matmul(mi, rows));
-    rows = concat([rows, row], m.rank - 2);
+  const n = 2 ** Math.ceil(Math.log2(size));
+  if (n !== size) {
+    const wide = concat([m, zeros([...lead, size, n - size])], lead.length + 1);
+    const padded = concat([wide, zeros([...lead, n - size, n])], lead.length);
+    const full = unitLowerInverse(padded);
+    return narrow(narrow(full, lead.length, 0, size), lead.length + 1, 0, size);
   }
-  return rows;
+  let inv = broadcastTo(tensor(new Float32Array(n).fill(1), [n, 1, 1]), [...lead, n, 1, 1]);
+  for (let s = 1; s < n; s *= 2) {
+    const blocks = n / (2 * s);
+    // The 2s×2s diagonal blocks of M: keep block row p = block column p, sum the others away.
+    const pick = new Float32Array(blocks * blocks);
+    for (let p = 0; p < blocks; p++) pick[p * blocks + p] = 1;
+    const diag = sum(
+      mul(reshape(m, [...lead, blocks, 2 * s, blocks, 2 * s]), tensor(pick, [blocks, 1, blocks, 1])),
+      lead.length + 2,
+    );
+    const lower = narrow(narrow(diag, lead.length + 1, s, 2 * s), lead.length + 2, 0, s);
+    const pairs = reshape(inv, [...lead, blocks, 2, s, s]);
+    const aInv = reshape(narrow(pairs, lead.length + 1, 0, 1), [...lead, blocks, s, s]);
+    const dInv = reshape(narrow(pairs, lead.length + 1, 1, 2), [...lead, blocks, s, s]);
+    const corner = neg(matmul(dInv, matmul(lower, aInv)));
+    const top = concat([aInv, zeros([...lead, blocks, s, s])], lead.length + 2);
+    const bottom = concat([corner, dInv], lead.length + 2);
+    inv = concat([top, bottom], lead.length + 1);
+  }
+  return reshape(inv, [...lead, n, n]);
 }
 
 /** Default tokens per chunk (transformers and flash-linear-attention use 64). */
