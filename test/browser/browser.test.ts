@@ -104,6 +104,7 @@ if (browser)
     }, 180_000);
 
     it("wasm matches js on every parity case (outputs and gradients)", async () => {
+      expect(await page.evaluate((threads) => kilnSuite.init("wasm", threads), 2)).toBeNull();
       const rows = await page.evaluate(([s]) => kilnSuite.parity("wasm", s), [seed]);
       for (const row of rows)
         console.log(
@@ -118,6 +119,7 @@ if (browser)
     }, 300_000);
 
     it(`LoRA SFT on stories260K: wasm (2 threads) and js agree over ${LORA_STEPS} steps`, async () => {
+      expect(await page.evaluate((threads) => kilnSuite.init("wasm", threads), 2)).toBeNull();
       for (const backend of ["js", "wasm"]) {
         lora[backend] = await page.evaluate(([b, n]) => kilnSuite.loraSteps(b, n), [backend, LORA_STEPS] as const);
         console.log(
@@ -157,6 +159,7 @@ if (browser)
       }, 120_000);
 
       it("webgpu matches js on every parity case (outputs and gradients)", async () => {
+        expect(await page.evaluate(() => kilnSuite.init("webgpu"), undefined)).toBeNull();
         const rows = await page.evaluate(([s]) => kilnSuite.parity("webgpu", s), [seed]);
         for (const row of rows)
           console.log(
@@ -169,6 +172,8 @@ if (browser)
       }, 300_000);
 
       it(`LoRA SFT on stories260K: webgpu agrees with wasm over ${LORA_STEPS} steps`, async () => {
+        expect(await page.evaluate(() => kilnSuite.init("webgpu"), undefined)).toBeNull();
+        expect(await page.evaluate((threads) => kilnSuite.init("wasm", threads), 2)).toBeNull();
         lora.webgpu = await page.evaluate(([b, n]) => kilnSuite.loraSteps(b, n), ["webgpu", LORA_STEPS] as const);
         const { webgpu } = lora;
         const reference =

@@ -34,7 +34,8 @@ function randomFactory(seed: number): Random {
     const n = shape.reduce((a, b) => a * b, 1);
     const data = new Float32Array(n);
     for (let i = 0; i < n; i++) data[i] = lo + (hi - lo) * next();
-    const t = new T.Tensor(data, shape);
+    // On the backend under test, as a user's parameters would be (a host tensor would be copied per op).
+    const t = T.Tensor.fromHost(data, shape);
     t.requiresGrad = grad;
     return t;
   };
