@@ -9,6 +9,7 @@ import { initBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "./cli-main.js";
 import { mergeAdapterDirs, scaleAdapterDir } from "./artifacts.js";
 import { type AdapterSpec, loadLocalModel, parseAdapterSpecs, resolvePolicy } from "./policies.js";
+import { startServe } from "./serve.js";
 
 function need(args: ParsedArgs, index: number, what: string): string {
   const v = args.positional[index];
