@@ -153,6 +153,29 @@ describe("kiln serve", () => {
     }
   });
 
+  it("kiln serve starts from the command line, answers, and stops on SIGINT", async () => {
+    const lines: string[] = [];
+    const log = vi.spyOn(console, "log").mockImplementation((l: string) => void lines.push(l));
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const run = runCli(["serve", modelDir, "--port", "0", "--backend", "js", "--api-key", "k", "--max-queue", "4"]);
+      const t0 = Date.now();
+      while (!lines.some((l) => l.includes("/v1")) && Date.now() - t0 < 60_000)
+        await new Promise((r) => setTimeout(r, 50));
+      const base = /at (http:\/\/[^ ]+)\/v1/.exec(lines.join("\n"))![1];
+      expect(lines.join("\n")).toMatch(/no chat template.*API key required/);
+      expect((await fetch(`${base}/health`)).status).toBe(200);
+      expect((await fetch(`${base}/v1/models`)).status).toBe(401);
+      const ok = await fetch(`${base}/v1/models`, { headers: { authorization: "Bearer k" } });
+      expect(ok.status).toBe(200);
+      process.emit("SIGINT");
+      expect(await run).toBe(0);
+    } finally {
+      log.mockRestore();
+      err.mockRestore();
+    }
+  });
+
   it("refuses flags that cannot work before loading anything", async () => {
     const err = vi.spyOn(console, "error").mockImplementation(() => {});
     expect(await runCli(["serve", modelDir, "--max-concurrency", "0"])).toBe(2);
