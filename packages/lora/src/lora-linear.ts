@@ -29,7 +29,7 @@ function f32Of(t: Tensor): Float32Array {
 
 /** A zero-filled f32 buffer on the active backend (its tensor, and the kernel argument). */
 function buffer(shape: readonly number[]): [Tensor, Float32Array] {
-  const t = Tensor.zeros(shape);
+  const t = Tensor.output(shape);
   return [t, argOf(t) as Float32Array];
 }
 
@@ -114,7 +114,7 @@ export function loraLinear(
   const b = f32Of(B);
 
   // y = x·Wᵀ (+ bias), then y += u·Bᵀ with u = s·xd·Aᵀ (scaling the rank-r intermediate: r/out of the work).
-  const result = Tensor.zeros([...x.shape.slice(0, -1), out]);
+  const result = Tensor.output([...x.shape.slice(0, -1), out]);
   const y = argOf(result) as Float32Array;
   gemmWeight(xs, weight, y, { batch: 1, m: rows, n: out, k: inF, transB: true });
   if (bias) {
@@ -131,7 +131,7 @@ export function loraLinear(
 
   const inputs: Tensor[] = [x, weight, A, B];
   if (bias) inputs.push(bias);
-  // The backward reads u and x_d (and x's widened copy) besides the inputs: listed for tidy().
+  // The backward reads u and x_d besides the inputs: temporaries of this op (freed once its backward ran).
   const saved: Tensor[] = [uTensor];
   if (xdsTensor) saved.push(xdsTensor);
   return record(
@@ -200,6 +200,7 @@ export function loraLinear(
       if (bias) grads.push(db);
       return grads;
     },
+    undefined,
     saved,
   );
 }

@@ -88,11 +88,11 @@ function toTensor(data: TensorData, shape: number[], dtype: "f32" | "bf16"): Ten
     // Keep the stored bits: no rounding, no copy beyond alignment.
     const bits = new Uint16Array(data.data.byteLength / 2);
     new Uint8Array(bits.buffer).set(data.data);
-    return new Tensor(bits, shape, "bf16");
+    return Tensor.fromHost(bits, shape, "bf16");
   }
   const values = toFloat32(data);
   const owned = values.buffer === data.data.buffer ? Float32Array.from(values) : values;
-  return new Tensor(dtype === "f32" ? owned : fromFloat32Array(owned, dtype), shape, dtype);
+  return Tensor.fromHost(dtype === "f32" ? owned : fromFloat32Array(owned, dtype), shape, dtype);
 }
 
 const FLOAT_DTYPES = new Set(["F32", "F16", "BF16", "F64"]);

@@ -27,7 +27,7 @@ export function randomTensors(config: DecoderConfig, options: RandomInitOptions 
     else if (name.endsWith(".bias")) values = new Float32Array(n);
     else values = rng.normal(n).map((v) => v * std);
     const dtype = isMatrixParameter(name, shape) ? (options.dtype ?? "f32") : "f32";
-    out.set(name, new Tensor(dtype === "f32" ? values : fromFloat32Array(values, dtype), shape, dtype));
+    out.set(name, Tensor.fromHost(dtype === "f32" ? values : fromFloat32Array(values, dtype), shape, dtype));
   }
   return out;
 }

@@ -37,7 +37,8 @@ export function withGrad<T>(fn: () => T): T {
 
 /**
  * Attach a tape node to `out` when recording and any input requires grad. `saved` lists tensors the backward
- * closure reads besides the inputs and `out` (so `tidy` keeps them while the tape needs them).
+ * closure reads besides the inputs and `out` (so `tidy` keeps them while the tape needs them); `temporaries`
+ * are tensors the op made only for its backward, disposed as soon as that backward ran (without retainGraph).
  */
 export function record(
   out: Tensor,
@@ -45,13 +46,14 @@ export function record(
   inputs: readonly Tensor[],
   backward: (gradOutput: Tensor) => (Tensor | null)[],
   saved?: readonly Tensor[],
+  temporaries?: readonly Tensor[],
 ): Tensor {
   if (!gradEnabled) return out;
   let needs = false;
   for (const t of inputs) if (t.requiresGrad) needs = true;
   if (!needs) return out;
   out.requiresGrad = true;
-  out.node = { op, inputs, backward, saved } satisfies GradNode;
+  out.node = { op, inputs, backward, saved, temporaries } satisfies GradNode;
   return out;
 }
 
@@ -129,6 +131,7 @@ export function backward(root: Tensor, gradient?: Tensor, options: BackwardOptio
   }
   const seed = gradient ?? ones(root.shape);
   backwardMany([root], [seed], options);
+  if (!gradient && !options.retainGraph) seed.dispose();
 }
 
 /** Backpropagate several outputs with their gradients at once (used by checkpointing). */
@@ -136,13 +139,41 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
   const pending = new Map<Tensor, Tensor>();
   // Buffers a leaf gradient may not take over: the caller's seeds, then every buffer already taken.
   const owned = new Set<Storage>(gradients.map((g) => g.storage));
+  // Intermediate gradients are disposed as soon as nothing pending refers to them (the same object may be
+  // pending for several inputs, e.g. both sides of an add), so a training step reuses their memory at once
+  // instead of waiting for the garbage collector. Seeds belong to the caller and are never disposed; with
+  // retainGraph a backward closure may hand out a tensor it keeps for the next pass, so nothing is.
+  const eager = !options.retainGraph;
+  const seeds = new Set<Tensor>(gradients);
+  const uses = new Map<Tensor, number>();
+  const hold = (g: Tensor) => uses.set(g, (uses.get(g) ?? 0) + 1);
+  const drop = (g: Tensor) => {
+    const n = (uses.get(g) ?? 1) - 1;
+    if (n > 0) uses.set(g, n);
+    else {
+      uses.delete(g);
+      if (eager && !seeds.has(g)) g.dispose();
+    }
+  };
+  const push = (target: Tensor, g: Tensor) => {
+    const prev = pending.get(target);
+    hold(g);
+    if (!prev) {
+      pending.set(target, g);
+      return;
+    }
+    const sum = addGrads(prev, g);
+    hold(sum);
+    pending.set(target, sum);
+    drop(prev);
+    drop(g);
+  };
   const order: Tensor[] = [];
   const seen = new Set<Tensor>();
   for (let r = 0; r < roots.length; r++) {
     const root = roots[r];
     if (!root.requiresGrad) continue;
-    const prev = pending.get(root);
-    pending.set(root, prev ? addGrads(prev, gradients[r]) : gradients[r]);
+    push(root, gradients[r]);
     for (const t of topoOrder(root)) {
       if (!seen.has(t)) {
         seen.add(t);
@@ -163,6 +194,7 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
       pending.delete(t);
       if (t.node === null) {
         accumulateInto(t, g, owned);
+        drop(g);
         continue;
       }
       const grads = t.node.backward(g);
@@ -176,10 +208,13 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
             `backward of ${t.node.op}: gradient ${fmtShape(gi.shape)} for input ${k} of shape ${fmtShape(input.shape)}`,
           );
         }
-        const prev = pending.get(input);
-        pending.set(input, prev ? addGrads(prev, gi) : gi);
+        push(input, gi);
       }
-      if (!options.retainGraph) t.node = null;
+      drop(g);
+      if (!options.retainGraph) {
+        if (t.node.temporaries) for (const tmp of t.node.temporaries) tmp.dispose();
+        t.node = null;
+      }
     }
   } finally {
     gradEnabled = previous;
@@ -187,7 +222,7 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
 }
 
 function addGrads(a: Tensor, b: Tensor): Tensor {
-  const out = Tensor.zeros(a.shape);
+  const out = Tensor.output(a.shape);
   kernel("binary")("add", argOf(a) as Float32Array, argOf(b) as Float32Array, argOf(out) as Float32Array, {
     shape: [a.size],
     aStrides: [1],
@@ -197,7 +232,7 @@ function addGrads(a: Tensor, b: Tensor): Tensor {
 }
 
 function ones(shape: readonly number[]): Tensor {
-  const t = Tensor.zeros(shape);
+  const t = Tensor.output(shape);
   kernel("fill")(argOf(t) as Float32Array, t.size, 1, 0, "f32");
   return t;
 }

@@ -47,6 +47,12 @@ export interface StorageBackend<N = unknown, A = unknown> {
   readonly hostVisible: boolean;
   readonly epoch: number;
   alloc(dtype: DType, size: number): N;
+  /**
+   * Optional: zero-filled storage for an op output made outside `tidy()`, which nobody is expected to
+   * dispose. wasm returns a host array here (reclaimed by the garbage collector, copied per kernel call), as
+   * heap blocks released only by finalizers would pile up: V8 does not see wasm memory as heap pressure.
+   */
+  allocTransient?(dtype: DType, size: number): N;
   upload(host: StorageArray, dtype: DType): N;
   /** Whether `upload` adopted the host array (no copy): then `release` is not called for it. */
   readonly adoptsUploads: boolean;

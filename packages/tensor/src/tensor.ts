@@ -11,6 +11,8 @@ export interface GradNode {
   readonly inputs: readonly Tensor[];
   /** Tensors the backward closure reads besides the inputs and the output (kept alive by `tidy`). */
   readonly saved?: readonly Tensor[];
+  /** Tensors the op made only for its backward (disposed once the backward ran; kept alive by `tidy` until then). */
+  readonly temporaries?: readonly Tensor[];
   /** Gradients w.r.t. each input (null where an input needs none). Runs with grad recording off. */
   backward(gradOutput: Tensor): (Tensor | null)[];
 }
@@ -94,6 +96,27 @@ export class Tensor {
     const size = sizeOf(shape);
     const backend = activeStorage();
     return new Tensor(new Storage(backend, backend.alloc(dtype, size), dtype, size, true), shape, dtype);
+  }
+
+  /**
+   * A fresh zero-filled op output on the active backend. Inside `tidy()` it is ordinary backend storage;
+   * outside, a backend with `allocTransient` (wasm) may place it where the garbage collector reclaims it,
+   * because code that never disposes would otherwise grow memory the collector cannot see.
+   */
+  static output(shape: Shape, dtype: DType = "f32"): Tensor {
+    const backend = activeStorage();
+    if (scopes.length > 0 || !backend.allocTransient) return Tensor.zeros(shape, dtype);
+    const size = sizeOf(shape);
+    return new Tensor(new Storage(backend, backend.allocTransient(dtype, size), dtype, size, false), shape, dtype);
+  }
+
+  /** An op-internal tensor holding a copy of `host` (placed like `output`). */
+  static outputFrom(host: StorageArray, shape: Shape, dtype: DType = "f32"): Tensor {
+    const backend = activeStorage();
+    if (!backend.hostVisible) return Tensor.fromHost(host, shape, dtype);
+    const t = Tensor.output(shape, dtype);
+    t.dataSync().set(host);
+    return t;
   }
 
   /** A tensor holding `host` on the active backend (js adopts the array; wasm and devices copy it in). */
@@ -229,7 +252,7 @@ export class Tensor {
 
   /** A deep copy of the values (no history) on the active backend. */
   clone(): Tensor {
-    const out = Tensor.zeros(this.shape, this.dtype);
+    const out = Tensor.output(this.shape, this.dtype);
     kernel("copy")(this.arg() as StorageArray, out.arg() as StorageArray, {
       shape: [this.size],
       srcOffset: 0,
@@ -243,7 +266,7 @@ export class Tensor {
   /** Convert storage dtype (no gradient flows through a dtype change to bf16/f16/i32). */
   to(dtype: DType): Tensor {
     if (dtype === this.dtype) return this;
-    const out = Tensor.zeros(this.shape, dtype);
+    const out = Tensor.output(this.shape, dtype);
     kernel("cast")(this.arg() as StorageArray, out.arg() as StorageArray, this.size, this.dtype, dtype);
     return out;
   }
@@ -337,7 +360,7 @@ export function tidy<T>(fn: () => T): T {
     }
     const node = t.node;
     if (!node) continue;
-    for (const list of [node.inputs, node.saved ?? []])
+    for (const list of [node.inputs, node.saved ?? [], node.temporaries ?? []])
       for (const u of list)
         if (!survivors.has(u)) {
           survivors.add(u);

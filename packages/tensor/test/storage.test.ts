@@ -153,8 +153,11 @@ describe("wasm residency", () => {
     T.withBackend("wasm", () => {
       const a = rand([33, 17]);
       const b = rand([17, 9]);
-      const c = T.matmul(a, b);
+      // Inside tidy op outputs are heap blocks too; outside, the garbage collector owns them (host arrays).
+      const c = T.tidy(() => T.matmul(a, b));
       for (const t of [a, b, c]) expect(heap?.owns(t.dataSync())).toBe(true);
+      expect(heap?.owns(T.matmul(a, b).dataSync())).toBe(false);
+      expect(T.matmul(a, b).backend).toBe("wasm");
       const ref = T.withBackend("js", () => T.matmul(a, b));
       expect(heap?.owns(ref.dataSync())).toBe(false);
       const d = c.dataSync();

@@ -50,6 +50,10 @@ export class WasmStorage implements StorageBackend<WasmNative, StorageArray> {
     return allocate(dtype, size);
   }
 
+  allocTransient(dtype: DType, size: number): WasmNative {
+    return allocate(dtype, size);
+  }
+
   upload(host: StorageArray, dtype: DType): WasmNative {
     const native = this.alloc(dtype, host.length);
     this.view(native, dtype, 0, host.length).set(host);

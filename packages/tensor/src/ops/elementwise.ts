@@ -23,7 +23,7 @@ export function floatData(op: string, t: Tensor): Float32Array {
 
 /** A fresh f32 output on the active backend. */
 export function outF32(shape: readonly number[]): Tensor {
-  return Tensor.zeros(shape, "f32");
+  return Tensor.output(shape, "f32");
 }
 
 /** Materialise `t` broadcast to `shape` (a copy unless the shape already matches); float result. */
@@ -85,7 +85,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 }
 
 function scalarTensor(value: number): Tensor {
-  return Tensor.fromHost(Float32Array.of(value), []);
+  return Tensor.outputFrom(Float32Array.of(value), []);
 }
 
 function binary(op: BinaryOp, a: TensorLike, b: TensorLike): { out: Tensor; ta: Tensor | null; tb: Tensor | null } {
@@ -245,6 +245,7 @@ function unary(op: UnaryOp, a: Tensor): Tensor {
       );
       return [dx];
     },
+    undefined,
     x === a ? undefined : [x],
   );
 }
@@ -306,6 +307,7 @@ export function clamp(a: Tensor, min?: number, max?: number): Tensor {
       below.dispose();
       return [dx];
     },
+    undefined,
     x === a ? undefined : [x],
   );
 }
@@ -368,7 +370,8 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
       zero.dispose();
       return [ga ? sumTo(ga, at.shape) : null, gb ? sumTo(gb, bt.shape) : null];
     },
-    [mask],
+    mask === cond ? [cond] : undefined,
+    mask === cond ? undefined : [mask],
   );
 }
 

@@ -74,7 +74,8 @@ export function rmsNorm(x: Tensor, weight: Tensor, options: RmsNormOptions = {})
       kernel("rmsNormBackward")(f32(xf), f32(wf), f32(rstd), f32(g), f32(dx), dw ? f32(dw) : null, dim, zc);
       return [x.requiresGrad ? dx : null, dw];
     },
-    [xf, wf, rstd],
+    undefined,
+    [rstd, ...(xf === x ? [] : [xf]), ...(wf === weight ? [] : [wf])],
   );
 }
 
@@ -222,7 +223,8 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
       kernel("swigluBackward")(f32(gf), f32(uf), f32(sig), f32(g), f32(dgate), f32(dup));
       return [dgate, dup];
     },
-    [gf, uf, sig],
+    undefined,
+    [sig, ...(gf === gate ? [] : [gf]), ...(uf === up ? [] : [uf])],
   );
 }
 
@@ -299,7 +301,8 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
       );
       return [dlogits];
     },
-    count ? [lf, targets, lse, count] : [lf, targets, lse],
+    [targets],
+    [lse, ...(lf === logits ? [] : [lf]), ...(count ? [count] : [])],
   );
 }
 
@@ -416,7 +419,7 @@ export function dropout(x: Tensor, p: number, options: DropoutOptions): Tensor {
   const scale = 1 / (1 - p);
   const values = new Float32Array(x.size);
   for (let i = 0; i < values.length; i++) values[i] = u[i] >= p ? scale : 0;
-  const mask = Tensor.fromHost(values, x.shape);
+  const mask = Tensor.outputFrom(values, x.shape);
   const shape = { shape: [x.size], aStrides: [1], bStrides: [1] };
   const out = outF32(x.shape);
   kernel("binary")("mul", floatData("dropout", x), f32(mask), f32(out), shape);
@@ -429,6 +432,7 @@ export function dropout(x: Tensor, p: number, options: DropoutOptions): Tensor {
       kernel("binary")("mul", f32(g), f32(mask), f32(dx), shape);
       return [dx];
     },
+    undefined,
     [mask],
   );
 }
