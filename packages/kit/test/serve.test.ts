@@ -81,6 +81,7 @@ describe("kiln serve", () => {
   });
 
   it("answers /health while a long generation runs in the worker", async () => {
+    const t0 = performance.now();
     const long = post("/v1/completions", { prompt: [1], max_tokens: 160, temperature: 1, seed: 3 });
     const latencies: number[] = [];
     let done = false;
@@ -91,9 +92,12 @@ describe("kiln serve", () => {
       latencies.push(await health());
       await new Promise((r) => setTimeout(r, 10));
     }
+    const generationMs = performance.now() - t0;
     expect((await long).status).toBe(200);
     expect(latencies.length).toBeGreaterThan(3);
-    expect(Math.max(...latencies)).toBeLessThan(1000);
+    // Generating on the server's thread would hold one /health for about the whole generation;
+    // relative to the generation's own duration the bound holds on a loaded machine too.
+    expect(Math.max(...latencies)).toBeLessThan(generationMs / 2);
   });
 
   it("stops the worker's generation when the client disconnects", async () => {
