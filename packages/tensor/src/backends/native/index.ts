@@ -2,6 +2,7 @@
 // machine's CBLAS through an FFI. One process mixes both: BLAS reads and writes the same
 // Float32Arrays (plain or wasm-heap views) that the wasm kernels use, by pointer.
 import {
+  type HostArrays,
   type Kernels,
   backendKernels,
   hasBackend,
@@ -152,7 +153,7 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
   const tiled = makeGemmAttention(matmul);
   const forward = (kernels.attentionForward ?? referenceKernel("attentionForward")) as Kernels["attentionForward"];
   const backward = (kernels.attentionBackward ?? referenceKernel("attentionBackward")) as Kernels["attentionBackward"];
-  registerBackend(sharedStorage(storageOf("wasm"), "native"), {
+  registerBackend<HostArrays>(sharedStorage(storageOf("wasm"), "native"), {
     ...kernels,
     matmul,
     matmulBf16B: (a, b, out, shape) => next.matmulBf16B(a, b, out, shape),
