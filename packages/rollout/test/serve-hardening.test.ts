@@ -173,6 +173,48 @@ describe("limits and client mistakes", () => {
   });
 });
 
+describe("queue", () => {
+  it("answers 503 after maxQueueWaitMs and drops queued requests whose client left", async () => {
+    const p = new StepPolicy(0.5);
+    const srv = await createOpenAIServer({
+      policy: p,
+      maxConcurrency: 1,
+      maxQueueWaitMs: 150,
+      maxTokensLimit: 100_000,
+    });
+    try {
+      const ctl = new AbortController();
+      const running = fetch(`${srv.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: [1], max_tokens: 50_000 }),
+        signal: ctl.signal,
+      }).catch(() => null);
+      while (srv.stats().active === 0) await new Promise((r) => setTimeout(r, 5));
+      const waited = await post(`${srv.url}/v1/completions`, { prompt: [1], max_tokens: 1 });
+      expect(waited.status).toBe(503);
+      expect(waited.json.error).toMatchObject({ type: "server_error", code: "503" });
+      const gone = new AbortController();
+      const queued = fetch(`${srv.url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: [1], max_tokens: 1 }),
+        signal: gone.signal,
+      }).catch(() => null);
+      while (srv.stats().queued === 0) await new Promise((r) => setTimeout(r, 5));
+      gone.abort();
+      await queued;
+      const t0 = Date.now();
+      while (srv.stats().queued > 0 && Date.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 5));
+      expect(srv.stats().queued).toBe(0);
+      ctl.abort();
+      await running;
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
 describe("API key and binding", () => {
   it("needs the Bearer key on /v1 when one is set; /health stays open", async () => {
     const srv = await createOpenAIServer({ policy, apiKey: "s3cret" });
@@ -355,6 +397,7 @@ describe("load", () => {
           await new Promise((r) => setTimeout(r, 20));
         }
       })();
+      const longStart = performance.now();
       const long = post(`${srv.url}/v1/completions`, { prompt: [1, 2, 3], max_tokens: 4000 });
       const clients = Array.from({ length: 150 }, (_, i) =>
         post(`${srv.url}/v1/chat/completions`, chat(`client ${i}`, { max_tokens: 8 })),
@@ -383,6 +426,7 @@ describe("load", () => {
       expect((await Promise.all(oversized)).every((r) => r.status === 413)).toBe(true);
       await Promise.all(gone);
       const longResult = await long;
+      const longMs = performance.now() - longStart;
       expect(longResult.status).toBe(200);
       await Promise.all(slow);
       polling = false;
@@ -390,7 +434,9 @@ describe("load", () => {
       const sorted = [...healthLatencies].sort((a, b) => a - b);
       const p99 = sorted[Math.floor(0.99 * (sorted.length - 1))];
       expect(sorted.length).toBeGreaterThan(10);
-      expect(p99).toBeLessThan(1000);
+      // Under 1 s on an idle machine; on a loaded one (CI runners, many test files at once) the bound
+      // scales with the long generation, which a blocked loop would hold /health for entirely.
+      expect(p99).toBeLessThan(Math.max(1000, longMs / 4));
       // Disconnected clients' generations were stopped, not run to their 2000 tokens.
       expect(p.generated).toBeLessThan(4000 + 150 * 8 + 20 * 2000);
       expect(srv.stats()).toMatchObject({ active: 0, queued: 0 });
