@@ -123,7 +123,7 @@ if (browser)
       for (const backend of ["js", "wasm"]) {
         lora[backend] = await page.evaluate(([b, n]) => kilnSuite.loraSteps(b, n), [backend, LORA_STEPS] as const);
         console.log(
-          `LoRA in Chromium, ${backend}: losses ${lora[backend].losses.map((l) => l.toFixed(5)).join(" ")}, ${(lora[backend].ms / LORA_STEPS).toFixed(0)} ms/step; greedy "${lora[backend].greedyText}"`,
+          `LoRA in Chromium, ${backend}: losses ${lora[backend].losses.map((l) => l.toFixed(5)).join(" ")}, steps ${lora[backend].stepMs.map((m) => m.toFixed(0)).join("/")} ms; greedy "${lora[backend].greedyText}"`,
         );
       }
       const [js, wasm] = [lora.js, lora.wasm];
@@ -181,7 +181,7 @@ if (browser)
         const reference =
           lora.wasm ?? (await page.evaluate(([b, n]) => kilnSuite.loraSteps(b, n), ["wasm", LORA_STEPS] as const));
         console.log(
-          `LoRA in Chromium, webgpu: losses ${webgpu.losses.map((l) => l.toFixed(5)).join(" ")}, ${(webgpu.ms / LORA_STEPS).toFixed(0)} ms/step (wasm: ${reference.losses.map((l) => l.toFixed(5)).join(" ")})`,
+          `LoRA in Chromium, webgpu: losses ${webgpu.losses.map((l) => l.toFixed(5)).join(" ")}, steps ${webgpu.stepMs.map((m) => m.toFixed(0)).join("/")} ms (wasm: ${reference.losses.map((l) => l.toFixed(5)).join(" ")})`,
         );
         expect(Math.abs(webgpu.losses[0] - reference.losses[0])).toBeLessThan(1e-4 * reference.losses[0]);
         for (let s = 1; s < LORA_STEPS; s++)

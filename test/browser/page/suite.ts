@@ -247,6 +247,8 @@ export interface LoraRun {
   greedyText: string;
   greedyError?: string;
   ms: number;
+  /** Wall time of each step, up to its loss value on the host (the first one includes shader compiles). */
+  stepMs: number[];
 }
 
 /** LoRA SFT on stories260K (converted from the llama2.c files in the page), same seed on every backend. */
@@ -290,13 +292,16 @@ async function loraSteps(backend: string, steps: number): Promise<LoraRun> {
     const opt = new T.AdamW(adapter.parameters(), { lr: 1e-2, weightDecay: 0 });
     const losses: number[] = [];
     const adapterValues: number[] = [];
+    const stepMs: number[] = [];
     const t0 = performance.now();
     for (let step = 0; step < steps; step++) {
+      const s0 = performance.now();
       opt.zeroGrad();
       const loss = T.crossEntropy(T.reshape(model.forward(x), [batch * seq, -1]), y);
       T.backward(loss);
       opt.step();
       losses.push((await values(loss))[0]);
+      stepMs.push(performance.now() - s0);
       if (step === 0) for (const p of adapter.parameters()) adapterValues.push(...(await values(p)));
     }
     const ms = performance.now() - t0;
@@ -308,6 +313,7 @@ async function loraSteps(backend: string, steps: number): Promise<LoraRun> {
       greedyText,
       greedyError,
       ms,
+      stepMs,
     };
   } finally {
     T.setBackend(previous);
