@@ -139,12 +139,11 @@ export async function serveStatic(roots, { port = 0, host = "127.0.0.1", isolate
   };
 }
 
-const CHROMIUM_CANDIDATES = [
-  process.env.KILN_CHROMIUM,
-  "/usr/bin/chromium",
-  "/usr/bin/chromium-browser",
-  "/usr/bin/google-chrome",
-].filter(Boolean);
+// KILN_CHROMIUM, when set, is the only candidate (a browser elsewhere, or a path that does not exist to
+// see what a machine without Chromium reports).
+const CHROMIUM_CANDIDATES = process.env.KILN_CHROMIUM
+  ? [process.env.KILN_CHROMIUM]
+  : ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
 
 export const CHROMIUM_INSTALL = "apt-get install -y chromium (Debian/Ubuntu), or set KILN_CHROMIUM=/path/to/chrome";
 
