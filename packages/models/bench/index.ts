@@ -15,6 +15,12 @@ import { peerEnv, torchNote } from "../../../tooling/src/peer.js";
 import { type Model, argmaxOf, createModel, loadModel } from "../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
+if (process.argv.includes("train-step")) {
+  // The real-size training-step case: bench/train-step.ts (its own processes and rows).
+  const { runTrainStepBench } = await import("./train-step.js");
+  await runTrainStepBench(process.argv.slice(2));
+  process.exit(0);
+}
 const PROMPT = 128;
 const STEPS = 64;
 const REPS = 5;
