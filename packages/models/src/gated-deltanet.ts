@@ -129,7 +129,7 @@ function triangle(n: number, kind: "lower" | "strictLower" | "upper"): Tensor {
 }
 
 /**
- * (I + M)⁻¹ for strictly lower-triangular M [..., n, n] (n a power of two), by recursive block
+ * (I + M)⁻¹ for strictly lower-triangular M [..., n, n], by recursive block
  * inversion, all diagonal blocks of one size at once (n is padded to a power of two with an identity
  * block, which leaves the leading n×n block of the inverse unchanged): with L = [[A, 0], [C, D]],
  * L⁻¹ = [[A⁻¹, 0], [−D⁻¹ C A⁻¹, D⁻¹]], from 1×1 blocks up to n×n in log₂ n steps. Same numbers
