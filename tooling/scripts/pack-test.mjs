@@ -484,6 +484,17 @@ console.log("identity ok: entry points share classes; ESM and CJS share the tens
   else step(r.stdout.trim());
 }
 
+// Browsers: the built ESM of the browser-facing packages, as installed, bundles with esbuild
+// --platform=browser and pulls in no Node built-in (tooling/scripts/browser-kit.mjs).
+{
+  const { checkBrowserBundles } = await import("./browser-kit.mjs");
+  try {
+    await checkBrowserBundles({ resolveDir: all, log: step });
+  } catch (err) {
+    fail(err.message);
+  }
+}
+
 // Types: every entry point under node10 (typesVersions) and node16 (exports), and the README ts blocks.
 {
   const specs = packages.flatMap((p) =>
