@@ -86,8 +86,10 @@ function hasDuplicateField(m: Message): boolean {
     const keys = topLevelJsonKeys(c.function.arguments);
     if (new Set(keys).size < keys.length) return true;
   }
-  // Text answers in the clembench style ("GUESS: …", "EXPLANATION: …"): a field given twice.
-  const fields = [...(m.content ?? "").matchAll(/^\s*([A-Z][A-Z_ ]{1,30}):/gm)].map((x) => x[1].trim());
+  // Text answers in the clembench style ("guess: …", "explanation: …"): a field given twice.
+  const fields = [...(m.content ?? "").matchAll(/^\s*([A-Za-z][A-Za-z_ ]{1,30}):/gm)].map((x) =>
+    x[1].trim().toLowerCase(),
+  );
   return new Set(fields).size < fields.length;
 }
 

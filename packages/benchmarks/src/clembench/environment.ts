@@ -25,6 +25,8 @@ export interface ClemEnvironmentOptions {
   dataDir?: string;
   /** Which instances reset() draws from (seed modulo their number). */
   filter?: InstanceFilter;
+  /** Keep only the instances (by index in the filtered list) this returns true for, e.g. a train/eval split. */
+  pick?: (index: number) => boolean;
   /** Index of the LLM role the agent plays (default 0). */
   role?: number;
   /** Backends of the other LLM roles, in role order without the agent's. */
@@ -95,8 +97,14 @@ export class ClemGameEnvironment implements Environment<ClemEnvironmentState> {
   constructor(private readonly options: ClemEnvironmentOptions) {
     this.def = getGame(options.game);
     this.dataDir = resolveDataDir(options.dataDir);
-    this.episodes = listEpisodes(this.def.name, loadInstances(this.def.dataPath ?? this.def.name, this.dataDir), options.filter);
-    if (this.episodes.length === 0) throw new Error(`clembench environment: no instances of ${options.game} match the filter`);
+    const all = listEpisodes(
+      this.def.name,
+      loadInstances(this.def.dataPath ?? this.def.name, this.dataDir),
+      options.filter,
+    );
+    this.episodes = options.pick ? all.filter((_, i) => options.pick?.(i)) : all;
+    if (this.episodes.length === 0)
+      throw new Error(`clembench environment: no instances of ${options.game} match the filter`);
     const partners = options.partners?.length ?? 0;
     if (partners !== this.def.players - 1)
       throw new Error(
@@ -133,7 +141,8 @@ export class ClemGameEnvironment implements Environment<ClemEnvironmentState> {
   }
 
   async reset(options: { seed: number; state?: ClemEnvironmentState }): Promise<ResetResult> {
-    const index = options.state?.instance ?? ((options.seed % this.episodes.length) + this.episodes.length) % this.episodes.length;
+    const index =
+      options.state?.instance ?? ((options.seed % this.episodes.length) + this.episodes.length) % this.episodes.length;
     const spec = this.episodes[index];
     this.bridge = new BridgeBackend();
     this.lastScores = {};

@@ -97,6 +97,8 @@ export interface ArpOptions extends RecipeIo {
   /** Acquired episodes (an expert's, a bigger model's, or earlier runs'): the SFT source and DPO references. */
   sourceTrajectories: readonly Trajectory[];
   config?: ArpConfig;
+  /** The held-out evaluation instances (default: makeEnv with seeds disjoint from training's). */
+  makeEvalEnv?: () => Environment;
   /** Game rules for the diagnosers (Wordle: wrong length, invalid word). */
   diagnose?: Omit<DiagnoseOptions, "maxChars">;
   /** Where the base model came from (recorded in metadata.json and the model card). */
@@ -194,7 +196,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     const ev = await run.stage(`eval-${phase}`, async () => {
       const r = await evaluatePhase({
         phase,
-        makeEnv: options.makeEnv,
+        makeEnv: options.makeEvalEnv ?? options.makeEnv,
         policy,
         specs: evalSpecs,
         params: { maxTokens: params.maxTokens, temperature: 0 },
@@ -216,7 +218,15 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     const r = await runEpisodes({
       makeEnv: options.makeEnv,
       policy,
-      episodes: episodeSpecs(count, seed + offset, label),
+      // The students replay the acquired episodes' instances (their seeds), so a failing turn can
+      // be paired with the expert's reply at the same state.
+      episodes:
+        options.sourceTrajectories.length > 0
+          ? Array.from({ length: count }, (_, i) => {
+              const t = options.sourceTrajectories[(offset * count + i) % options.sourceTrajectories.length];
+              return { id: `${label}-${i}`, seed: t.seed };
+            })
+          : episodeSpecs(count, seed + offset, label),
       params,
       limits,
       concurrency: 1,

@@ -4,7 +4,7 @@
 // configuration and exits. Without --model the student is the embedded tiny chat model (a random
 // 2-layer Qwen3 with a character tokenizer): a pipeline check, not a benchmark.
 import { readFileSync } from "node:fs";
-import { questworld } from "@kiln/benchmarks";
+import { clembench, questworld } from "@kiln/benchmarks";
 import { ChatTemplate, LocalPolicy, type Model, type Tokenizer, loadModel, loadTokenizer } from "@kiln/models";
 import {
   type EpisodeSpec,
@@ -21,6 +21,7 @@ import { type ParsedArgs, UsageError, intFlag, strFlag } from "../cli-main.js";
 import type { RunMode } from "../run-dir.js";
 import { runArp } from "./arp.js";
 import type { ChatCodec } from "./batches.js";
+import type { DiagnoseOptions } from "./diagnose.js";
 import { runOel } from "./oel.js";
 import { scaffoldedTeacher } from "./opd-samples.js";
 import type { OpdEvaluation } from "./opd.js";
@@ -112,6 +113,50 @@ export function effectiveConfig(command: "arp" | "opd" | "oel", flags: ParsedArg
   return config;
 }
 
+/** Environments `kiln arp` trains on: rollout's guess-number, or a clembench Wordle game. */
+export const ARP_ENVS = ["guess-number", "wordle", "wordle_withclue"];
+
+interface ArpEnvironmentSetup {
+  makeEnv: () => Environment;
+  makeEvalEnv?: () => Environment;
+  /** The acquired episodes' player (the SFT source and the turn-local references). */
+  expert: Policy;
+  expertTurns: number;
+  diagnose?: Omit<DiagnoseOptions, "maxChars">;
+}
+
+export function arpEnvironment(env: string): ArpEnvironmentSetup {
+  if (env === "guess-number")
+    return {
+      makeEnv: () => new GuessNumberEnv(),
+      // A bisecting expert that sometimes emits a malformed call.
+      expert: new ScriptedPolicy({ id: "bisect-expert", script: guessNumberScript({ malformedRate: 0.1 }) }),
+      expertTurns: 8,
+    };
+  // Wordle through its game master: every fifth instance is held out for evaluation.
+  const file = clembench.loadInstances(clembench.getGame(env).dataPath ?? env);
+  const words = (file.experiments[0].lang_keywords as { official_words_list: string[] }).official_words_list;
+  const known = new Set(words.map((w) => w.toLowerCase()));
+  const guessOf = (m: { content?: string | null }) => /guess:\s*(\S+)/i.exec(m.content ?? "")?.[1]?.toLowerCase();
+  return {
+    makeEnv: () => new clembench.ClemGameEnvironment({ game: env, pick: (i) => i % 5 !== 0 }),
+    makeEvalEnv: () => new clembench.ClemGameEnvironment({ game: env, pick: (i) => i % 5 === 0 }),
+    expert: clembench.policyFromBackend(clembench.wordleSolver(words), "wordle-solver"),
+    expertTurns: 8,
+    diagnose: {
+      // The seed's Wordle failure modes: a guess that is not five letters, a word not in the list.
+      wrongLength: (m) => {
+        const g = guessOf(m);
+        return g !== undefined && g.length !== 5;
+      },
+      invalidMove: (m) => {
+        const g = guessOf(m);
+        return g === undefined || (g.length === 5 && !known.has(g));
+      },
+    },
+  };
+}
+
 function runMode(flags: ParsedArgs["flags"]): RunMode {
   if (flags.resume && flags.overwrite) throw new UsageError("--resume and --overwrite exclude each other");
   return flags.resume ? "resume" : flags.overwrite ? "overwrite" : "new";
@@ -131,11 +176,9 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
   const backend = strFlag(f, "backend", "wasm") as BackendName;
   if (backend !== "wasm" && backend !== "js") throw new UsageError(`--backend must be wasm or js, got ${backend}`);
   const io = { out: strFlag(f, "out", "runs"), name: strFlag(f, "name", command), mode: runMode(f) };
-  const env = strFlag(f, "env", command === "opd" ? "questworld" : "guess-number");
-  if (command === "opd" ? env !== "questworld" && env !== "guess-number" : env !== "guess-number")
-    throw new UsageError(
-      `--env must be ${command === "opd" ? "questworld or guess-number" : "guess-number"}, got ${env}`,
-    );
+  const env = strFlag(f, "env", command === "opd" ? "questworld" : "guess-number")!;
+  const allowed = { arp: ARP_ENVS, opd: ["questworld", "guess-number"], oel: ["guess-number"] }[command];
+  if (!allowed.includes(env)) throw new UsageError(`--env must be ${allowed.join(" or ")}, got ${env}`);
   if (backend === "wasm") await initBackend("wasm");
   else setBackend("js");
   try {
@@ -144,22 +187,22 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
     const baseModel = { source, dir: modelDir };
     if (command === "arp") {
       const c = config as ArpConfig;
-      const makeEnv = () => new GuessNumberEnv();
-      // The acquired episodes: a bisecting expert that sometimes emits a malformed call.
-      const expert = new ScriptedPolicy({ id: "bisect-expert", script: guessNumberScript({ malformedRate: 0.1 }) });
+      const setup = arpEnvironment(env);
       const sourceRun = await runEpisodes({
-        makeEnv,
-        policy: expert,
+        makeEnv: setup.makeEnv,
+        policy: setup.expert,
         episodes: c.data.sourceEpisodes,
         baseSeed: c.seed,
-        limits: { maxTurns: 8 },
+        limits: { maxTurns: setup.expertTurns },
         concurrency: 1,
       });
       const r = await runArp({
         ...io,
         model,
         codec,
-        makeEnv,
+        makeEnv: setup.makeEnv,
+        makeEvalEnv: setup.makeEvalEnv,
+        diagnose: setup.diagnose,
         sourceTrajectories: sourceRun.trajectories,
         config: c,
         baseModel,
