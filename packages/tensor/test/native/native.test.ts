@@ -192,6 +192,19 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
           }
         });
 
+  it("skinny bf16 products (decode: m < 16) go to wasm's bf16 GEMM and give the same values", () => {
+    const k = 37;
+    const n = 29;
+    for (const m of [1, 15, 16]) {
+      const a = randomArray(m * k, -1, 1, seed++);
+      const bits = randomBits(n * k, seed++, T.f32ToBf16Bits);
+      const shape = { batch: 1, m, n, k, transB: true };
+      const out = new Float32Array(m * n);
+      gemm.matmulBf16B(a, bits, out, shape);
+      expectClose(out, reference(a, Float32Array.from(bits, T.bf16BitsToF32), out, shape), 1e-5, 1e-5 * Math.sqrt(k));
+    }
+  });
+
   it("f16 widening covers subnormals, infinities and the largest finite value", () => {
     const specials = [0x0001, 0x03ff, 0x8001, 0x7c00, 0xfc00, 0x8000, 0x0000, 0x3c00, 0xc000, 0x7bff];
     const bits = Uint16Array.from(specials);

@@ -9,9 +9,20 @@ import { type BlasLibrary, CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, type On
 /** How a bf16 B is multiplied: widened to f32 (exact f32 compute), or by oneDNN with A rounded to bf16. */
 export type Bf16Gemm = "widen" | "onednn";
 
+type Bf16Kernel = (a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape) => void;
+
+/**
+ * Below this many rows of A a bf16 product goes to `skinnyBf16` (wasm's GEMM reads bf16 directly): widening
+ * touches every weight once per call, which costs about as much as 2·m multiply-adds per weight at m ≈ 16, so
+ * for decode (m = 1) widening would dominate.
+ */
+export const SKINNY_BF16_ROWS = 16;
+
 export interface NativeGemmOptions {
   /** f32 elements of the widening scratch (default 4 Mi = 16 MiB); B slices are sized to fit it. */
   scratchElements?: number;
+  /** bf16 products with fewer than SKINNY_BF16_ROWS rows per B (decode steps) run here instead of widening. */
+  skinnyBf16?: Bf16Kernel | null;
   bf16Gemm?: Bf16Gemm;
   onednn?: OneDnnLibrary | null;
 }
@@ -127,6 +138,11 @@ export class NativeGemm {
   matmulBf16B(a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape): void {
     const s = resolve("matmulBf16B", shape, a.length, bBits.length, out.length);
     if (this.trivial(s, out)) return;
+    const rowsPerB = s.strideB === 0 ? s.batch * s.m : s.m;
+    if (this.bf16Gemm === "widen" && this.options.skinnyBf16 && rowsPerB < SKINNY_BF16_ROWS) {
+      this.options.skinnyBf16(a, bBits, out, shape);
+      return;
+    }
     if (this.bf16Gemm === "onednn") this.onednnBf16(s, a, bBits, out);
     else this.widened(s, a, bBits, out, false);
   }

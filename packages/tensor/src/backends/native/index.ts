@@ -144,11 +144,16 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
     onednn.setThreads(threads);
   }
   if (!hasBackend("wasm")) await initWasmBackend(options);
-  const next = new NativeGemm(blas, { bf16Gemm, onednn, scratchElements: options.widenScratchElements });
 
   // Everything but the GEMMs is the wasm backend's own kernels; what wasm lacks is not registered,
   // so it falls back to js exactly as on wasm. The storage is wasm's too (see sharedStorage).
   const kernels = { ...backendKernels("wasm") } as Partial<Kernels>;
+  const next = new NativeGemm(blas, {
+    bf16Gemm,
+    onednn,
+    scratchElements: options.widenScratchElements,
+    skinnyBf16: kernels.matmulBf16B ?? null,
+  });
   const matmul: Kernels["matmul"] = (a, b, out, shape) => next.matmul(a, b, out, shape);
   const tiled = makeGemmAttention(matmul);
   const forward = (kernels.attentionForward ?? referenceKernel("attentionForward")) as Kernels["attentionForward"];
