@@ -192,6 +192,20 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
           }
         });
 
+  it("skinny f32 products (decode: m < 4) go to wasm's GEMV and give the same values", () => {
+    const k = 41;
+    const n = 33;
+    for (const m of [1, 3, 4]) {
+      const a = randomArray(m * k, -1, 1, seed++);
+      const b = randomArray(n * k, -1, 1, seed++);
+      const initial = randomArray(m * n, -1, 1, seed++);
+      const shape = { batch: 1, m, n, k, transB: true, accumulate: true };
+      const out = initial.slice();
+      gemm.matmul(a, b, out, shape);
+      expectClose(out, reference(a, b, initial, shape), 1e-5, 1e-5 * Math.sqrt(k));
+    }
+  });
+
   it("skinny bf16 products (decode: m < 16) go to wasm's bf16 GEMM and give the same values", () => {
     const k = 37;
     const n = 29;

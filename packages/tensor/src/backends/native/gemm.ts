@@ -10,6 +10,13 @@ import { type BlasLibrary, CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, type On
 export type Bf16Gemm = "widen" | "onednn";
 
 type Bf16Kernel = (a: Float32Array, bBits: Uint16Array, out: Float32Array, shape: MatmulShape) => void;
+type F32Kernel = (a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape) => void;
+
+/**
+ * Below this many rows of A per B an f32 product goes to `skinnyF32` (wasm's GEMV path): sgemm packs all
+ * of B before multiplying, which for a matrix-vector product (decode) reads the weights twice.
+ */
+export const SKINNY_F32_ROWS = 4;
 
 /**
  * Below this many rows of A a bf16 product goes to `skinnyBf16` (wasm's GEMM reads bf16 directly): widening
@@ -23,6 +30,8 @@ export interface NativeGemmOptions {
   scratchElements?: number;
   /** bf16 products with fewer than SKINNY_BF16_ROWS rows per B (decode steps) run here instead of widening. */
   skinnyBf16?: Bf16Kernel | null;
+  /** f32 products with fewer than SKINNY_F32_ROWS rows per B run here. */
+  skinnyF32?: F32Kernel | null;
   bf16Gemm?: Bf16Gemm;
   onednn?: OneDnnLibrary | null;
 }
@@ -124,6 +133,10 @@ export class NativeGemm {
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
     const s = resolve("matmul", shape, a.length, b.length, out.length);
     if (this.trivial(s, out)) return;
+    if (this.options.skinnyF32 && (s.strideB === 0 ? s.batch * s.m : s.m) < SKINNY_F32_ROWS) {
+      this.options.skinnyF32(a, b, out, shape);
+      return;
+    }
     const { m, n, k } = s;
     // Batches that share B with consecutive, untransposed A rows are one tall GEMM (batch·m rows).
     if (s.batch > 1 && s.strideB === 0 && !s.transA && s.strideA === m * k) {

@@ -153,6 +153,7 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
     onednn,
     scratchElements: options.widenScratchElements,
     skinnyBf16: kernels.matmulBf16B ?? null,
+    skinnyF32: kernels.matmul ?? null,
   });
   const matmul: Kernels["matmul"] = (a, b, out, shape) => next.matmul(a, b, out, shape);
   const tiled = makeGemmAttention(matmul);
