@@ -4,7 +4,7 @@
 // configuration and exits. Without --model the student is the embedded tiny chat model (a random
 // 2-layer Qwen3 with a character tokenizer): a pipeline check, not a benchmark.
 import { readFileSync } from "node:fs";
-import { clembench, questworld } from "@kiln/benchmarks";
+import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { ChatTemplate, LocalPolicy, type Model, type Tokenizer, loadModel, loadTokenizer } from "@kiln/models";
 import {
   type EpisodeSpec,
@@ -23,6 +23,7 @@ import { runArp } from "./arp.js";
 import type { ChatCodec } from "./batches.js";
 import type { DiagnoseOptions } from "./diagnose.js";
 import { runOel } from "./oel.js";
+import { Tau2TasksEnvironment, experienceMemory } from "./oel-tau2.js";
 import { scaffoldedTeacher } from "./opd-samples.js";
 import type { OpdEvaluation } from "./opd.js";
 import { runOpdRounds } from "./opd.js";
@@ -177,7 +178,7 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
   if (backend !== "wasm" && backend !== "js") throw new UsageError(`--backend must be wasm or js, got ${backend}`);
   const io = { out: strFlag(f, "out", "runs"), name: strFlag(f, "name", command), mode: runMode(f) };
   const env = strFlag(f, "env", command === "opd" ? "questworld" : "guess-number")!;
-  const allowed = { arp: ARP_ENVS, opd: ["questworld", "guess-number"], oel: ["guess-number"] }[command];
+  const allowed = { arp: ARP_ENVS, opd: ["questworld", "guess-number"], oel: ["guess-number", "tau2"] }[command];
   if (!allowed.includes(env)) throw new UsageError(`--env must be ${allowed.join(" or ")}, got ${env}`);
   if (backend === "wasm") await initBackend("wasm");
   else setBackend("js");
@@ -302,6 +303,32 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
       return 0;
     }
     const c = config as OelConfig;
+    if (env === "tau2") {
+      // tau2 retail: the first `tasks` tasks of the split, a scripted customer (or --user-url), memories
+      // from the deploy trajectories (experienceMemory).
+      const split = (strFlag(f, "split", "train") ?? "train") as tau2.Tau2SplitName;
+      const tasks = tau2.loadSplitTasks(split).slice(0, c.tasks);
+      const userUrl = strFlag(f, "user-url");
+      const user = (task: tau2.Tau2Task): Policy =>
+        userUrl
+          ? new HttpPolicy({ baseUrls: userUrl.split(","), model: strFlag(f, "user-model", "default")! })
+          : tau2.scriptedUser(task);
+      const makeEnv = () => new Tau2TasksEnvironment(tasks, user);
+      const r = await runOel({
+        ...io,
+        model,
+        codec,
+        makeEnv,
+        tasks: tasks.map((t, i) => ({ id: t.id, seed: c.seed + i, memory: "", state: { taskId: t.id } })),
+        memoryFrom: (_task, deployed) => experienceMemory(deployed),
+        config: c,
+        baseModel,
+      });
+      console.log(
+        JSON.stringify({ runDir: r.runDir, modelDir: r.modelDir, before: r.before, after: r.after, errors: r.errors }),
+      );
+      return 0;
+    }
     const makeEnv = () => new GuessNumberEnv();
     const tasks = Array.from({ length: c.tasks }, (_, i) => {
       const probe = new GuessNumberEnv();

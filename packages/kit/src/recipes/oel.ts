@@ -155,6 +155,11 @@ export interface OelOptions extends RecipeIo {
   makeEnv: () => Environment;
   tasks: readonly OelTask[];
   config?: OelConfig;
+  /**
+   * Build each task's memory from its deploy trajectory (e.g. `experienceMemory`) instead of the
+   * task's fixed `memory`.
+   */
+  memoryFrom?: (task: OelTask, deployed: Trajectory) => string;
   /** Override the evaluation (e.g. a real tau2 run against a served model). */
   evaluate?: (policy: Policy, phase: "base" | "consolidated") => Promise<Record<string, number>>;
   baseModel?: { source: string; dir?: string };
@@ -307,7 +312,14 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
     });
     await writeRollouts(run, "deploy.jsonl.gz", deployed.trajectories);
     noteErrors("deploy", deployed.trajectories);
-    return consolidationSamples(codec, deployed.trajectories, (t) => memory.get(t.episodeId) ?? "");
+    const byId = new Map(options.tasks.map((t) => [t.id, t]));
+    const memoryOf = (t: Trajectory) => {
+      const task = byId.get(t.episodeId);
+      return task && options.memoryFrom ? options.memoryFrom(task, t) : (memory.get(t.episodeId) ?? "");
+    };
+    const memories = Object.fromEntries(deployed.trajectories.map((t) => [t.episodeId, memoryOf(t)]));
+    await run.writeJson("memories.json", memories);
+    return consolidationSamples(codec, deployed.trajectories, memoryOf);
   });
   if (samples.length === 0) throw new RecipeError("runOel: the deployed episodes have no recorded completion tokens");
 
