@@ -47,7 +47,7 @@ async function loadStudent(
     const t = tinyChat({ seed, std: 0.2 });
     return {
       model: t.model,
-      codec: { tokenizer: t.tokenizer, template: t.template },
+      codec: { tokenizer: t.tokenizer, template: t.chatTemplate },
       source: `kiln tinyChat (random 2-layer Qwen3, character tokenizer, seed ${seed})`,
     };
   }
@@ -237,12 +237,15 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
         // A bigger local model; it must share the student's tokenizer (it scores the student's token ids).
         const t = await loadStudent(teacherDir, c.seed);
         assertSameTokenizer(codec.tokenizer, t.codec.tokenizer, `--teacher ${teacherDir}`);
-        teacher = new LocalPolicy({
+        const big = new LocalPolicy({
           id: `teacher:${teacherDir}`,
           model: t.model,
           tokenizer: t.codec.tokenizer,
           chatTemplate: t.codec.template,
         });
+        // A bigger model and a scaffold together: --teacher DIR --scaffold TEXT.
+        const scaffold = strFlag(f, "scaffold");
+        teacher = scaffold ? scaffoldedTeacher(big, scaffold) : big;
       } else if (teacherUrl) {
         // An OpenAI-compatible server scoring through /v1/completions echo; --teacher-tokenizer DIR
         // (the served model's files) lets kiln check that it tokenizes like the student.
