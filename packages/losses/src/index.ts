@@ -5,6 +5,16 @@ export type { LossResult, MaskLike } from "./result.js";
 export { tokenLogProbs, type TokenLogProbsOptions } from "./token-log-probs.js";
 export { isChunkedLogits, type ChunkedLogits, type Logits } from "./chunked-logits.js";
 export { countTargetTokens, labelsFromMask, shiftLabels, type CountTargetsOptions } from "./labels.js";
+export {
+  collatePreference,
+  collateSft,
+  lastSpanMask,
+  padRows,
+  type MaskedRow,
+  type PaddedRows,
+  type PreferenceCollated,
+  type SftCollated,
+} from "./collate.js";
 export { tokenAccuracy, tokenEntropy, type EntropyOptions } from "./token-stats.js";
 export { sftLoss, type SftLossOptions } from "./sft.js";
 export { sequenceLogProbs, type SequenceLogProbs, type SequenceLogProbsOptions } from "./sequence-log-probs.js";

@@ -4,7 +4,8 @@
 import type { ChatTemplate, Tokenizer } from "@kiln/models";
 import type { Message, ToolSchema } from "@kiln/rollout";
 import { renderForTraining } from "@kiln/models";
-import { Tensor } from "@kiln/tensor";
+import { collatePreference, collateSft, lastSpanMask } from "@kiln/losses";
+import type { Tensor } from "@kiln/tensor";
 import type { SftBatch } from "../sft-trainer.js";
 import { RecipeError } from "./errors.js";
 
@@ -20,21 +21,6 @@ export interface Conversation {
 
 function padId(codec: ChatCodec): number {
   return codec.tokenizer.padTokenId ?? codec.tokenizer.eosTokenId ?? 0;
-}
-
-/** Right-padded [B, T] rows with a [B, T] 0/1 mask per row (`marks`) and the attention mask. */
-function padRows(rows: number[][], marks: Uint8Array[], pad: number) {
-  const B = rows.length;
-  const T = Math.max(1, ...rows.map((r) => r.length));
-  const ids = new Int32Array(B * T).fill(pad);
-  const mark = new Uint8Array(B * T);
-  const attention = new Int32Array(B * T);
-  rows.forEach((r, b) => {
-    ids.set(r, b * T);
-    mark.set(marks[b], b * T);
-    attention.fill(1, b * T, b * T + r.length);
-  });
-  return { B, T, ids, mark, attention };
 }
 
 /** Token ids of a conversation and its assistant-token mask, cut to `maxLength` tokens (the start is kept). */
@@ -56,18 +42,11 @@ export function conversationBatch(
 ): SftBatch {
   if (conversations.length === 0) throw new RecipeError("conversationBatch: no conversations to collate");
   const rendered = conversations.map((c) => renderConversation(codec, c, maxLength));
-  const { B, T, ids, mark, attention } = padRows(
-    rendered.map((r) => r.ids),
-    rendered.map((r) => r.assistantMask),
+  // The collator and the label rule live beside the loss (@kiln/losses collateSft).
+  return collateSft(
+    rendered.map((r) => ({ ids: r.ids, mask: r.assistantMask })),
     padId(codec),
   );
-  const labels = new Int32Array(B * T).fill(-100);
-  for (let i = 0; i < B * T; i++) if (mark[i]) labels[i] = ids[i];
-  return {
-    inputIds: new Tensor(ids, [B, T], "i32"),
-    labels: new Tensor(labels, [B, T], "i32"),
-    attentionMask: new Tensor(attention, [B, T], "i32"),
-  };
 }
 
 export interface PreferenceExample {
@@ -88,20 +67,20 @@ export interface PreferenceBatch {
 }
 
 /** Token ids of prompt + reply and a mask of the reply's tokens (its last assistant span). */
-function renderReply(codec: ChatCodec, prompt: Message[], reply: Message, tools?: ToolSchema[], maxLength = Infinity) {
+function renderReply(
+  codec: ChatCodec,
+  prompt: Message[],
+  reply: Message,
+  tools?: ToolSchema[],
+  maxLength = Number.POSITIVE_INFINITY,
+) {
   const full = renderForTraining(codec.tokenizer, codec.template, [...prompt, reply], { tools });
   // Over-long pairs keep their end (the reply) and lose the start of the prompt (TRL keep_end).
   const cut = Math.max(0, full.ids.length - maxLength);
-  const r = { ids: full.ids.slice(cut), assistantMask: full.assistantMask.slice(cut) };
   // Only the final assistant turn is the completion; earlier assistant turns are prompt.
-  const mask = new Uint8Array(r.ids.length);
-  let end = r.ids.length;
-  while (end > 0 && !r.assistantMask[end - 1]) end--;
-  let start = end;
-  while (start > 0 && r.assistantMask[start - 1]) start--;
-  if (start === end) throw new RecipeError("preference batch: the reply rendered to no assistant tokens");
-  mask.fill(1, start, end);
-  return { ids: r.ids, mask };
+  const mask = lastSpanMask(full.assistantMask.slice(cut));
+  if (!mask.some((v) => v === 1)) throw new RecipeError("preference batch: the reply rendered to no assistant tokens");
+  return { ids: full.ids.slice(cut), mask };
 }
 
 export function preferenceBatch(
@@ -112,16 +91,5 @@ export function preferenceBatch(
   if (examples.length === 0) throw new RecipeError("preferenceBatch: no pairs to collate");
   const chosen = examples.map((e) => renderReply(codec, e.prompt, e.chosen, e.tools, maxLength));
   const rejected = examples.map((e) => renderReply(codec, e.prompt, e.rejected, e.tools, maxLength));
-  const all = [...chosen, ...rejected];
-  const { B, T, ids, mark, attention } = padRows(
-    all.map((r) => r.ids),
-    all.map((r) => r.mask),
-    padId(codec),
-  );
-  return {
-    inputIds: new Tensor(ids, [B, T], "i32"),
-    completionMask: new Tensor(Float32Array.from(mark), [B, T]),
-    attentionMask: new Tensor(attention, [B, T], "i32"),
-    pairs: examples.length,
-  };
+  return collatePreference(chosen, rejected, padId(codec));
 }

@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import {
+  LossInputError,
+  collatePreference,
+  collateSft,
+  countTargetTokens,
+  lastSpanMask,
+  padRows,
+} from "../src/index.js";
+
+describe("collators", () => {
+  it("right-pads rows, labels only masked tokens, and counts targets after the shift", () => {
+    const b = collateSft(
+      [
+        { ids: [5, 6, 7, 8], mask: [0, 0, 1, 1] },
+        { ids: [9, 10], mask: [0, 1] },
+      ],
+      0,
+    );
+    expect(b.inputIds.shape).toEqual([2, 4]);
+    expect(Array.from(b.inputIds.dataSync())).toEqual([5, 6, 7, 8, 9, 10, 0, 0]);
+    expect(Array.from(b.labels.dataSync())).toEqual([-100, -100, 7, 8, -100, 10, -100, -100]);
+    expect(Array.from(b.attentionMask.dataSync())).toEqual([1, 1, 1, 1, 1, 1, 0, 0]);
+    expect(countTargetTokens(b.labels)).toBe(3);
+    expect(() => padRows([{ ids: [1, 2], mask: [1] }], 0)).toThrow(/row 0 has 2 ids but 1 mask values/);
+    expect(() => padRows([], 0)).toThrow(LossInputError);
+  });
+
+  it("keeps the final span of a mask and stacks chosen rows before rejected rows", () => {
+    expect(Array.from(lastSpanMask([1, 1, 0, 0, 1, 1, 0]))).toEqual([0, 0, 0, 0, 1, 1, 0]);
+    expect(Array.from(lastSpanMask([0, 0]))).toEqual([0, 0]);
+    const p = collatePreference(
+      [{ ids: [1, 2, 3], mask: lastSpanMask([0, 0, 1]) }],
+      [{ ids: [1, 2, 4, 4], mask: lastSpanMask([0, 0, 1, 1]) }],
+      0,
+    );
+    expect(p.pairs).toBe(1);
+    expect(Array.from(p.inputIds.dataSync())).toEqual([1, 2, 3, 0, 1, 2, 4, 4]);
+    expect(Array.from(p.completionMask.dataSync())).toEqual([0, 0, 1, 0, 0, 0, 1, 1]);
+    expect(() => collatePreference([{ ids: [1], mask: [0] }], [{ ids: [1], mask: [1] }], 0)).toThrow(
+      /row 0 has no completion tokens/,
+    );
+  });
+});
