@@ -129,7 +129,7 @@ describe("training memory", () => {
         super(...(args as []));
         if (this.length > largest) largest = this.length;
       }
-      static [Symbol.hasInstance](x: unknown): boolean {
+      static override [Symbol.hasInstance](x: unknown): boolean {
         return x instanceof Original;
       }
     }
