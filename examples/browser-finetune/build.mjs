@@ -37,6 +37,7 @@ export async function buildExample(outdir = join(repoRoot, ".tmp", "example-brow
     entryPoints: [join(here, "main.js")],
     outdir,
     sourceAliases: true,
+    minify: true,
   });
   if (builtins.length > 0) throw new Error(`example bundle pulls in Node built-ins: ${builtins.join(", ")}`);
   copyFileSync(join(here, "index.html"), join(outdir, "index.html"));
