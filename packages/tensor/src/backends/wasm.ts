@@ -1,7 +1,7 @@
 // The wasm backend: own SIMD kernels (GEMM with packed panels, RMSNorm, cross-entropy,
 // fused attention) on a shared WebAssembly.Memory with worker threads. Kernels it lacks
 // fall back to js; attention with a key-padding mask runs the GEMM-tiled version.
-import type { AttentionShape } from "../backend.js";
+import type { AttentionShape, HostArrays } from "../backend.js";
 import { registerBackend, unregisterBackend } from "../backend.js";
 import type { InitBackendOptions } from "../init-backend.js";
 import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../wasm/index.js";
@@ -46,7 +46,7 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
   const matmul = k.matmul.bind(k);
   const tiled = makeGemmAttention(matmul);
   // Tensors created while wasm is active live in the kernels' memory (see wasm-storage.ts).
-  registerBackend(new WasmStorage(k.wasmHeap), {
+  registerBackend<HostArrays>(new WasmStorage(k.wasmHeap), {
     matmul,
     matmulBf16B: k.matmulBf16B.bind(k),
     rmsNorm: k.rmsNorm.bind(k),
