@@ -110,7 +110,7 @@ if (browser)
         console.log(
           `wasm parity: ${row.name}: max |Δ| ${row.maxAbsDiff.toExponential(2)} (|ref| ≤ ${row.maxAbsRef.toPrecision(3)}, ${row.count} values)`,
         );
-      expect(rows.length).toBeGreaterThan(10);
+      expect(rows.length).toBeGreaterThanOrEqual(17);
       for (const row of rows) {
         expect(row.error, row.name).toBeUndefined();
         expect(row.count, row.name).toBeGreaterThan(0);
@@ -171,7 +171,7 @@ if (browser)
           expect(row.error, row.name).toBeUndefined();
           expect(row.maxAbsDiff, row.name).toBeLessThanOrEqual(1e-3 * Math.max(1, row.maxAbsRef));
         }
-      }, 300_000);
+      }, 600_000);
 
       it(`LoRA SFT on stories260K: webgpu agrees with wasm over ${LORA_STEPS} steps`, async () => {
         expect(await page.evaluate(() => kilnSuite.init("webgpu"), undefined)).toBeNull();

@@ -172,6 +172,61 @@ const parityCases: ParityCase[] = [
     },
   },
   {
+    name: "embedding and gather fwd+bwd (repeated ids: scatter-add in the backward)",
+    run: (r) => {
+      const table = r([37, 24]);
+      const ids = T.Tensor.fromHost(
+        Int32Array.from({ length: 30 }, (_, i) => (i * 11) % 13),
+        [5, 6],
+        "i32",
+      );
+      const e = T.embedding(table, ids);
+      const x = r([6, 9]);
+      const index = T.Tensor.fromHost(
+        Int32Array.from({ length: 18 }, (_, i) => (i * 5) % 9),
+        [6, 3],
+        "i32",
+      );
+      const g = T.gather(x, 1, index);
+      T.backward(T.add(T.sum(T.square(e)), T.sum(T.mul(g, g))));
+      return [e, g, table.grad!, x.grad!];
+    },
+  },
+  {
+    name: "movement: permute, narrow, concat, transpose fwd+bwd",
+    run: (r) => {
+      const a = r([3, 4, 5]);
+      const b = r([3, 2, 5]);
+      const c = T.concat([a, b], 1);
+      const p = T.permute(c, [2, 0, 1]);
+      const n = T.narrow(p, 2, 1, 5);
+      const t = T.transpose(n, 0, 2);
+      T.backward(T.sum(T.mul(t, T.tanh(t))));
+      return [c, p, n, t, a.grad!, b.grad!];
+    },
+  },
+  {
+    name: "max, logsumexp, argmax, where, clamp, maximum fwd+bwd",
+    run: (r) => {
+      const x = r([11, 29], -3, 3);
+      const m = T.max(x, -1);
+      const l = T.logsumexp(x, -1);
+      const am = T.argmax(x, -1);
+      const w = T.where(T.compare("gt", x, 0.5), T.clamp(x, -1, 2), T.maximum(x, T.scalar(-0.25)));
+      T.backward(T.add(T.add(T.sum(m), T.sum(T.square(l))), T.sum(T.square(w))));
+      return [m, l, am.to("f32"), w, x.grad!];
+    },
+  },
+  {
+    name: "dropout (counter-based mask: same seed, same mask on every backend) fwd+bwd",
+    run: (r) => {
+      const x = r([17, 33]);
+      const y = T.dropout(x, 0.3, { seed: 1234, offset: 77 });
+      T.backward(T.sum(T.square(y)));
+      return [y, x.grad!];
+    },
+  },
+  {
     name: "AdamW, 3 steps over 70,001 elements",
     run: (r) => {
       const w = r([70001]);
