@@ -8,16 +8,20 @@ import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const [name, ...rest] = process.argv.slice(2);
-const available = readdirSync(join(root, "packages")).filter((p) =>
-  existsSync(join(root, "packages", p, "bench", "index.ts")),
-);
+// Benchmarks that are not a package's bench/index.ts: name → [package, script].
+const extra = { gpu: ["tensor", "gpu.ts"] };
+const available = [
+  ...readdirSync(join(root, "packages")).filter((p) => existsSync(join(root, "packages", p, "bench", "index.ts"))),
+  ...Object.keys(extra),
+];
 if (!name || !available.includes(name)) {
   console.error(`usage: pnpm bench <name> [--json]\navailable benchmarks: ${available.join(", ") || "(none)"}`);
   process.exit(2);
 }
-const pkgDir = join(root, "packages", name);
+const [pkg, script] = extra[name] ?? [name, "index.ts"];
+const pkgDir = join(root, "packages", pkg);
 const tsx = join(root, "node_modules", ".bin", "tsx");
-const result = spawnSync(tsx, ["--conditions=source", join("bench", "index.ts"), ...rest], {
+const result = spawnSync(tsx, ["--conditions=source", join("bench", script), ...rest], {
   cwd: pkgDir,
   stdio: "inherit",
 });

@@ -70,17 +70,40 @@ export class WebGPUStorage implements StorageBackend<GpuArray, GpuArray> {
 
 /** The kernels of `Kernels` over GPU arrays, bound to one runtime. */
 export function webgpuKernels(rt: WebGPURuntime, options: { f16Math?: boolean } = {}): Kernels<GpuArrays> {
-  // Host-side tables (RoPE cos/sin, key masks) are uploaded per call and released after encoding.
-  const withHost = <T>(host: Float32Array | Uint8Array, dtype: GpuDType, fn: (a: GpuArray) => T): T => {
-    const a = rt.upload(host, dtype);
-    try {
-      return fn(a);
-    } finally {
-      rt.release(a);
-    }
-  };
-  const withMask = (mask: Uint8Array | null, fn: (m: GpuArray | null) => void) =>
-    mask ? withHost(mask, "u8", fn) : fn(null);
+  const kernels = deviceKernels(rt, options);
+  // Host arrays reaching a kernel (RoPE tables, key masks, inputs of tensors still on js storage) are
+  // uploaded for the call and released once it is encoded.
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(kernels) as [string, (...args: unknown[]) => void][]) {
+    wrapped[name] = (...args: unknown[]) => {
+      const temps: GpuArray[] = [];
+      const mapped = args.map((a) => {
+        if (!ArrayBuffer.isView(a) || a instanceof DataView) return a;
+        const dtype: GpuDType =
+          a instanceof Float32Array
+            ? "f32"
+            : a instanceof Int32Array
+              ? "i32"
+              : a instanceof Uint16Array
+                ? "bf16"
+                : "u8";
+        const g = rt.upload(a as Float32Array, dtype);
+        temps.push(g);
+        return g;
+      });
+      try {
+        fn(...mapped);
+      } finally {
+        for (const t of temps) rt.release(t);
+      }
+    };
+  }
+  return wrapped as unknown as Kernels<GpuArrays>;
+}
+
+function deviceKernels(rt: WebGPURuntime, options: { f16Math?: boolean }): Kernels<GpuArrays> {
+  // RoPE tables and key masks arrive as host arrays in the signature; webgpuKernels has uploaded them.
+  const dev = (a: unknown) => a as GpuArray;
   const matmulOptions = { f16Math: options.f16Math ?? false };
   return {
     matmul: (a, b, out, shape) => K.gpuMatmul(rt, a, b, out, shape, matmulOptions),
@@ -95,17 +118,15 @@ export function webgpuKernels(rt: WebGPURuntime, options: { f16Math?: boolean } 
     softmaxRows: (l, p, lse, rows, vocab, rs) => K.gpuSoftmaxRows(rt, l, p, lse, rows, vocab, rs),
     klDivergenceRows: (s, t, tr, g, loss, ls, lt, shape, gs) =>
       K.gpuKlDivergenceRows(rt, s, t, tr, g, loss, ls, lt, shape, gs),
-    ropeForward: (x, cos, sin, out, shape) =>
-      withHost(cos, "f32", (c) => withHost(sin, "f32", (s) => K.gpuRopeForward(rt, x, c, s, out, shape))),
-    ropeBackward: (d, cos, sin, dx, shape) =>
-      withHost(cos, "f32", (c) => withHost(sin, "f32", (s) => K.gpuRopeBackward(rt, d, c, s, dx, shape))),
+    ropeForward: (x, cos, sin, out, shape) => K.gpuRopeForward(rt, x, dev(cos), dev(sin), out, shape),
+    ropeBackward: (d, cos, sin, dx, shape) => K.gpuRopeBackward(rt, d, dev(cos), dev(sin), dx, shape),
     swigluForward: (g, u, out, sig) => K.gpuSwigluForward(rt, g, u, out, sig),
     swigluBackward: (g, u, sig, d, dg, du) => K.gpuSwigluBackward(rt, g, u, sig, d, dg, du),
     adamwUpdate: (p, g, m, v, step) => K.gpuAdamwUpdate(rt, p, g, m, v, step),
     attentionForward: (q, k, v, mask, out, lse, shape) =>
-      withMask(mask, (m) => K.gpuAttentionForward(rt, q, k, v, m, out, lse, shape)),
+      K.gpuAttentionForward(rt, q, k, v, mask && dev(mask), out, lse, shape),
     attentionBackward: (q, k, v, mask, out, lse, dOut, dq, dk, dv, shape) =>
-      withMask(mask, (m) => K.gpuAttentionBackward(rt, q, k, v, m, out, lse, dOut, dq, dk, dv, shape)),
+      K.gpuAttentionBackward(rt, q, k, v, mask && dev(mask), out, lse, dOut, dq, dk, dv, shape),
     unary: (op, x, out, n) => G.gpuUnary(rt, op, x, out, n),
     unaryBackward: (op, x, y, g, dx, n) => G.gpuUnaryBackward(rt, op, x, y, g, dx, n),
     binary: (op, a, b, out, shape) => G.gpuBinary(rt, op, a, b, out, shape),
