@@ -11,9 +11,20 @@ import { Gunzip, gzipSync, Inflate, strFromU8, strToU8, zipSync } from "fflate";
 import { readFileBytes, writeFileAtomic } from "./atomic-file.js";
 import { ArchiveError } from "./errors.js";
 
-/** Compressed bytes fed to the inflater at a time: deflate expands at most ~1032×, so the output
- * between two budget checks is at most ~8.5 MB. */
-const INFLATE_SLICE = 1 << 13;
+/**
+ * Compressed bytes to feed the inflater next. Deflate expands at most ~1032×, and fflate holds about
+ * five times one push's output while producing it, so the slice shrinks with the remaining budget:
+ * one push can pass the budget by at most an eighth of it (and by ~2 MB when the budget is small),
+ * while ordinary data still inflates in 64 KiB slices. Memory therefore stays within about 1.6× the cap.
+ */
+function checkCap(maxBytes: number): void {
+  if (!(typeof maxBytes === "number" && maxBytes >= 0))
+    throw new ArchiveError(`maxBytes must be a non-negative number, got ${String(maxBytes)}`, "Unsupported");
+}
+
+function nextSlice(remainingBudget: number): number {
+  return Math.max(2048, Math.min(65_536, Math.floor(remainingBudget / (1032 * 8))));
+}
 
 let crcTable: Uint32Array | null = null;
 
@@ -50,11 +61,12 @@ function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
 
 /**
  * gunzip (one or more members), refusing to inflate more than `maxBytes` (default 4 GiB): the
- * budget is checked as the output grows, so a gzip bomb stops within ~8.5 MB of the cap. Each
+ * budget is checked as the output grows, so a gzip bomb stops soon after the cap (see nextSlice). Each
  * member's CRC-32 and ISIZE are verified; a truncated stream, a missing trailer and bytes after
  * the last member throw ArchiveError.
  */
 export function gunzip(data: Uint8Array, maxBytes = 2 ** 32): Uint8Array {
+  checkCap(maxBytes);
   if (data.length < 18 || data[0] !== 0x1f || data[1] !== 0x8b)
     throw new ArchiveError("not a gzip stream (needs the magic 1f 8b and at least 18 bytes)", "Corrupt", 0);
   const members = [{ start: 0, length: 0, crc: 0 }];
@@ -76,9 +88,10 @@ export function gunzip(data: Uint8Array, maxBytes = 2 ** 32): Uint8Array {
   });
   g.onmember = (start) => members.push({ start, length: 0, crc: 0 });
   try {
-    for (let o = 0; o < data.length; o += INFLATE_SLICE) {
-      const end = Math.min(o + INFLATE_SLICE, data.length);
+    for (let o = 0; o < data.length; ) {
+      const end = Math.min(o + nextSlice(maxBytes - total), data.length);
       g.push(data.subarray(o, end), end === data.length);
+      o = end;
     }
   } catch (e) {
     if (e instanceof ArchiveError) throw e;
@@ -230,8 +243,10 @@ function inflateBounded(data: Uint8Array, limit: number, onOver: () => ArchiveEr
     if (length > limit) throw onOver();
     if (chunk.length > 0) chunks.push(chunk);
   });
-  for (let o = 0; o < data.length; o += INFLATE_SLICE) {
-    inflater.push(data.subarray(o, Math.min(o + INFLATE_SLICE, data.length)), false);
+  for (let o = 0; o < data.length; ) {
+    const end = Math.min(o + nextSlice(limit - length), data.length);
+    inflater.push(data.subarray(o, end), false);
+    o = end;
   }
   inflater.push(new Uint8Array(0), true);
   return concat(chunks, length);
@@ -244,6 +259,7 @@ function inflateBounded(data: Uint8Array, limit: number, onOver: () => ArchiveEr
  * after the end of the archive.
  */
 export function unzipSafe(data: Uint8Array, maxBytes = 2 ** 32): Map<string, Uint8Array> {
+  checkCap(maxBytes);
   const entries = readCentralDirectory(data);
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   let declared = 0;

@@ -17,9 +17,16 @@ const HEADER_BYTES = 10 + 2 + 4 + 4; // fixed header, XLEN, subfield id+len, uin
 const TRAILER_BYTES = 8;
 /** The first 16 bytes of every member this module writes (the 4 size bytes follow). */
 const MEMBER_PREFIX = new Uint8Array([0x1f, 0x8b, 8, 0x04, 0, 0, 0, 0, 0, 255, 8, 0, 0x4b, 0x4c, 4, 0]);
-/** Inflation proceeds in slices of this many compressed bytes: deflate expands at most ~1032×, so
- * one slice adds at most ~17 MB before the running budget is checked again. */
-const INFLATE_SLICE = 1 << 14;
+/**
+ * Compressed bytes to feed the inflater next. Deflate expands at most ~1032×, and fflate holds about
+ * five times one push's output while producing it, so the slice shrinks with the remaining budget:
+ * one push can pass the budget by at most an eighth of it (and by ~2 MB when the budget is small),
+ * while ordinary data still inflates in 64 KiB slices. Memory therefore stays within about 1.6× the cap.
+ */
+function nextSlice(remainingBudget: number): number {
+  if (Number.isNaN(remainingBudget)) throw new TrajectoryFileError("inflation cap is not a number", "usage");
+  return Math.max(2048, Math.min(65_536, Math.floor(remainingBudget / (1032 * 8))));
+}
 /** Default cap on one inflated member (one episode). */
 export const DEFAULT_MAX_MEMBER_BYTES = 256 * 1024 * 1024;
 
@@ -106,8 +113,10 @@ export function inflateCapped(
     if (length > maxBytes) throw onTooLarge();
     if (chunk.length > 0) chunks.push(chunk);
   });
-  for (let o = 0; o < data.length; o += INFLATE_SLICE) {
-    inflater.push(data.subarray(o, Math.min(o + INFLATE_SLICE, data.length)), false);
+  for (let o = 0; o < data.length; ) {
+    const end = Math.min(o + nextSlice(maxBytes - length), data.length);
+    inflater.push(data.subarray(o, end), false);
+    o = end;
   }
   if (final) inflater.push(new Uint8Array(0), true);
   return { chunks, length };
@@ -308,9 +317,10 @@ export function gunzipMembers(
   });
   g.onmember = (start) => members.push({ start, chunks: [], length: 0, crc: 0 });
   try {
-    for (let o = 0; o < data.length; o += INFLATE_SLICE) {
-      const end = Math.min(o + INFLATE_SLICE, data.length);
+    for (let o = 0; o < data.length; ) {
+      const end = Math.min(o + nextSlice(maxBytes - total), data.length);
       g.push(data.subarray(o, end), end === data.length);
+      o = end;
     }
   } catch (err) {
     if (err instanceof TrajectoryFileError) throw err;

@@ -2,6 +2,8 @@
 // OpenAI-shaped 400s, cancellation on disconnect, live streaming, API keys, socket timeouts, and
 // a bounded load test that asserts /health stays responsive while a long generation runs.
 import { connect, type Socket } from "node:net";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -16,6 +18,10 @@ import {
   PolicyRequestError,
   RolloutConfigError,
 } from "../src/index.js";
+
+/** A real garbage collection, so heap sizes compare live objects only. */
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc") as () => void;
 
 /** A policy that generates one character per step, doing `workMs` of CPU work per step and
  * yielding to the event loop between steps (as kiln serve's worker does by living off-thread). */
@@ -385,7 +391,7 @@ describe("load", () => {
       connectionsCheckingIntervalMs: 200,
     });
     try {
-      global.gc?.();
+      collectGarbage();
       const heapBefore = process.memoryUsage().heapUsed;
       const healthLatencies: number[] = [];
       let polling = true;
@@ -402,8 +408,12 @@ describe("load", () => {
       const clients = Array.from({ length: 150 }, (_, i) =>
         post(`${srv.url}/v1/chat/completions`, chat(`client ${i}`, { max_tokens: 8 })),
       );
+      // Refused unread: a 413, or (when the server closes first) a connection the client sees close.
       const oversized = Array.from({ length: 10 }, () =>
-        post(`${srv.url}/v1/chat/completions`, chat("z".repeat(100 * 1024))),
+        post(`${srv.url}/v1/chat/completions`, chat("z".repeat(100 * 1024))).then(
+          (r) => r.status,
+          () => 413,
+        ),
       );
       const slow = Array.from({ length: 20 }, () =>
         heldSocket(srv.url, (s) =>
@@ -421,9 +431,12 @@ describe("load", () => {
         setTimeout(() => ctl.abort(), 50);
         return r;
       });
-      const results = await Promise.all(clients);
-      expect(results.every((r) => r.status === 200)).toBe(true);
-      expect((await Promise.all(oversized)).every((r) => r.status === 413)).toBe(true);
+      const statuses = (await Promise.all(clients)).map((r) => r.status);
+      expect(
+        statuses.filter((st) => st !== 200),
+        "non-200 answers to ordinary clients",
+      ).toEqual([]);
+      expect(await Promise.all(oversized)).toEqual(Array(10).fill(413));
       await Promise.all(gone);
       const longResult = await long;
       const longMs = performance.now() - longStart;
@@ -436,12 +449,15 @@ describe("load", () => {
       expect(sorted.length).toBeGreaterThan(10);
       // Under 1 s on an idle machine; on a loaded one (CI runners, many test files at once) the bound
       // scales with the long generation, which a blocked loop would hold /health for entirely.
-      expect(p99).toBeLessThan(Math.max(1000, longMs / 4));
+      expect(p99, `/health latencies (ms): ${sorted.map((v) => v.toFixed(0)).join(" ")}`).toBeLessThan(
+        Math.max(1000, longMs / 4),
+      );
       // Disconnected clients' generations were stopped, not run to their 2000 tokens.
       expect(p.generated).toBeLessThan(4000 + 150 * 8 + 20 * 2000);
       expect(srv.stats()).toMatchObject({ active: 0, queued: 0 });
-      global.gc?.();
-      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 1024 * 1024);
+      collectGarbage();
+      const grown = process.memoryUsage().heapUsed - heapBefore;
+      expect(grown, `heap grew by ${(grown / 2 ** 20).toFixed(1)} MiB`).toBeLessThan(64 * 1024 * 1024);
     } finally {
       await srv.close();
     }

@@ -1,5 +1,7 @@
 // Regression tests for resume on damaged files: a torn tail is cut, every other kind of damage
 // stops with a typed error naming the byte offset and episode, and nothing is deleted.
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,6 +24,9 @@ import {
   TrajectoryWriter,
 } from "../src/index.js";
 
+/** A real garbage collection, so the memory baseline holds live objects only. */
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc") as () => void;
 const dir = mkdtempSync(join(tmpdir(), "kiln-rollout-integrity-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -178,7 +183,7 @@ describe("caps bound memory", () => {
   it("readTrajectories stops a gzip bomb with a typed error, before inflating it", async () => {
     const path = join(dir, "bomb.jsonl.gz");
     writeFileSync(path, bombMember(48));
-    global.gc?.();
+    collectGarbage();
     const before = process.memoryUsage().arrayBuffers;
     const err = await readTrajectories(path, { maxRecordBytes: 2 * 1024 * 1024 }).catch((e: unknown) => e);
     const grown = process.memoryUsage().arrayBuffers - before;
