@@ -154,8 +154,8 @@ export function attachLora(model: Model, options: LoraOptions): LoraAdapter {
     const layer = new LoraLayer(
       name,
       module,
-      new Tensor(a, [r, fanIn]).requireGrad(),
-      new Tensor(b, [lin.outFeatures, r]).requireGrad(),
+      Tensor.fromHost(a, [r, fanIn]).requireGrad(),
+      Tensor.fromHost(b, [lin.outFeatures, r]).requireGrad(),
       scaling,
       p,
       seed * 1_000_003 + moduleIndex++,
