@@ -19,7 +19,8 @@ const SMALL = [
   "maxChars=12",
   "lora.r=2",
   "lora.alpha=4",
-  "sft.epochs=1",
+  "sft.maxSteps=4",
+  "sft.checkpointEvery=1",
   "turnDpo1.maxSteps=3",
   "turnDpo1.checkpointEvery=1",
   "turnDpo1.studentEpisodes=2",
@@ -90,10 +91,10 @@ describe("kiln arp --resume after kill -9", () => {
     const full = await kiln(root, "full", []);
     expect(full.code, full.out).toBe(0);
     const metrics = join(root, "cut", "metrics.jsonl");
-    // Kill once turn-dpo-1 has logged its first step (its step-1 checkpoint follows right after).
+    // Kill once SFT has logged its second step (checkpoints follow every step).
     const cut = await kiln(root, "cut", [], () => {
       if (!existsSync(metrics)) return false;
-      return readFileSync(metrics, "utf8").includes('"stage":"turn-dpo-1","step":2');
+      return readFileSync(metrics, "utf8").includes('"stage":"sft","step":2');
     });
     expect(cut.signal).toBe("SIGKILL");
     expect(existsSync(join(root, "cut", "model"))).toBe(false);
