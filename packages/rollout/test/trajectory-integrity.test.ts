@@ -4,11 +4,12 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
 import { gzipSync } from "fflate";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   decodeGzipMembers,
   GuessNumberEnv,
@@ -22,6 +23,7 @@ import {
   type Trajectory,
   TrajectoryFileError,
   TrajectoryWriter,
+  writeJsonlFile,
 } from "../src/index.js";
 
 /** A real garbage collection, so the memory baseline holds live objects only. */
@@ -231,6 +233,27 @@ describe("durability", () => {
       expect(readFileSync(`${path}.timings.jsonl`, "utf8").trim().split("\n")).toHaveLength(5);
     }
     expect(hashes[0]).toBe(hashes[1]);
+  });
+
+  it("writeJsonlFile and a new trajectory file fsync their directory", async () => {
+    const probe = await open(join(dir, "probe"), "w");
+    const proto = Object.getPrototypeOf(probe) as { sync(): Promise<void> };
+    await probe.close();
+    let syncs = 0;
+    const spy = vi.spyOn(proto, "sync").mockImplementation(async () => {
+      syncs++;
+    });
+    try {
+      await writeJsonlFile(join(dir, "rows.jsonl"), [{ a: 1 }]);
+      expect(syncs).toBeGreaterThanOrEqual(1);
+      syncs = 0;
+      const w = await TrajectoryWriter.open(join(dir, "fresh", "t.jsonl.gz"), { mode: "overwrite" });
+      await w.append(episodes[0]);
+      await w.close();
+      expect(syncs).toBe(2); // the appended episode, then the directory that gained the file
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("repairTrajectoryFile on an intact file keeps everything", async () => {
