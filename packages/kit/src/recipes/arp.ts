@@ -140,6 +140,7 @@ function trainConfig(s: StageTrainSettings, seed: number): TrainConfig {
     weightDecay: s.weightDecay,
     maxGradNorm: s.maxGradNorm,
     checkpointEvery: s.checkpointEvery,
+    evalEvery: s.evalEvery,
     seed,
   };
 }

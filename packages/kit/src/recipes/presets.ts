@@ -28,6 +28,8 @@ export interface StageTrainSettings {
   weightDecay: number;
   maxGradNorm: number;
   checkpointEvery: number;
+  /** Evaluate (SFT: the held-out loss) every N steps; 0 = only at the end of the stage. */
+  evalEvery: number;
 }
 
 export interface DpoStageSettings extends StageTrainSettings {
@@ -72,6 +74,7 @@ const SEED_SCHEDULE = {
   maxSteps: null,
   weightDecay: 0,
   maxGradNorm: 1,
+  evalEvery: 0,
 };
 
 const SEED_DPO = {
@@ -118,6 +121,7 @@ export function arpTinyConfig(): ArpConfig {
     maxSteps: null,
     weightDecay: 0,
     maxGradNorm: 1,
+    evalEvery: 0,
     lr: 2e-3,
     beta: 0.1,
     microBatchSize: 2,
@@ -194,6 +198,7 @@ export function opdSeedConfig(): OpdConfig {
       weightDecay: 0,
       maxGradNorm: 1,
       checkpointEvery: 50,
+      evalEvery: 0,
     },
     objective: { clamp: 3, earlyTurnWeight: 1.5, earlyTurns: 1, objective: "ppo", clipLow: 0.2, clipHigh: 0.2 },
     scale: 1,
@@ -245,6 +250,7 @@ export function oelSeedConfig(): OelConfig {
       weightDecay: 0,
       maxGradNorm: 1,
       checkpointEvery: 50,
+      evalEvery: 0,
     },
     divergence: "forward_kl",
     scale: 1,
