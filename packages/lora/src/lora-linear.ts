@@ -27,6 +27,11 @@ function f32Of(t: Tensor): Float32Array {
   return argOf(t.dtype === "f32" ? t : t.to("f32")) as Float32Array;
 }
 
+/** Shape argument of an elementwise `binary` kernel call over n contiguous elements. */
+function flat(n: number) {
+  return { shape: [n], aStrides: [1], bStrides: [1] };
+}
+
 /** A zero-filled f32 buffer on the active backend (its tensor, and the kernel argument). */
 function buffer(shape: readonly number[]): [Tensor, Float32Array] {
   const t = Tensor.output(shape);
@@ -106,9 +111,14 @@ export function loraLinear(
   const keepScale = dropout ? 1 / (1 - dropout.p) : 1;
   let xds = xs;
   let xdsTensor: Tensor | null = null;
+  // The mask as a backend tensor (keepScale or 0), so a device backend applies it with its own kernels.
+  let maskTensor: Tensor | null = null;
   if (keep) {
+    const scaled = new Float32Array(x.size);
+    for (let i = 0; i < scaled.length; i++) if (keep[i]) scaled[i] = keepScale;
+    maskTensor = Tensor.outputFrom(scaled, [x.size]);
     [xdsTensor, xds] = buffer([x.size]);
-    for (let i = 0; i < xds.length; i++) if (keep[i]) xds[i] = xs[i] * keepScale;
+    kernel("binary")("mul", xs, argOf(maskTensor) as Float32Array, xds, flat(x.size));
   }
   const a = f32Of(A);
   const b = f32Of(B);
@@ -118,15 +128,11 @@ export function loraLinear(
   const y = argOf(result) as Float32Array;
   gemmWeight(xs, weight, y, { batch: 1, m: rows, n: out, k: inF, transB: true });
   if (bias) {
-    const bv = f32Of(bias);
-    for (let i = 0; i < rows; i++) {
-      const o = i * out;
-      for (let j = 0; j < out; j++) y[o + j] += bv[j];
-    }
+    kernel("binary")("add", y, f32Of(bias), y, { shape: [rows, out], aStrides: [out, 1], bStrides: [0, 1] });
   }
   const [uTensor, u] = buffer([rows * r]);
   gemm(xds, a, u, { batch: 1, m: rows, n: r, k: inF, transB: true });
-  for (let i = 0; i < u.length; i++) u[i] *= scaling;
+  kernel("binaryScalar")("mul", u, scaling, u, rows * r, false);
   gemm(u, b, y, { batch: 1, m: rows, n: out, k: r, transB: true, accumulate: true });
 
   const inputs: Tensor[] = [x, weight, A, B];
@@ -134,6 +140,7 @@ export function loraLinear(
   // The backward reads u and x_d besides the inputs: temporaries of this op (freed once its backward ran).
   const saved: Tensor[] = [uTensor];
   if (xdsTensor) saved.push(xdsTensor);
+  if (maskTensor) saved.push(maskTensor);
   return record(
     result,
     "loraLinear",
@@ -151,7 +158,7 @@ export function loraLinear(
       if (A.requiresGrad || needX) {
         [duTensor, du] = buffer([rows * r]);
         gemm(g, bB, du, { batch: 1, m: rows, n: r, k: out });
-        for (let i = 0; i < du.length; i++) du[i] *= scaling;
+        kernel("binaryScalar")("mul", du, scaling, du, rows * r, false);
       }
       let dB: Tensor | null = null;
       if (B.requiresGrad) {
@@ -173,7 +180,9 @@ export function loraLinear(
           // the dropout op's backward (g·mask) and the gradient sum, in one pass
           const [tmpTensor, tmp] = buffer([rows * inF]);
           gemm(du as Float32Array, aB, tmp, { batch: 1, m: rows, n: inF, k: r });
-          for (let i = 0; i < d.length; i++) if (keep[i]) d[i] += tmp[i] * keepScale;
+          const n = rows * inF;
+          kernel("binary")("mul", tmp, argOf(maskTensor as Tensor) as Float32Array, tmp, flat(n));
+          kernel("binary")("add", d, tmp, d, flat(n));
           tmpTensor.dispose();
         } else {
           gemm(du as Float32Array, aB, d, { batch: 1, m: rows, n: inF, k: r, accumulate: true });
@@ -190,10 +199,7 @@ export function loraLinear(
       let db: Tensor | null = null;
       if (bias?.requiresGrad) {
         const [t, d] = buffer(bias.shape);
-        for (let i = 0; i < rows; i++) {
-          const o = i * out;
-          for (let j = 0; j < out; j++) d[j] += g[o + j];
-        }
+        kernel("reduce")("sum", g, d, 1, rows, out);
         db = t;
       }
       const grads: (Tensor | null)[] = [dx, dW, dA, dB];

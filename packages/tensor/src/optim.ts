@@ -1,8 +1,8 @@
 // Optimizers, in order of increasing complexity (tinygrad nn/optim.py style).
 // Updates run in place on parameter storage, outside the tape.
 // Optimizer state lives on the parameters' backend as tensors kept out of `tidy`.
-import { kernel } from "./backend.js";
-import { ShapeError } from "./errors.js";
+import { activeStorage, kernel } from "./backend.js";
+import { BackendError, ShapeError, fmtShape } from "./errors.js";
 import { Tensor, argOf, keep } from "./tensor.js";
 
 export interface ParamGroup {
@@ -32,9 +32,19 @@ export abstract class Optimizer {
 
   step(): void {
     this.stepCount++;
+    const active = activeStorage();
     for (let i = 0; i < this.params.length; i++) {
       const p = this.params[i];
       if (p.grad === null) continue;
+      // An update on a device backend writes the backend's own memory: a parameter stored elsewhere would get
+      // an uploaded copy updated and then thrown away, silently.
+      const own = p.storage.backend;
+      if (own !== active && !(own.hostVisible && active.hostVisible))
+        throw new BackendError(
+          `optimizer: parameter ${p.name ?? `#${p.id}`} ${fmtShape(p.shape)} lives on backend "${own.name}" but the ` +
+            `active backend is "${active.name}"; create parameters while "${active.name}" is active ` +
+            "(tensor(), Tensor.fromHost(), parameter()) rather than with new Tensor(hostArray)",
+        );
       this.update(i, p, p.grad);
     }
   }

@@ -253,7 +253,7 @@ export class Tensor {
   /** A deep copy of the values (no history) on the active backend. */
   clone(): Tensor {
     const out = Tensor.output(this.shape, this.dtype);
-    kernel("copy")(this.arg() as StorageArray, out.arg() as StorageArray, {
+    kernel("copy")(argOf(this) as StorageArray, argOf(out) as StorageArray, {
       shape: [this.size],
       srcOffset: 0,
       srcStrides: [1],
@@ -267,7 +267,7 @@ export class Tensor {
   to(dtype: DType): Tensor {
     if (dtype === this.dtype) return this;
     const out = Tensor.output(this.shape, dtype);
-    kernel("cast")(this.arg() as StorageArray, out.arg() as StorageArray, this.size, this.dtype, dtype);
+    kernel("cast")(argOf(this) as StorageArray, argOf(out) as StorageArray, this.size, this.dtype, dtype);
     return out;
   }
 

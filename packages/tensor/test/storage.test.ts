@@ -210,6 +210,11 @@ describe("a backend whose memory the host cannot read", () => {
       expect(() => T.withBackend("opaque-test", () => T.exp(t))).toThrow(/"unary".*"opaque-test"/);
       // From the js backend its memory cannot be reached synchronously either.
       expect(() => T.exp(t)).toThrow(T.DataSyncError);
+      // An optimizer refuses a host parameter while the device is active (its update would be lost).
+      const p = new T.Tensor(Float32Array.of(1, 2), [2]).requireGrad();
+      p.grad = new T.Tensor(Float32Array.of(0.5, 0.5), [2]);
+      const opt = new T.SGD([p], 0.1);
+      expect(() => T.withBackend("opaque-test", () => opt.step())).toThrow(/lives on backend "js"/);
     } finally {
       T.unregisterBackend("opaque-test");
     }
