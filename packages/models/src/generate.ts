@@ -65,11 +65,15 @@ function stopIdsFor(model: CausalLM, options: GenerateOptions): Set<number> {
   return ids;
 }
 
-export function generate(
+/**
+ * The generation loop as a generator: it yields each step's logits tensor and expects that tensor's f32 values
+ * back, so `generate` can read them synchronously and `generateAsync` can await them (device backends).
+ */
+function* generationSteps(
   model: CausalLM,
   prompts: readonly (readonly number[])[],
-  options: GenerateOptions = {},
-): GenerationOutput[] {
+  options: GenerateOptions,
+): Generator<Tensor, GenerationOutput[], Float32Array> {
   checkSamplingParams(options);
   const B = prompts.length;
   if (B === 0) return [];
@@ -109,10 +113,10 @@ export function generate(
   if (options.topLogprobs) for (const o of outs) o.topLogprobs = [];
   const done = new Array<boolean>(B).fill(maxNew === 0);
   const cache = model.newCache(B);
-  return noGrad(() => {
+  {
     let logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, cache, logitsToKeep: 1 });
     for (let step = 0; step < maxNew; step++) {
-      const data = logits.toFloat32Array();
+      const data: Float32Array = yield logits;
       const next = new Int32Array(B).fill(pad);
       const stepMask = new Uint8Array(B);
       for (let b = 0; b < B; b++) {
@@ -160,7 +164,40 @@ export function generate(
       }
     }
     return outs;
-  });
+  }
+}
+
+/**
+ * Generate completions for token prompts (synchronous: needs a backend whose memory the host reads without
+ * waiting, js or wasm; use `generateAsync` on every backend).
+ */
+export function generate(
+  model: CausalLM,
+  prompts: readonly (readonly number[])[],
+  options: GenerateOptions = {},
+): GenerationOutput[] {
+  const steps = generationSteps(model, prompts, options);
+  let data: Float32Array | undefined;
+  for (;;) {
+    const r = noGrad(() => steps.next(data as Float32Array));
+    if (r.done) return r.value;
+    data = r.value.toFloat32Array();
+  }
+}
+
+/** `generate` on every backend: each step's logits are read with an async host read (WebGPU). */
+export async function generateAsync(
+  model: CausalLM,
+  prompts: readonly (readonly number[])[],
+  options: GenerateOptions = {},
+): Promise<GenerationOutput[]> {
+  const steps = generationSteps(model, prompts, options);
+  let data: Float32Array | undefined;
+  for (;;) {
+    const r = noGrad(() => steps.next(data as Float32Array));
+    if (r.done) return r.value;
+    data = await r.value.toFloat32ArrayAsync();
+  }
 }
 
 function firstStop(text: string, stops: readonly string[]): { index: number; stop: string } | null {

@@ -38,7 +38,13 @@ export {
   type TruncationSide,
 } from "./truncation.js";
 export * from "./sampling.js";
-export { generate, type GenerateOptions, type GenerationOutput, type TokenAlternative } from "./generate.js";
+export {
+  generate,
+  generateAsync,
+  type GenerateOptions,
+  type GenerationOutput,
+  type TokenAlternative,
+} from "./generate.js";
 export { scoreCompletions, type ScoreItem } from "./score.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";
 export {

@@ -1,6 +1,6 @@
 import { Tensor, concat, narrow, noGrad } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
-import { GenerationError, type Model, generate, loadModel, scoreCompletions } from "../src/index.js";
+import { GenerationError, type Model, generate, generateAsync, loadModel, scoreCompletions } from "../src/index.js";
 import { maxAbsDiff, tinyDir } from "./helpers.js";
 
 const models = new Map<string, Model>();
@@ -63,6 +63,15 @@ describe("generate", () => {
       expect(batched[i].tokenIds).toEqual(alone.tokenIds);
       expect(maxAbsDiff(batched[i].logprobs, alone.logprobs)).toBeLessThan(1e-5);
     });
+  });
+
+  it("generateAsync (async logits reads, for device backends) returns exactly what generate does", async () => {
+    const model = await tiny("qwen2");
+    const opts = { temperature: 1.3, topK: 20, maxNewTokens: 6, stopTokenIds: [], seeds: [4, 5, 6], topLogprobs: 2 };
+    const sync = generate(model, PROMPTS, opts);
+    const viaAsync = await generateAsync(model, PROMPTS, opts);
+    expect(viaAsync).toEqual(sync);
+    expect(sync.every((o) => o.tokenIds.length === 6)).toBe(true);
   });
 
   it("batched equals unbatched when sampling with per-row seeds", async () => {
