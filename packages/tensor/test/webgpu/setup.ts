@@ -24,7 +24,8 @@ export async function openWebGPU(options: WebGPURuntimeOptions = {}): Promise<We
  */
 export function reportMissing(suite: WebGPUSuite): boolean {
   if (suite.runtime) return false;
-  const line = `webgpu suite NOT RUN: ${suite.reason}; install: ${WEBGPU_INSTALL_HINT}`;
+  const reason = suite.reason ?? "unknown";
+  const line = `webgpu suite NOT RUN: ${reason.includes(WEBGPU_INSTALL_HINT) ? reason : `${reason}; install: ${WEBGPU_INSTALL_HINT}`}`;
   if (process.env.KILN_WEBGPU === "required") {
     it("webgpu adapter present (KILN_WEBGPU=required)", () => {
       throw new Error(line);

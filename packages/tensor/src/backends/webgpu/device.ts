@@ -9,7 +9,7 @@ export class WebGPUUnavailableError extends BackendError {}
 /** Debian 12: Dawn refuses bookworm's Mesa 22; lavapipe from Mesa 25 (backports) runs WebGPU on the CPU. */
 export const WEBGPU_INSTALL_HINT =
   "on Debian 12 add bookworm-backports to apt and run `apt-get install -t bookworm-backports mesa-vulkan-drivers` " +
-  "(or install your GPU's Vulkan driver); `pnpm add webgpu` in Node; in browsers use a WebGPU-enabled browser";
+  "(lavapipe; or install your GPU's Vulkan driver); in browsers use a WebGPU-enabled browser";
 
 export interface WebGPUDeviceInfo {
   device: GPUDevice;
