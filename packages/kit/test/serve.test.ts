@@ -62,6 +62,12 @@ describe("kiln serve", () => {
     const c = await post("/v1/completions", { prompt: "Once upon a time", max_tokens: 12, seed: 1 });
     expect(c.status).toBe(200);
     expect(c.json.choices[0].text.length).toBeGreaterThan(0);
+    // Echo with log-probs scores the prompt in the worker (Policy.score on a raw token sequence).
+    const echo = await post("/v1/completions", { prompt: "Once upon a time", max_tokens: 0, echo: true, logprobs: 0 });
+    expect(echo.status).toBe(200);
+    const lp = (echo.json.choices[0] as unknown as { logprobs: { token_logprobs: (number | null)[] } }).logprobs;
+    expect(lp.token_logprobs[0]).toBeNull();
+    expect(lp.token_logprobs.slice(1).every((v) => typeof v === "number" && v < 0)).toBe(true);
     const chat = await post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] });
     expect(chat.status).toBe(400);
     expect(chat.json.error).toMatchObject({ type: "invalid_request_error", param: "messages" });
