@@ -193,4 +193,9 @@ async function main(): Promise<void> {
   reply({ type: "ready", info: { contextLength, vocabSize, hasChatTemplate: template !== null } });
 }
 
-await main();
+// No top-level await: the CJS build of this entry cannot have one. main() reports its own
+// failures to the parent; anything that still escapes ends the worker with an error exit.
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
