@@ -27,10 +27,18 @@ describe("a clembench game as a rollout environment", () => {
     expect(r.trajectories[0].outcome.score).toBe(0);
     // Branch the solver's episode after its first guess: the continuations start from the same feedback.
     const solver = policyFromBackend(wordleSolver(words.official_words_list), "solver");
-    const [parent] = (await runEpisodes({ makeEnv, policy: solver, episodes: 1, concurrency: 1, limits: { maxTurns: 8 } }))
-      .trajectories;
+    const [parent] = (
+      await runEpisodes({ makeEnv, policy: solver, episodes: 1, concurrency: 1, limits: { maxTurns: 8 } })
+    ).trajectories;
     expect(parent.turns.length).toBeGreaterThan(1);
-    const branched = await branchEpisode({ trajectory: parent, turn: 1, k: 2, makeEnv, policy: solver, concurrency: 1 });
+    const branched = await branchEpisode({
+      trajectory: parent,
+      turn: 1,
+      k: 2,
+      makeEnv,
+      policy: solver,
+      concurrency: 1,
+    });
     expect(branched.branches.length).toBe(2);
     for (const c of branched.branches) {
       expect(c.turns[0].message).toEqual(parent.turns[0].message);
