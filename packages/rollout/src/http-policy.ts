@@ -4,7 +4,7 @@
 // URL; a URL that failed rests for a while. Only fetch is used, so it also runs in browsers.
 
 import type { TextTokenizer } from "./char-tokenizer.js";
-import { PolicyCapabilityError, PolicyHttpError, RolloutConfigError } from "./errors.js";
+import { GenerationAbortedError, PolicyCapabilityError, PolicyHttpError, RolloutConfigError } from "./errors.js";
 import type { ChatCompletionResponse, CompletionResponse, WireChatChoice } from "./openai-wire.js";
 import { formatToolCalls } from "./parse-tool-calls.js";
 import type {
@@ -131,7 +131,7 @@ export class HttpPolicy implements Policy {
         : {}),
       ...(this.opts.returnTokenIds ? { return_token_ids: true } : {}),
     };
-    const res = (await this.post("/v1/chat/completions", body)) as ChatCompletionResponse;
+    const res = (await this.post("/v1/chat/completions", body, params.signal)) as ChatCompletionResponse;
     if (!Array.isArray(res?.choices) || res.choices.length === 0) {
       throw new PolicyHttpError("chat completion response has no choices", 200, false);
     }
@@ -245,12 +245,14 @@ export class HttpPolicy implements Policy {
     return candidates[this.rr++ % candidates.length];
   }
 
-  private async post(path: string, body: unknown): Promise<unknown> {
+  /** POST with retries; `signal` (the caller's cancellation) stops the request and any retry. */
+  private async post(path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
     const doFetch = this.opts.fetch ?? globalThis.fetch;
     const sleep = this.opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
     const payload = JSON.stringify(body);
     let lastError: PolicyHttpError | null = null;
     for (let attempt = 0; attempt <= this.opts.retries; attempt++) {
+      if (signal?.aborted) throw new GenerationAbortedError(`${path}: cancelled by the caller`);
       const ep = this.pick();
       ep.inFlight++;
       let retryAfterMs = 0;
@@ -263,7 +265,9 @@ export class HttpPolicy implements Policy {
             ...(this.opts.headers ?? {}),
           },
           body: payload,
-          signal: AbortSignal.timeout(this.opts.timeoutMs),
+          signal: signal
+            ? AbortSignal.any([signal, AbortSignal.timeout(this.opts.timeoutMs)])
+            : AbortSignal.timeout(this.opts.timeoutMs),
         });
         const text = await res.text();
         if (res.ok) {
@@ -288,6 +292,7 @@ export class HttpPolicy implements Policy {
           retryable,
         );
       } catch (err) {
+        if (signal?.aborted) throw new GenerationAbortedError(`${ep.base}${path}: cancelled by the caller`);
         const e =
           err instanceof PolicyHttpError
             ? err

@@ -12,6 +12,7 @@ import {
   GenerationAbortedError,
   type GenerateParams,
   type Generation,
+  HttpPolicy,
   type Message,
   type OpenAIServer,
   type Policy,
@@ -276,6 +277,25 @@ describe("cancellation and streaming", () => {
       expect(p.generated).toBeLessThan(50_000);
       while (srv.stats().active > 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 10));
       expect(srv.stats().active).toBe(0);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("HttpPolicy forwards its caller's cancellation to the server, which stops generating", async () => {
+    const p = new StepPolicy(0.5);
+    const srv = await createOpenAIServer({ policy: p, maxTokensLimit: 100_000 });
+    try {
+      const http = new HttpPolicy({ baseUrls: srv.url, model: "m", retries: 2, timeoutMs: 60_000 });
+      const ctl = new AbortController();
+      const pending = http.generate([{ role: "user", content: "go" }], [], { maxTokens: 50_000, signal: ctl.signal });
+      while (p.generated < 20) await new Promise((r) => setTimeout(r, 5));
+      ctl.abort();
+      await expect(pending).rejects.toBeInstanceOf(GenerationAbortedError);
+      const t0 = Date.now();
+      while (p.aborted === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 10));
+      expect(p.aborted).toBe(1);
+      expect(srv.stats().served).toBe(0);
     } finally {
       await srv.close();
     }
