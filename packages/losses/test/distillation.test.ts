@@ -143,7 +143,9 @@ describe("tokenDivergence / distillationLoss over the full vocabulary", () => {
     const zs = randomArray(N * V, 21, 2);
     const zt = randomArray(N * V, 22, 2);
     const mask = [1, 1, 1, 1, 0, 0];
-    const per = Array.from(tokenDivergence(tensor(zs, [N, V]), tensor(zt, [N, V]), { mask }).dataSync() as Float32Array);
+    const per = Array.from(
+      tokenDivergence(tensor(zs, [N, V]), tensor(zt, [N, V]), { mask }).dataSync() as Float32Array,
+    );
     const s = distillationLoss(tensor(zs, [2, 3, V]), tensor(zt, [2, 3, V]), { mask, reduction: "sum" });
     expect(s.loss.item()).toBeCloseTo(per[0] + per[1] + per[2] + per[3], 5);
     const n = distillationLoss(tensor(zs, [2, 3, V]), tensor(zt, [2, 3, V]), { mask, numItems: 8 });

@@ -122,9 +122,9 @@ describe("weights", () => {
     const bits = frozen.stateDict().get(name) as Tensor;
     expect(bits.dtype).toBe("bf16");
     expect(
-      Buffer.from(new Uint8Array(bits.dataSync().buffer, bits.dataSync().byteOffset, bits.dataSync().byteLength)).equals(
-        Buffer.from(src),
-      ),
+      Buffer.from(
+        new Uint8Array(bits.dataSync().buffer, bits.dataSync().byteOffset, bits.dataSync().byteLength),
+      ).equals(Buffer.from(src)),
     ).toBe(true);
     expect(wide.stateDict().get(name)?.dtype).toBe("f32");
     expect(wide.stateDict().get("model.layers.0.input_layernorm.weight")?.dtype).toBe("f32");
