@@ -27,7 +27,8 @@ export interface ServeWorkerInfo {
 /** Parameters as they cross the thread boundary (no signal, no callback). */
 export type WireParams = Omit<GenerateParams, "signal" | "onText">;
 
-export type ServeWorkerRequest = { id: number; cancel: Int32Array } & (
+/** `stream`: whether the caller wants text pieces as they are decoded (only then are they decoded). */
+export type ServeWorkerRequest = { id: number; cancel: Int32Array; stream: boolean } & (
   | { kind: "chat"; messages: Message[]; tools?: ToolSchema[]; params: WireParams }
   | { kind: "complete"; prompt: string | number[]; params: WireParams }
   | { kind: "score"; messages: Message[]; completion: string | number[]; tools?: ToolSchema[] }
@@ -87,6 +88,7 @@ async function main(): Promise<void> {
     p: WireParams,
     tools: ToolSchema[] | undefined,
     chat: boolean,
+    stream: boolean,
   ) => {
     const param = chat ? "messages" : "prompt";
     checkPrompt(prompt, param);
@@ -120,7 +122,7 @@ async function main(): Promise<void> {
       tokenizer,
       onToken: (_row, token) => {
         if (Atomics.load(cancel, 0) === 1) throw new Cancelled("cancelled");
-        if (stopIds.has(token)) return;
+        if (!stream || stopIds.has(token)) return;
         ids.push(token);
         const before = read > prefix ? tokenizer.decode(ids.slice(prefix, read)) : "";
         const now = tokenizer.decode(ids.slice(prefix));
@@ -145,7 +147,7 @@ async function main(): Promise<void> {
     if (req.kind === "complete") {
       const ids =
         typeof req.prompt === "string" ? tokenizer.encode(req.prompt, { addSpecialTokens: true }) : req.prompt;
-      return run(req.id, req.cancel, ids, req.params, undefined, false);
+      return run(req.id, req.cancel, ids, req.params, undefined, false, req.stream);
     }
     if (req.kind === "chat") {
       if (!template)
@@ -158,7 +160,7 @@ async function main(): Promise<void> {
         addGenerationPrompt: true,
         enableThinking: req.params.enableThinking,
       });
-      return run(req.id, req.cancel, tokenizer.encode(text), req.params, req.tools, true);
+      return run(req.id, req.cancel, tokenizer.encode(text), req.params, req.tools, true, req.stream);
     }
     // Score: with no messages the completion is a raw token sequence (Policy.score's contract).
     const tokenIds = typeof req.completion === "string" ? tokenizer.encode(req.completion) : [...req.completion];

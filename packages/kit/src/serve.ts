@@ -120,7 +120,7 @@ class WorkerPolicy implements Policy {
         reject,
         ...(params?.onText ? { onText: params.onText } : {}),
       });
-      this.worker.postMessage({ ...request, id, cancel } as ServeWorkerRequest);
+      this.worker.postMessage({ ...request, id, cancel, stream: params?.onText !== undefined } as ServeWorkerRequest);
     }).finally(() => params?.signal?.removeEventListener("abort", onAbort));
   }
 
