@@ -341,7 +341,7 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
     objective: consolidationObjective(
       model,
       adapter,
-      { kind: config.divergence as DivergenceKind },
+      { kind: config.divergence as DivergenceKind, maxLength: config.train.maxLength },
       codec.tokenizer.padTokenId ?? 0,
     ),
     config: { ...config.train, seed },

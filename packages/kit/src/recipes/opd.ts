@@ -185,7 +185,7 @@ export async function runOpdRounds(
       stage: `round-${round}`,
       adapter,
       data: samples,
-      objective: opdObjective(model, config.objective),
+      objective: opdObjective(model, { ...config.objective, maxLength: config.train.maxLength }),
       config: { ...config.train, seed: seed + round },
       run,
       resume: run.resumed,

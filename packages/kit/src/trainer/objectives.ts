@@ -88,11 +88,41 @@ function completionTokens(samples: readonly { completionIds: readonly number[] }
   return samples.reduce((a, s) => a + s.completionIds.length, 0);
 }
 
+/**
+ * A sample cut to `maxLength` tokens: the prompt loses its start first (keeping one token of
+ * context, TRL keep_end), then the completion loses its end along with its per-token log-probs.
+ */
+export function fitToLength<
+  S extends { promptIds: readonly number[]; completionIds: readonly number[] } & Record<string, unknown>,
+>(sample: S, maxLength: number, perToken: (keyof S)[] = []): S {
+  const total = sample.promptIds.length + sample.completionIds.length;
+  if (!(total > maxLength)) return sample;
+  const keepCompletion = Math.min(sample.completionIds.length, Math.max(1, maxLength - 1));
+  const keepPrompt = Math.max(1, maxLength - keepCompletion);
+  const out: Record<string, unknown> = {
+    ...sample,
+    promptIds: sample.promptIds.slice(sample.promptIds.length - keepPrompt),
+    completionIds: sample.completionIds.slice(0, keepCompletion),
+  };
+  for (const k of perToken) out[k as string] = (sample[k] as readonly number[]).slice(0, keepCompletion);
+  return out as S;
+}
+
 /** OPD's PPO-clipped importance-sampled objective on teacher-scored turns. Items: completion tokens. */
-export function opdObjective(model: Model, options: OpdObjectiveOptions = {}): Objective<OpdSample> {
+export function opdObjective(
+  model: Model,
+  options: OpdObjectiveOptions & { maxLength?: number } = {},
+): Objective<OpdSample> {
+  const fit = (samples: readonly OpdSample[]) =>
+    options.maxLength === undefined
+      ? samples
+      : samples.map((x) =>
+          fitToLength(x as OpdSample & Record<string, unknown>, options.maxLength!, ["samplerLogps", "teacherLogps"]),
+        );
   return {
-    items: completionTokens,
-    loss(samples, stepItems) {
+    items: (samples) => completionTokens(fit(samples)),
+    loss(all, stepItems) {
+      const samples = fit(all);
       const n = completionTokens(samples);
       let entropy = Number.NaN;
       const out = opdBatchLoss(model, samples, options, (logits, mask) => {
@@ -116,14 +146,26 @@ export function opdObjective(model: Model, options: OpdObjectiveOptions = {}): O
 export function consolidationObjective(
   model: Model,
   adapter: LoraAdapter,
-  options: ConsolidateOptions = {},
+  options: ConsolidateOptions & { maxLength?: number } = {},
   padId = 0,
 ): Objective<ConsolidationSample> {
+  // The student's row (no memory) is the one cut to maxLength; the teacher keeps its full prompt.
+  const fit = (samples: readonly ConsolidationSample[]) =>
+    options.maxLength === undefined
+      ? samples
+      : samples.map((x) => {
+          const cut = fitToLength(
+            { promptIds: x.studentPromptIds, completionIds: x.completionIds },
+            options.maxLength!,
+          );
+          return { ...x, studentPromptIds: [...cut.promptIds], completionIds: [...cut.completionIds] };
+        });
   const teacher = (ids: Tensor, attention: Tensor) =>
     adapter.withDisabled(() => model.forward(ids, { attentionMask: attention }));
   return {
-    items: completionTokens,
-    loss(samples, stepItems) {
+    items: (samples) => completionTokens(fit(samples)),
+    loss(all, stepItems) {
+      const samples = fit(all);
       const n = completionTokens(samples);
       let entropy = Number.NaN;
       const out = consolidationLoss(model, teacher, samples, options, padId, (logits, mask) => {

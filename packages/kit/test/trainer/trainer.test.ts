@@ -4,7 +4,7 @@ import { cosineSchedule, warmupSteps } from "@kiln/tensor";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Conversation } from "../../src/recipes/batches.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
-import { sftObjective } from "../../src/trainer/objectives.js";
+import { fitToLength, sftObjective } from "../../src/trainer/objectives.js";
 import { TrainerError, epochOrder, plannedSteps, train } from "../../src/index.js";
 
 let data: Conversation[] = [];
@@ -99,5 +99,29 @@ describe("the trainer loop", () => {
     expect(epochOrder(50, 42, 1)).not.toEqual(a);
     expect(epochOrder(50, 43, 0)).not.toEqual(a);
     expect([...epochOrder(5, 1, 0, false)]).toEqual([0, 1, 2, 3, 4]);
+  });
+});
+
+describe("max length in the distillation objectives", () => {
+  it("cuts the prompt's start first, then the completion's end with its per-token log-probs", () => {
+    const s = {
+      promptIds: [1, 2, 3, 4],
+      completionIds: [5, 6, 7],
+      samplerLogps: [-1, -2, -3],
+      teacherLogps: [-4, -5, -6],
+    };
+    expect(fitToLength(s, 10)).toBe(s);
+    expect(fitToLength(s, 5, ["samplerLogps", "teacherLogps"])).toEqual({
+      promptIds: [3, 4],
+      completionIds: [5, 6, 7],
+      samplerLogps: [-1, -2, -3],
+      teacherLogps: [-4, -5, -6],
+    });
+    expect(fitToLength(s, 3, ["samplerLogps", "teacherLogps"])).toEqual({
+      promptIds: [4],
+      completionIds: [5, 6],
+      samplerLogps: [-1, -2],
+      teacherLogps: [-4, -5],
+    });
   });
 });
