@@ -3,6 +3,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { AttentionShape, MatmulShape, RopeShape } from "../../src/backend.js";
 import { jsKernels as js } from "../../src/backends/js/index.js";
+import * as G from "../../src/backends/webgpu/kernels/generic.js";
 import * as K from "../../src/backends/webgpu/kernels/index.js";
 import type { GpuArray, HostArray, WebGPURuntime } from "../../src/backends/webgpu/runtime.js";
 import { randomArray } from "../helpers.js";
@@ -97,7 +98,7 @@ if (!reportMissing(suite)) {
       close(await read(out), ref, 2e-2, 5e-2, "matmul f16 math");
     });
 
-    it("matmul, cross-entropy and softmax chunk operands larger than one storage binding", async () => {
+    it("matmul, cross-entropy, softmax and embedding rows chunk operands larger than one storage binding", async () => {
       // A runtime binding at most 64 KiB reaches every array below through several windows.
       const small = await openWebGPU({ maxStorageBindingBytes: 64 << 10 });
       const srt = small.runtime as WebGPURuntime;
@@ -136,6 +137,27 @@ if (!reportMissing(suite)) {
         js.softmaxRows(logits, probs, lse, rows, vocab);
         K.gpuSoftmaxRows(srt, gl, gl, glse, rows, vocab);
         close((await srt.read(gl)) as Float32Array, probs, 1e-5, 1e-7, "chunked softmax in place");
+        // Embedding tables larger than one binding: lookups and their scatter-add gradient in row windows.
+        const tableRows = 300;
+        const d = 70; // 300 × 70 f32 = 84 KB (two windows); as bf16 42 KB (one)
+        const ids = Int32Array.from([299, 0, 150, 299, 7, 233, 150]);
+        for (const dtype of ["f32", "bf16"] as const) {
+          const values = randomArray(tableRows * d);
+          const table = dtype === "f32" ? values : toBf16(values);
+          const shape = { count: ids.length, rowLen: d, tableRows, dtype };
+          const want = new Float32Array(ids.length * d);
+          js.gatherRows(table, ids, want, shape);
+          const got = srt.alloc("f32", ids.length * d);
+          G.gpuGatherRows(srt, srt.upload(table, dtype), srt.upload(ids, "i32"), got, shape);
+          close((await srt.read(got)) as Float32Array, want, 0, 0, `chunked gatherRows ${dtype}`);
+        }
+        const src = randomArray(ids.length * d);
+        const base = randomArray(tableRows * d);
+        const want = base.slice();
+        js.scatterAddRows(src, ids, want, ids.length, d);
+        const out = srt.upload(base, "f32");
+        G.gpuScatterAddRows(srt, srt.upload(src, "f32"), srt.upload(ids, "i32"), out, ids.length, d);
+        close((await srt.read(out)) as Float32Array, want, 1e-6, 1e-6, "chunked scatterAddRows");
       } finally {
         srt.destroy();
       }
