@@ -1,7 +1,7 @@
 // Post-training in a browser tab: load stories260K from the served Hugging Face files, generate, train a
 // LoRA adapter with AdamW on a short text while drawing the loss, generate again.
 import { attachLora } from "@kiln/lora";
-import { generate, loadModel, loadTokenizer } from "@kiln/models";
+import { generateAsync, loadModel, loadTokenizer } from "@kiln/models";
 import * as T from "@kiln/tensor";
 
 const $ = (id) => document.getElementById(id);
@@ -109,7 +109,8 @@ function batchOf(ids, batch, seq) {
 }
 
 async function greedy(model, tokenizer, prompt) {
-  const [out] = await generate(model, [tokenizer.encode(prompt)], { maxNewTokens: 48, greedy: true, tokenizer });
+  // generateAsync awaits each step's logits: WebGPU memory cannot be read synchronously.
+  const [out] = await generateAsync(model, [tokenizer.encode(prompt)], { maxNewTokens: 48, greedy: true, tokenizer });
   return out.text;
 }
 

@@ -4,7 +4,7 @@
 // path because this test directory does not depend on every package (the example page imports @kiln/*).
 import { convertLlama2cToHf } from "../../../packages/hub-io/src/index.js";
 import { attachLora } from "../../../packages/lora/src/index.js";
-import { generate, loadModel, loadTokenizer } from "../../../packages/models/src/index.js";
+import { generateAsync, loadModel, loadTokenizer } from "../../../packages/models/src/index.js";
 import * as T from "../../../packages/tensor/src/index.js";
 
 /** Host values of a tensor on any backend (an async read works everywhere; the sync one where it exists). */
@@ -323,7 +323,8 @@ async function loraSteps(backend: string, steps: number): Promise<LoraRun> {
     let greedyText = "";
     let greedyError: string | undefined;
     try {
-      const [before] = await generate(model, [prompt], { maxNewTokens: 12, temperature: 0, tokenizer });
+      // generateAsync reads logits with awaits, so it runs on every backend (webgpu has no sync read).
+      const [before] = await generateAsync(model, [prompt], { maxNewTokens: 12, temperature: 0, tokenizer });
       greedyBefore = before.tokenIds;
       greedyText = before.text;
     } catch (err) {
