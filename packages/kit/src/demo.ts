@@ -13,6 +13,7 @@ import { type BackendName, Tensor, disposeWasmBackend, getBackend, initBackend, 
 import { stories260KPaths } from "./data-dir.js";
 import { RunDir } from "./run-dir.js";
 import { train } from "./trainer/trainer.js";
+import { trainingLogits } from "./trainer/training-logits.js";
 
 export interface DemoOptions {
   out?: string;
@@ -123,7 +124,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       objective: {
         items: () => countTargetTokens(batch.labels),
         loss: (_rows, stepItems) => {
-          const logits = model.forward(batch.inputIds, { attentionMask: batch.attentionMask });
+          const logits = trainingLogits(model, batch.inputIds, batch.attentionMask);
           const out = sftLoss(logits, batch.labels, { numItemsInBatch: stepItems });
           return {
             loss: out.loss,

@@ -4,23 +4,35 @@
 import { dpoLossFromLogits, type DpoOptions } from "@kiln/losses";
 import type { LoraAdapter } from "@kiln/lora";
 import type { Model } from "@kiln/models";
-import { noGrad } from "@kiln/tensor";
+import { type Tensor, noGrad } from "@kiln/tensor";
+import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
 import type { PreferenceBatch } from "./batches.js";
 
-/** One DPO forward: policy logits with the adapter on, reference logits with it off. */
-export function dpoBatchLoss(model: Model, adapter: LoraAdapter, batch: PreferenceBatch, options: DpoOptions = {}) {
-  const policyLogits = model.forward(batch.inputIds, { attentionMask: batch.attentionMask });
+/**
+ * One DPO forward: policy logits with the adapter on, reference logits with it off, both as
+ * hidden states plus the head (projected `headChunkRows` rows at a time, never [T, V] at once).
+ */
+export function dpoBatchLoss(
+  model: Model,
+  adapter: LoraAdapter,
+  batch: PreferenceBatch,
+  options: DpoOptions = {},
+  forward: LengthOptions = {},
+) {
+  const policyLogits = trainingLogits(model, batch.inputIds, batch.attentionMask, forward);
+  const referenceLogits = () => {
+    const { checkpointLayers: _c, gradientCheckpointing: _g, ...plain } = forward;
+    const ref = adapter.withDisabled(() =>
+      noGrad(() => trainingLogits(model, batch.inputIds, batch.attentionMask, plain)),
+    );
+    return { ...ref, project: (rows: Tensor) => adapter.withDisabled(() => noGrad(() => ref.project(rows))) };
+  };
   return dpoLossFromLogits(
     {
       policyLogits,
       inputIds: batch.inputIds,
       completionMask: batch.completionMask,
-      reference: {
-        logits: () =>
-          adapter.withDisabled(() =>
-            noGrad(() => model.forward(batch.inputIds, { attentionMask: batch.attentionMask })),
-          ),
-      },
+      reference: { logits: referenceLogits },
     },
     options,
   );

@@ -6,9 +6,9 @@
 // divergence (@kiln/losses distillationLoss; TRL SDFT/GKD full_logits, numerics.md §3).
 // Merge the adapter in fp32, then evaluate pass^k with standard errors (tau2's estimator).
 import { tau2 } from "@kiln/benchmarks";
-import { type DivergenceKind, distillationLoss } from "@kiln/losses";
+import { type ChunkedLogits, type DivergenceKind, type Logits, distillationLoss } from "@kiln/losses";
 import { attachLora, mergeAdapter, saveAdapter } from "@kiln/lora";
-import { LocalPolicy, type Model } from "@kiln/models";
+import { LocalPolicy, type Model, defaultHeadChunkRows } from "@kiln/models";
 import {
   type EpisodeLimits,
   type Environment,
@@ -20,12 +20,13 @@ import {
   messagesBeforeTurn,
   runEpisodes,
 } from "@kiln/rollout";
-import { Tensor, noGrad, reshape } from "@kiln/tensor";
+import { Tensor, add, embedding, isTensor, mul, noGrad, reshape } from "@kiln/tensor";
 import { writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
 import { consolidationObjective } from "../trainer/objectives.js";
 import { train } from "../trainer/trainer.js";
+import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
 import type { ChatCodec } from "./batches.js";
 import { RecipeError } from "./errors.js";
 import { type OelConfig, oelTinyConfig } from "./presets.js";
@@ -102,16 +103,19 @@ export interface ConsolidateOptions {
 
 /**
  * Divergence between the student (gradient on) and teacher logits on each completion token.
- * `teacherLogits(ids, attention)` runs the teacher (no gradient), e.g. the adapter-off model.
+ * `teacherLogits(ids, attention)` runs the teacher (no gradient), e.g. the adapter-off model; it
+ * may return full logits [B, T, V] or hidden states plus head (`ChunkedLogits`). The student is
+ * always projected in chunks; a chunked teacher is projected only at the completion rows,
+ * `headChunkRows` rows at a time, so neither side ever holds [T, V] logits in one tensor.
  */
 export function consolidationLoss(
   model: Model,
-  teacherLogits: (ids: Tensor, attention: Tensor) => Tensor,
+  teacherLogits: (ids: Tensor, attention: Tensor) => Logits,
   samples: readonly ConsolidationSample[],
-  options: ConsolidateOptions = {},
+  options: ConsolidateOptions & LengthOptions = {},
   padId = 0,
-  /** Sees the student's [rows, V] logits and the completion-row mask (e.g. to log the entropy). */
-  onStudentLogits?: (logits: Tensor, mask: Uint8Array) => void,
+  /** Sees the student's logits (hidden states + head, rows in B·T order) and the completion-row mask. */
+  onStudentLogits?: (logits: ChunkedLogits, mask: Uint8Array) => void,
 ) {
   if (samples.length === 0) throw new RecipeError("consolidationLoss: no samples");
   for (const x of samples)
@@ -125,28 +129,66 @@ export function consolidationLoss(
     samples.map((x) => [...x.teacherPromptIds, ...x.completionIds]),
     padId,
   );
-  const studentLogits = model.forward(s.ids, { attentionMask: s.attention });
+  const student = trainingLogits(model, s.ids, s.attention, options);
   const teacher = noGrad(() => teacherLogits(t.ids, t.attention));
-  const V = studentLogits.shape[2];
   const mask = new Uint8Array(s.B * s.T);
   const teacherRows = new Int32Array(s.B * s.T);
+  const studentAt: number[] = [];
+  const teacherAt: number[] = [];
   samples.forEach((x, b) => {
     // Row P+j−1 predicts completion token j in both renders.
     for (let j = 0; j < x.completionIds.length; j++) {
       const r = b * s.T + x.studentPromptIds.length + j - 1;
       mask[r] = 1;
       teacherRows[r] = b * t.T + x.teacherPromptIds.length + j - 1;
+      studentAt.push(r);
+      teacherAt.push(teacherRows[r]);
     }
   });
-  const studentRows = reshape(studentLogits, [s.B * s.T, V]);
-  onStudentLogits?.(studentRows, mask);
-  return distillationLoss(studentRows, reshape(teacher, [t.B * t.T, V]), {
+  onStudentLogits?.(student, mask);
+  const divergence = {
     kind: options.kind ?? "forward_kl",
     beta: options.beta,
     temperature: options.temperature,
-    mask,
-    teacherRows,
-  });
+  } as const;
+  if (isTensor(teacher)) {
+    const V = teacher.shape[teacher.rank - 1];
+    return distillationLoss(student, reshape(teacher, [t.B * t.T, V]), { ...divergence, mask, teacherRows });
+  }
+  const N = studentAt.length;
+  if (N === 0) throw new RecipeError("consolidationLoss: the samples have no completion tokens");
+  if (teacher.vocab !== student.vocab)
+    throw new RecipeError(
+      `consolidationLoss: teacher vocabulary ${teacher.vocab} differs from the student's ${student.vocab}`,
+    );
+  // Completion rows in chunks: each chunk's teacher logits are [R, V]; the loss of each chunk is
+  // its mean over R tokens weighted R / N, i.e. the mean over all N (TRL's batchmean).
+  const D = student.hidden.shape[student.hidden.rank - 1];
+  const studentFlat = reshape(student.hidden, [s.B * s.T, D]);
+  const teacherFlat = reshape(teacher.hidden, [t.B * t.T, teacher.hidden.shape[teacher.hidden.rank - 1]]);
+  const size = options.headChunkRows ?? student.chunkRows ?? defaultHeadChunkRows(student.vocab);
+  let loss: Tensor | null = null;
+  let meanDivergence = 0;
+  for (let c = 0; c < N; c += size) {
+    const e = Math.min(c + size, N);
+    const rowsOf = (at: number[]) => new Tensor(Int32Array.from(at.slice(c, e)), [e - c], "i32");
+    const teacherChunk = noGrad(() => teacher.project(embedding(teacherFlat, rowsOf(teacherAt))));
+    const part = distillationLoss(
+      {
+        hidden: embedding(studentFlat, rowsOf(studentAt)),
+        vocab: student.vocab,
+        project: student.project,
+        chunkRows: size,
+      },
+      teacherChunk,
+      divergence,
+    );
+    const weighted = mul(part.loss, (e - c) / N);
+    loss = loss ? add(loss, weighted) : weighted;
+    meanDivergence += (part.metrics.divergence * (e - c)) / N;
+  }
+  const total = loss as Tensor;
+  return { loss: total, metrics: { loss: total.item(), divergence: meanDivergence, num_tokens: N } };
 }
 
 export interface OelOptions extends RecipeIo {

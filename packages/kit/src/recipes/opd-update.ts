@@ -1,9 +1,10 @@
 // One OPD update: learner log-probs of the sampled tokens (with gradient), then @kiln/losses'
 // opdLoss — advantage −λ(log q − log p_teacher), clamped to ±c, turn-weighted, and the
 // PPO-clipped importance-sampled objective (numerics.md §4 "Objectives").
-import { opdLoss, tokenLogProbs } from "@kiln/losses";
+import { type ChunkedLogits, opdLoss, tokenLogProbs } from "@kiln/losses";
 import type { Model } from "@kiln/models";
 import { Tensor, reshape } from "@kiln/tensor";
+import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
 import { RecipeError } from "./errors.js";
 import type { OpdSample } from "./opd-samples.js";
 
@@ -69,18 +70,19 @@ export function opdBatch(samples: readonly OpdSample[], padId = 0) {
 export function opdBatchLoss(
   model: Model,
   samples: readonly OpdSample[],
-  options: OpdObjectiveOptions = {},
-  /** Sees the [rows, V] logits and the completion mask (e.g. to log the entropy). */
-  onLogits?: (logits: Tensor, mask: Float32Array) => void,
+  options: OpdObjectiveOptions & LengthOptions = {},
+  /** Sees the logits (hidden states + head, rows in B·T order) and the completion mask (e.g. to log the entropy). */
+  onLogits?: (logits: ChunkedLogits, mask: Float32Array) => void,
 ) {
   const b = opdBatch(samples);
-  const logits = model.forward(new Tensor(b.ids, [b.B, b.T], "i32"), {
-    attentionMask: new Tensor(b.attention, [b.B, b.T], "i32"),
-  });
-  const V = logits.shape[2];
-  const rows = reshape(logits, [b.B * b.T, V]);
-  onLogits?.(rows, b.mask);
-  const policyLogps = tokenLogProbs(rows, new Tensor(b.targets, [b.B * b.T], "i32"));
+  const logits = trainingLogits(
+    model,
+    new Tensor(b.ids, [b.B, b.T], "i32"),
+    new Tensor(b.attention, [b.B, b.T], "i32"),
+    options,
+  );
+  onLogits?.(logits, b.mask);
+  const policyLogps = reshape(tokenLogProbs(logits, new Tensor(b.targets, [b.B, b.T], "i32")), [b.B * b.T]);
   return opdLoss(
     {
       policyLogps,

@@ -19,13 +19,9 @@ import { type ConsolidateOptions, type ConsolidationSample, consolidationLoss } 
 import type { OpdSample } from "../recipes/opd-samples.js";
 import { type OpdObjectiveOptions, opdBatchLoss } from "../recipes/opd-update.js";
 import type { Objective } from "./trainer.js";
+import { type LengthOptions, trainingLogits } from "./training-logits.js";
 
-export interface LengthOptions {
-  /** Longest row in tokens (SFT keeps the start, DPO the end). */
-  maxLength?: number;
-  /** Recompute each decoder layer in the backward instead of keeping its activations. */
-  gradientCheckpointing?: boolean;
-}
+export type { LengthOptions };
 
 /** Next-token cross-entropy on assistant tokens only. Items: target tokens. */
 export function sftObjective(model: Model, codec: ChatCodec, options: LengthOptions = {}): Objective<Conversation> {
@@ -43,10 +39,7 @@ export function sftObjective(model: Model, codec: ChatCodec, options: LengthOpti
     items: (examples) => countTargetTokens(batchOf(examples).labels),
     loss(examples, stepItems) {
       const b = batchOf(examples);
-      const logits = model.forward(b.inputIds, {
-        attentionMask: b.attentionMask,
-        checkpointLayers: options.gradientCheckpointing,
-      });
+      const logits = trainingLogits(model, b.inputIds, b.attentionMask, options);
       const out = sftLoss(logits, b.labels, { numItemsInBatch: stepItems });
       return {
         loss: out.loss,
@@ -68,7 +61,7 @@ export function dpoObjective(
     items: (examples) => examples.length,
     loss(examples, stepItems) {
       const batch = preferenceBatch(codec, examples, options.maxLength);
-      const out = dpoBatchLoss(model, adapter, batch, { beta: options.beta ?? 0.1 });
+      const out = dpoBatchLoss(model, adapter, batch, { beta: options.beta ?? 0.1 }, options);
       const m = out.metrics;
       return {
         loss: mul(out.loss, examples.length / stepItems),
@@ -109,10 +102,7 @@ export function fitToLength<
 }
 
 /** OPD's PPO-clipped importance-sampled objective on teacher-scored turns. Items: completion tokens. */
-export function opdObjective(
-  model: Model,
-  options: OpdObjectiveOptions & { maxLength?: number } = {},
-): Objective<OpdSample> {
+export function opdObjective(model: Model, options: OpdObjectiveOptions & LengthOptions = {}): Objective<OpdSample> {
   const fit = (samples: readonly OpdSample[]) =>
     options.maxLength === undefined
       ? samples
@@ -146,7 +136,7 @@ export function opdObjective(
 export function consolidationObjective(
   model: Model,
   adapter: LoraAdapter,
-  options: ConsolidateOptions & { maxLength?: number } = {},
+  options: ConsolidateOptions & LengthOptions = {},
   padId = 0,
 ): Objective<ConsolidationSample> {
   // The student's row (no memory) is the one cut to maxLength; the teacher keeps its full prompt.
@@ -160,8 +150,11 @@ export function consolidationObjective(
           );
           return { ...x, studentPromptIds: [...cut.promptIds], completionIds: [...cut.completionIds] };
         });
-  const teacher = (ids: Tensor, attention: Tensor) =>
-    adapter.withDisabled(() => model.forward(ids, { attentionMask: attention }));
+  // The teacher is the adapter-off model: its head projects with the adapter off too.
+  const teacher = (ids: Tensor, attention: Tensor) => {
+    const logits = adapter.withDisabled(() => trainingLogits(model, ids, attention, options));
+    return { ...logits, project: (rows: Tensor) => adapter.withDisabled(() => logits.project(rows)) };
+  };
   return {
     items: (samples) => completionTokens(fit(samples)),
     loss(all, stepItems) {
