@@ -179,7 +179,8 @@ function suite() {
       );
       const adapter = attachLora(model, { r: 4, alpha: 8, dropout: p, targetModules: "all-linear", seed: 5 });
       const rng = new T.Rng(6);
-      for (const l of adapter.layers.values()) (l.B.dataSync() as Float32Array).set(rng.normal(l.B.size).map((v) => v * 0.1));
+      for (const l of adapter.layers.values())
+        (l.B.dataSync() as Float32Array).set(rng.normal(l.B.size).map((v) => v * 0.1));
       if (!fused) for (const l of adapter.layers.values()) l.forwardWithBase = undefined as never;
       const ids = new T.Tensor(Int32Array.from([3, 7, 1, 9, 22, 5, 30, 2]), [2, 4], "i32");
       const targets = new T.Tensor(Int32Array.from([7, 1, 9, -100, 5, 30, 2, -100]), [8], "i32");

@@ -45,7 +45,8 @@ const logitsOf = (m: Model) => T.noGrad(() => m.forward(ids)).toFloat32Array();
 /** Give B random values so the adapter is not the identity. */
 function randomizeB(adapter: ReturnType<typeof attachLora>, seed = 9) {
   const rng = new T.Rng(seed);
-  for (const l of adapter.layers.values()) (l.B.dataSync() as Float32Array).set(rng.normal(l.B.size).map((v) => v * 0.1));
+  for (const l of adapter.layers.values())
+    (l.B.dataSync() as Float32Array).set(rng.normal(l.B.size).map((v) => v * 0.1));
 }
 
 describe("LoRA layers", () => {
