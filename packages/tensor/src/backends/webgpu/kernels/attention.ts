@@ -30,17 +30,12 @@ ${NEG_INF_DECL}
 const NEG_INF = "bitcast<f32>(negInfBits)";
 const NEG_INF_DECL = "var<private> negInfBits: u32 = 0xff800000u;";
 
-function forwardSource(d: number): string {
-  const bk = tileKeys(d);
-  return /* wgsl */ `${HEADER("")}
-@group(0) @binding(1) var<storage, read> Q: array<f32>;
-@group(0) @binding(2) var<storage, read> K: array<f32>;
-@group(0) @binding(3) var<storage, read> V: array<f32>;
-@group(0) @binding(4) var<storage, read> MASK: array<u32>;
-@group(0) @binding(5) var<storage, read_write> O: array<f32>;
-@group(0) @binding(6) var<storage, read_write> LSE: array<f32>;
-
-const BK = ${bk}u;
+/**
+ * The forward and dQ kernels share one layout: a workgroup of BQ queries of one (batch, head) streams
+ * BK-key tiles of K and V through workgroup memory. Declarations and entry point up to the query index i.
+ */
+function queryTileEntry(bk: number, d: number): string {
+  return /* wgsl */ `const BK = ${bk}u;
 const BQ = ${BQ}u;
 var<workgroup> Ks: array<f32, ${bk * d}>;
 var<workgroup> Vs: array<f32, ${bk * d}>;
@@ -53,23 +48,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let h = bh % p.heads;
   let kvh = h / (p.heads / p.kvHeads);
   let kvBase = (b * p.kvHeads + kvh) * p.tk * D;
-  let i = wg.x * BQ + l.x;
-  let valid = i < p.tq;
-  let shift = p.tk - p.tq;
+  let i = wg.x * BQ + l.x;`;
+}
+
+// Causal: query i sees keys < i + shift + 1; `end` bounds the workgroup's last query, `myEnd` this one.
+const QUERY_CAUSAL_BOUNDS = /* wgsl */ `  let shift = p.tk - p.tq;
   var end = p.tk;
   var myEnd = p.tk;
   if (p.causal != 0u) {
     end = min(p.tk, wg.x * BQ + BQ - 1u + shift + 1u);
     myEnd = min(p.tk, i + shift + 1u);
-  }
-  let qo = (bh * p.tq + min(i, p.tq - 1u)) * D;
-  var q: array<f32, ${d}>;
-  var acc: array<f32, ${d}>;
-  for (var c = 0u; c < D; c++) { q[c] = Q[p.o1 + qo + c] * p.scale; acc[c] = 0.0; }
-  var m = -3.0e38;
-  var sum = 0.0;
-  for (var kt = 0u; kt < end; kt += BK) {
-    for (var e = l.x; e < BK * D; e += BQ) {
+  }`;
+
+// Inside `for (kt …)`: loads the tile of keys [kt, kt + BK) and opens the loop over its visible, unmasked keys
+// (the caller writes the body and closes the loop with `}`, then the barrier).
+const LOAD_KV_TILE_AND_VISIT_KEYS = /* wgsl */ `    for (var e = l.x; e < BK * D; e += BQ) {
       let j = kt + e / D;
       var kv = 0.0; var vv = 0.0;
       if (j < p.tk) { kv = K[p.o2 + kvBase + j * D + e % D]; vv = V[p.o3 + kvBase + j * D + e % D]; }
@@ -79,7 +72,29 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     for (var jj = 0u; jj < BK; jj++) {
       let j = kt + jj;
       if (!valid || j >= myEnd) { break; }
-      if (p.hasMask != 0u && maskAt(p.o4 + b * p.tk + j) == 0.0) { continue; }
+      if (p.hasMask != 0u && maskAt(p.o4 + b * p.tk + j) == 0.0) { continue; }`;
+
+function forwardSource(d: number): string {
+  const bk = tileKeys(d);
+  return /* wgsl */ `${HEADER("")}
+@group(0) @binding(1) var<storage, read> Q: array<f32>;
+@group(0) @binding(2) var<storage, read> K: array<f32>;
+@group(0) @binding(3) var<storage, read> V: array<f32>;
+@group(0) @binding(4) var<storage, read> MASK: array<u32>;
+@group(0) @binding(5) var<storage, read_write> O: array<f32>;
+@group(0) @binding(6) var<storage, read_write> LSE: array<f32>;
+
+${queryTileEntry(bk, d)}
+  let valid = i < p.tq;
+${QUERY_CAUSAL_BOUNDS}
+  let qo = (bh * p.tq + min(i, p.tq - 1u)) * D;
+  var q: array<f32, ${d}>;
+  var acc: array<f32, ${d}>;
+  for (var c = 0u; c < D; c++) { q[c] = Q[p.o1 + qo + c] * p.scale; acc[c] = 0.0; }
+  var m = -3.0e38;
+  var sum = 0.0;
+  for (var kt = 0u; kt < end; kt += BK) {
+${LOAD_KV_TILE_AND_VISIT_KEYS}
       var s = 0.0;
       for (var c = 0u; c < D; c++) { s = fma(q[c], Ks[jj * D + c], s); }
       if (s > m) {
@@ -195,48 +210,19 @@ function dqSource(d: number): string {
 @group(0) @binding(6) var<storage, read> DO: array<f32>;
 @group(0) @binding(7) var<storage, read_write> DQ: array<f32>;
 
-const BK = ${bk}u;
-const BQ = ${BQ}u;
-var<workgroup> Ks: array<f32, ${bk * d}>;
-var<workgroup> Vs: array<f32, ${bk * d}>;
-${loadElement("maskAt", "MASK", "u8")}
-@compute @workgroup_size(${BQ})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let D = p.d;
-  let bh = wg.y;
-  let b = bh / p.heads;
-  let h = bh % p.heads;
-  let kvh = h / (p.heads / p.kvHeads);
-  let kvBase = (b * p.kvHeads + kvh) * p.tk * D;
-  let i = wg.x * BQ + l.x;
+${queryTileEntry(bk, d)}
   let row = bh * p.tq + min(i, p.tq - 1u);
   let L = LD[p.o5 + 2u * row];
   let Dr = LD[p.o5 + 2u * row + 1u];
   let valid = i < p.tq && bitcast<u32>(L) != 0xff800000u;
-  let shift = p.tk - p.tq;
-  var end = p.tk;
-  var myEnd = p.tk;
-  if (p.causal != 0u) {
-    end = min(p.tk, wg.x * BQ + BQ - 1u + shift + 1u);
-    myEnd = min(p.tk, i + shift + 1u);
-  }
+${QUERY_CAUSAL_BOUNDS}
   let qo = row * D;
   var q: array<f32, ${d}>;
   var dout: array<f32, ${d}>;
   var dq: array<f32, ${d}>;
   for (var c = 0u; c < D; c++) { q[c] = Q[p.o1 + qo + c]; dout[c] = DO[p.o6 + qo + c]; dq[c] = 0.0; }
   for (var kt = 0u; kt < end; kt += BK) {
-    for (var e = l.x; e < BK * D; e += BQ) {
-      let j = kt + e / D;
-      var kv = 0.0; var vv = 0.0;
-      if (j < p.tk) { kv = K[p.o2 + kvBase + j * D + e % D]; vv = V[p.o3 + kvBase + j * D + e % D]; }
-      Ks[e] = kv; Vs[e] = vv;
-    }
-    workgroupBarrier();
-    for (var jj = 0u; jj < BK; jj++) {
-      let j = kt + jj;
-      if (!valid || j >= myEnd) { break; }
-      if (p.hasMask != 0u && maskAt(p.o4 + b * p.tk + j) == 0.0) { continue; }
+${LOAD_KV_TILE_AND_VISIT_KEYS}
       var s = 0.0;
       var dp = 0.0;
       for (var c = 0u; c < D; c++) { s = fma(q[c], Ks[jj * D + c], s); dp = fma(dout[c], Vs[jj * D + c], dp); }
