@@ -166,6 +166,24 @@ function binaryExpr(op: BinaryOp, u: string, v: string): string {
 
 const PRELUDE = FLOAT_BITS + ERF + GELU_TANH_GRAD;
 const elementwise = (rt: WebGPURuntime) => (r0: number, r1: number) => grid1d(rt, r1 - r0, WG);
+
+/** One invocation per element i of `arrays` (all indexed by i), chunked by launchRows. */
+function launchElementwise(
+  rt: WebGPURuntime,
+  code: string,
+  n: number,
+  arrays: GpuArray[],
+  params: number[] = [],
+  types = "",
+): void {
+  launchRows(rt, code, {
+    rows: n,
+    operands: arrays.map((array) => ({ array, perRow: 1 })),
+    params,
+    types,
+    groups: elementwise(rt),
+  });
+}
 const FLAT = "let i = p.row0 + gid.x + gid.y * nw.x * WGX; if (i >= p.rowEnd) { return; }";
 const ENTRY = `const WGX = ${WG}u;
 @compute @workgroup_size(${WG})
@@ -180,13 +198,7 @@ export function gpuUnary(rt: WebGPURuntime, op: UnaryOp, x: GpuArray, out: GpuAr
   let x = X[p.off0 + i];
   O[p.off1 + i] = ${unaryExpr(op)};
 }`;
-  launchRows(rt, code, {
-    rows: n,
-    operands: [x, out].map((array) => ({ array, perRow: 1 })),
-    params: [],
-    types: "",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, code, n, [x, out]);
 }
 
 export function gpuUnaryBackward(
@@ -204,13 +216,7 @@ export function gpuUnaryBackward(
   let y = Y[p.off1 + i];
   DX[p.off3 + i] = (${unaryDerivative(op)}) * G[p.off2 + i];
 }`;
-  launchRows(rt, code, {
-    rows: n,
-    operands: [x, y, g, dx].map((array) => ({ array, perRow: 1 })),
-    params: [],
-    types: "",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, code, n, [x, y, g, dx]);
 }
 
 export function gpuBinaryScalar(
@@ -231,13 +237,7 @@ export function gpuBinaryScalar(
   let x = X[p.off0 + i];
   O[p.off1 + i] = ${expr};
 }`;
-  launchRows(rt, code, {
-    rows: n,
-    operands: [x, out].map((array) => ({ array, perRow: 1 })),
-    params: [s],
-    types: "f",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, code, n, [x, out], [s], "f");
 }
 
 function contiguousStrides(shape: readonly number[], strides: readonly number[]): boolean {
@@ -290,13 +290,7 @@ export function gpuBinary(
   let v = B[p.off1 + i];
   O[p.off2 + i] = ${binaryExpr(op, "u", "v")};
 }`;
-    launchRows(rt, code, {
-      rows: n,
-      operands: [a, b, out].map((array) => ({ array, perRow: 1 })),
-      params: [],
-      types: "",
-      groups: elementwise(rt),
-    });
+    launchElementwise(rt, code, n, [a, b, out]);
     return;
   }
   const code = `struct Params { row0: u32, rowEnd: u32, off0: u32, off1: u32, off2: u32, rank: u32, pad0: u32, pad1: u32, dims: array<vec4u, 6> }
@@ -338,13 +332,7 @@ export function gpuWhere(rt: WebGPURuntime, c: GpuArray, a: GpuArray, b: GpuArra
   ${FLAT}
   O[p.off3 + i] = select(B[p.off2 + i], A[p.off1 + i], C[p.off0 + i] != 0.0);
 }`;
-  launchRows(rt, code, {
-    rows: n,
-    operands: [c, a, b, out].map((array) => ({ array, perRow: 1 })),
-    params: [],
-    types: "",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, code, n, [c, a, b, out]);
 }
 
 export function gpuClamp(rt: WebGPURuntime, x: GpuArray, out: GpuArray, n: number, lo: number, hi: number): void {
@@ -353,13 +341,49 @@ export function gpuClamp(rt: WebGPURuntime, x: GpuArray, out: GpuArray, n: numbe
   let x = X[p.off0 + i];
   O[p.off1 + i] = select(select(x, p.hi, x > p.hi), p.lo, x < p.lo);
 }`;
+  launchElementwise(rt, code, n, [x, out], [lo, hi], "ff");
+}
+
+/** Reduction over the last axis: one workgroup per row of n elements of x, one output element per row. */
+function launchRowReduction(
+  rt: WebGPURuntime,
+  code: string,
+  x: GpuArray,
+  out: GpuArray,
+  rows: number,
+  n: number,
+): void {
   launchRows(rt, code, {
-    rows: n,
-    operands: [x, out].map((array) => ({ array, perRow: 1 })),
-    params: [lo, hi],
-    types: "ff",
-    groups: elementwise(rt),
+    rows,
+    operands: [
+      { array: x, perRow: n },
+      { array: out, perRow: 1 },
+    ],
+    params: [n],
+    types: "u",
+    groups: rowGroups(rt),
   });
+}
+
+/** Reduction over a middle axis ([outer, n, inner] → [outer, inner]): one invocation per output element. */
+function dispatchStridedReduction(
+  rt: WebGPURuntime,
+  code: string,
+  x: GpuArray,
+  out: GpuArray,
+  outer: number,
+  n: number,
+  inner: number,
+): void {
+  const wx = rt.window(x);
+  const wo = rt.window(out, 0, outer * inner);
+  rt.dispatch(
+    rt.pipeline(code),
+    [0, outer * inner, wx.elementOffset, wo.elementOffset, n, inner],
+    "uuiiuu",
+    [wx.resource, wo.resource],
+    grid1d(rt, outer * inner, WG),
+  );
 }
 
 function reduceStep(op: ReduceOp, acc: string, v: string): string {
@@ -405,16 +429,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
   }
   if (lid == 0u) { O[p.off1 + row] = red[0]; }
 }`;
-    launchRows(rt, code, {
-      rows: outer,
-      operands: [
-        { array: x, perRow: n },
-        { array: out, perRow: 1 },
-      ],
-      params: [n],
-      types: "u",
-      groups: rowGroups(rt),
-    });
+    launchRowReduction(rt, code, x, out, outer, n);
     return;
   }
   const code = `${kernelHeader("n: u32, inner: u32", [
@@ -428,15 +443,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
   for (var j = 0u; j < p.n; j++) { let v = X[p.off0 + (o * p.n + j) * p.inner + ii]; ${reduceStep(op, "acc", "v")} }
   O[p.off1 + i] = acc;
 }`;
-  const wx = rt.window(x);
-  const wo = rt.window(out, 0, outer * inner);
-  rt.dispatch(
-    rt.pipeline(code),
-    [0, outer * inner, wx.elementOffset, wo.elementOffset, n, inner],
-    "uuiiuu",
-    [wx.resource, wo.resource],
-    grid1d(rt, outer * inner, WG),
-  );
+  dispatchStridedReduction(rt, code, x, out, outer, n, inner);
 }
 
 export function gpuArgmax(
@@ -483,16 +490,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
   }
   if (lid == 0u) { O[p.off1 + row] = select(i32(rj[0]), 0, rj[0] == 0xffffffffu); }
 }`;
-    launchRows(rt, code, {
-      rows: outer,
-      operands: [
-        { array: x, perRow: n },
-        { array: out, perRow: 1 },
-      ],
-      params: [n],
-      types: "u",
-      groups: rowGroups(rt),
-    });
+    launchRowReduction(rt, code, x, out, outer, n);
     return;
   }
   const code = `${kernelHeader("n: u32, inner: u32", [
@@ -510,15 +508,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
   }
   O[p.off1 + i] = i32(bj);
 }`;
-  const wx = rt.window(x);
-  const wo = rt.window(out, 0, outer * inner);
-  rt.dispatch(
-    rt.pipeline(code),
-    [0, outer * inner, wx.elementOffset, wo.elementOffset, n, inner],
-    "uuiiuu",
-    [wx.resource, wo.resource],
-    grid1d(rt, outer * inner, WG),
-  );
+  dispatchStridedReduction(rt, code, x, out, outer, n, inner);
 }
 
 export function gpuSoftmax(
@@ -703,13 +693,7 @@ ${LOAD16}${atomicOut ? STORE16 : ""}${NARROW}${ENTRY}
   ${FLAT}
   ${write}
 }`;
-  launchRows(rt, code, {
-    rows: n,
-    operands: [x, out].map((array) => ({ array, perRow: 1 })),
-    params: [],
-    types: "",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, code, n, [x, out]);
 }
 
 export function gpuFill(rt: WebGPURuntime, out: GpuArray, n: number, value: number, step: number, dtype: DType): void {
@@ -730,13 +714,7 @@ ${half ? STORE16 : ""}${NARROW}${ENTRY}
   ${FLAT}
   ${write}
 }`;
-  launchRows(rt, code, {
-    rows: n,
-    operands: [{ array: out, perRow: 1 }],
-    params: [value, step, intExact ? value : 0, intExact ? step : 0],
-    types: "ffii",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, code, n, [out], [value, step, intExact ? value : 0, intExact ? step : 0], "ffii");
 }
 
 /**
