@@ -15,11 +15,11 @@ import type {
 import type { DType } from "../../../dtype.js";
 import { ShapeError } from "../../../errors.js";
 import type { GpuArray, WebGPURuntime } from "../runtime.js";
-import { grid1d, launchRows } from "./launch.js";
-import { REDUCE_SUM, ROW_OF_GROUP, ROW_WG, rowGroups } from "./rows.js";
+import { ELEMENTWISE_WG, grid1d, launchElementwise, launchRows } from "./launch.js";
+import { REDUCE_SUM, ROW_ENTRY, ROW_WG, rowGroups } from "./rows.js";
 import { kernelHeader } from "./wgsl.js";
 
-const WG = 256;
+const WG = ELEMENTWISE_WG;
 const MAX_RANK = 8;
 
 const FLOAT_BITS = /* wgsl */ `
@@ -165,25 +165,6 @@ function binaryExpr(op: BinaryOp, u: string, v: string): string {
 }
 
 const PRELUDE = FLOAT_BITS + ERF + GELU_TANH_GRAD;
-const elementwise = (rt: WebGPURuntime) => (r0: number, r1: number) => grid1d(rt, r1 - r0, WG);
-
-/** One invocation per element i of `arrays` (all indexed by i), chunked by launchRows. */
-function launchElementwise(
-  rt: WebGPURuntime,
-  code: string,
-  n: number,
-  arrays: GpuArray[],
-  params: number[] = [],
-  types = "",
-): void {
-  launchRows(rt, code, {
-    rows: n,
-    operands: arrays.map((array) => ({ array, perRow: 1 })),
-    params,
-    types,
-    groups: elementwise(rt),
-  });
-}
 const FLAT = "let i = p.row0 + gid.x + gid.y * nw.x * WGX; if (i >= p.rowEnd) { return; }";
 const ENTRY = `const WGX = ${WG}u;
 @compute @workgroup_size(${WG})
@@ -414,11 +395,7 @@ export function gpuReduce(
       { name: "O", type: "f32", write: true },
     ])}${FLOAT_BITS}
 var<workgroup> red: array<f32, ${ROW_WG}>;
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
+${ROW_ENTRY}
   var acc = ${init};
   for (var j = lid; j < p.n; j += ${ROW_WG}u) { let v = X[p.off0 + row * p.n + j]; ${reduceStep(op, "acc", "v")} }
   red[lid] = acc;
@@ -465,11 +442,7 @@ export function gpuArgmax(
     ])}${FLOAT_BITS}
 var<workgroup> rv: array<f32, ${ROW_WG}>;
 var<workgroup> rj: array<u32, ${ROW_WG}>;
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
+${ROW_ENTRY}
   var bv = negInf();
   var bj = 0xffffffffu;
   for (var j = lid; j < p.n; j += ${ROW_WG}u) {
@@ -524,11 +497,7 @@ export function gpuSoftmax(
       ? "O[p.off1 + row * p.n + j] = exp(X[p.off0 + row * p.n + j] - mx) / s;"
       : "O[p.off1 + row * p.n + j] = X[p.off0 + row * p.n + j] - (mx + log(s));";
   const code = `${kernelHeader("n: u32", rw(["X", "O"]))}${REDUCE_SUM}
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
+${ROW_ENTRY}
   var mx = -3.0e38;
   for (var j = lid; j < p.n; j += ${ROW_WG}u) { mx = max(mx, X[p.off0 + row * p.n + j]); }
   mx = reduceMax(mx, lid);
@@ -561,11 +530,7 @@ export function gpuSoftmaxBackward(
   const part = mode === "softmax" ? "G[go + j] * Y[yo + j]" : "G[go + j]";
   const write = mode === "softmax" ? "Y[yo + j] * (G[go + j] - t)" : "G[go + j] - exp(Y[yo + j]) * t";
   const code = `${kernelHeader("n: u32", rw(["Y", "G", "DX"]))}${REDUCE_SUM}
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
+${ROW_ENTRY}
   let yo = p.off0 + row * p.n;
   let go = p.off1 + row * p.n;
   var acc = 0.0;

@@ -114,6 +114,27 @@ export function grid1d(rt: WebGPURuntime, n: number, wg: number): [number, numbe
   return [Math.ceil(groups / y), y];
 }
 
+/** Workgroup size of the one-invocation-per-element kernels launched with launchElementwise. */
+export const ELEMENTWISE_WG = 256;
+
+/** One invocation per element i of `arrays` (all indexed by i), in chunks; the kernel's workgroup size is ELEMENTWISE_WG. */
+export function launchElementwise(
+  rt: WebGPURuntime,
+  code: string,
+  n: number,
+  arrays: GpuArray[],
+  params: number[] = [],
+  types = "",
+): void {
+  launchRows(rt, code, {
+    rows: n,
+    operands: arrays.map((array) => ({ array, perRow: 1 })),
+    params,
+    types,
+    groups: (r0, r1) => grid1d(rt, r1 - r0, ELEMENTWISE_WG),
+  });
+}
+
 /** WGSL for the flat invocation index of a grid1d dispatch (`let i = ...`). */
 export const FLAT_INDEX = "gid.x + gid.y * nw.x * WG";
 

@@ -3,11 +3,18 @@
 import type { AdamWStep, RopeShape } from "../../../backend.js";
 import { ShapeError } from "../../../errors.js";
 import type { GpuArray, WebGPURuntime } from "../runtime.js";
-import { distinctFrom, grid1d, launchRows } from "./launch.js";
+import { distinctFrom, ELEMENTWISE_WG, grid1d, launchElementwise, launchRows } from "./launch.js";
 import { kernelHeader } from "./wgsl.js";
 
 const ROW_WG = 128;
-const EW_WG = 256;
+const EW_WG = ELEMENTWISE_WG;
+
+/** Entry point of a one-invocation-per-element kernel (launchElementwise): opens main and defines i. */
+const ELEMENT_ENTRY = /* wgsl */ `const WG = ${EW_WG}u;
+@compute @workgroup_size(${EW_WG})
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = p.row0 + gid.x + gid.y * nw.x * WG;
+  if (i >= p.rowEnd) { return; }`;
 
 /** Tree reduction of `red` (ROW_WG values) into red[0]; every invocation must call it. */
 const REDUCE_SUM = /* wgsl */ `
@@ -39,6 +46,12 @@ export { REDUCE_SUM, ROW_WG };
 
 /** Row of a one-workgroup-per-row dispatch (rows fold into y past 65,535 workgroups). */
 export const ROW_OF_GROUP = "p.row0 + wg.x + wg.y * nw.x";
+/** Entry point of a one-workgroup-per-row kernel (ROW_WG invocations): opens main and defines row and lid. */
+export const ROW_ENTRY = /* wgsl */ `@compute @workgroup_size(${ROW_WG})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  let row = ${ROW_OF_GROUP};
+  if (row >= p.rowEnd) { return; }
+  let lid = l.x;`;
 export const rowGroups = (rt: WebGPURuntime) => (r0: number, r1: number) => grid1d(rt, r1 - r0, 1);
 
 const RMSNORM = /* wgsl */ `${kernelHeader("dim: u32, eps: f32, zeroCentered: u32", [
@@ -47,11 +60,7 @@ const RMSNORM = /* wgsl */ `${kernelHeader("dim: u32, eps: f32, zeroCentered: u3
   { name: "O", type: "f32", write: true },
   { name: "R", type: "f32", write: true },
 ])}${REDUCE_SUM}
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
+${ROW_ENTRY}
   let xo = p.off0 + row * p.dim;
   var ss = 0.0;
   for (var i = lid; i < p.dim; i += ${ROW_WG}u) { let v = X[xo + i]; ss = fma(v, v, ss); }
@@ -99,11 +108,7 @@ const RMSNORM_BWD_DX = /* wgsl */ `${kernelHeader("dim: u32, zeroCentered: u32",
   { name: "G", type: "f32" },
   { name: "DX", type: "f32", write: true },
 ])}${REDUCE_SUM}
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
+${ROW_ENTRY}
   let xo = p.off0 + row * p.dim;
   let go = p.off3 + row * p.dim;
   let s = R[p.off2 + row];
@@ -296,11 +301,7 @@ const SWIGLU_FWD = /* wgsl */ `${kernelHeader("", [
   { name: "O", type: "f32", write: true },
   { name: "SG", type: "f32", write: true },
 ])}
-const WG = ${EW_WG}u;
-@compute @workgroup_size(${EW_WG})
-fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = p.row0 + gid.x + gid.y * nw.x * WG;
-  if (i >= p.rowEnd) { return; }
+${ELEMENT_ENTRY}
   let g = G[p.off0 + i];
   let s = 1.0 / (1.0 + exp(-g));
   SG[p.off3 + i] = s;
@@ -316,11 +317,7 @@ const SWIGLU_BWD = /* wgsl */ `${kernelHeader("", [
   { name: "DG", type: "f32", write: true },
   { name: "DU", type: "f32", write: true },
 ])}
-const WG = ${EW_WG}u;
-@compute @workgroup_size(${EW_WG})
-fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = p.row0 + gid.x + gid.y * nw.x * WG;
-  if (i >= p.rowEnd) { return; }
+${ELEMENT_ENTRY}
   let g = G[p.off0 + i];
   let u = U[p.off1 + i];
   let s = SG[p.off2 + i];
@@ -330,18 +327,10 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: 
 }
 `;
 
-const elementwise = (rt: WebGPURuntime) => (r0: number, r1: number) => grid1d(rt, r1 - r0, EW_WG);
-
 export function gpuSwigluForward(rt: WebGPURuntime, gate: GpuArray, up: GpuArray, out: GpuArray, sig: GpuArray): void {
   const [g, fg] = distinctFrom(rt, gate, [out, sig]);
   const [u, fu] = distinctFrom(rt, up, [out, sig]);
-  launchRows(rt, SWIGLU_FWD, {
-    rows: gate.length,
-    operands: [g, u, out, sig].map((array) => ({ array, perRow: 1 })),
-    params: [],
-    types: "",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, SWIGLU_FWD, gate.length, [g, u, out, sig]);
   fg();
   fu();
 }
@@ -361,13 +350,7 @@ export function gpuSwigluBackward(
     frees.push(f);
     return c;
   });
-  launchRows(rt, SWIGLU_BWD, {
-    rows: gate.length,
-    operands: [...reads, dGate, dUp].map((array) => ({ array, perRow: 1 })),
-    params: [],
-    types: "",
-    groups: elementwise(rt),
-  });
+  launchElementwise(rt, SWIGLU_BWD, gate.length, [...reads, dGate, dUp]);
   for (const f of frees) f();
 }
 
@@ -377,11 +360,7 @@ const ADAMW = /* wgsl */ `${kernelHeader("beta1: f32, beta2: f32, eps: f32, step
   { name: "M", type: "f32", write: true },
   { name: "V", type: "f32", write: true },
 ])}
-const WG = ${EW_WG}u;
-@compute @workgroup_size(${EW_WG})
-fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let i = p.row0 + gid.x + gid.y * nw.x * WG;
-  if (i >= p.rowEnd) { return; }
+${ELEMENT_ENTRY}
   let g = G[p.off1 + i];
   let m = M[p.off2 + i] + (g - M[p.off2 + i]) * (1.0 - p.beta1);
   let v = V[p.off3 + i] * p.beta2 + (1.0 - p.beta2) * g * g;
@@ -400,11 +379,12 @@ export function gpuAdamwUpdate(
   v: GpuArray,
   h: AdamWStep,
 ): void {
-  launchRows(rt, ADAMW, {
-    rows: param.length,
-    operands: [param, grad, m, v].map((array) => ({ array, perRow: 1 })),
-    params: [h.beta1, h.beta2, h.eps, h.stepSize, h.bc2Sqrt, h.decay],
-    types: "ffffff",
-    groups: elementwise(rt),
-  });
+  launchElementwise(
+    rt,
+    ADAMW,
+    param.length,
+    [param, grad, m, v],
+    [h.beta1, h.beta2, h.eps, h.stepSize, h.bc2Sqrt, h.decay],
+    "ffffff",
+  );
 }

@@ -5,10 +5,19 @@
 import type { KlRowsShape } from "../../../backend.js";
 import type { GpuArray, WebGPURuntime } from "../runtime.js";
 import { distinctFrom, grid1d, launchRows } from "./launch.js";
-import { REDUCE_SUM, ROW_OF_GROUP, ROW_WG, rowGroups } from "./rows.js";
+import { REDUCE_SUM, ROW_ENTRY, ROW_WG, rowGroups } from "./rows.js";
 import { kernelHeader } from "./wgsl.js";
 
 const NEG_BIG = "-3.0e38";
+
+// Row o = off0 + row · vocab of L: mx = its max and s = Σ exp(L − mx), both reduced over the workgroup.
+const ROW_MAX_AND_SUM_EXP = /* wgsl */ `  let o = p.off0 + row * p.vocab;
+  var mx = ${NEG_BIG};
+  for (var j = lid; j < p.vocab; j += ${ROW_WG}u) { mx = max(mx, L[o + j]); }
+  mx = reduceMax(mx, lid);
+  var s = 0.0;
+  for (var j = lid; j < p.vocab; j += ${ROW_WG}u) { s += exp(L[o + j] - mx); }
+  s = reduceSum(s, lid);`;
 
 const CE_FWD = /* wgsl */ `${kernelHeader("vocab: u32, ignoreIndex: i32", [
   { name: "L", type: "f32" },
@@ -16,18 +25,8 @@ const CE_FWD = /* wgsl */ `${kernelHeader("vocab: u32, ignoreIndex: i32", [
   { name: "LOSS", type: "f32", write: true },
   { name: "LSE", type: "f32", write: true },
 ])}${REDUCE_SUM}
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
-  let o = p.off0 + row * p.vocab;
-  var mx = ${NEG_BIG};
-  for (var j = lid; j < p.vocab; j += ${ROW_WG}u) { mx = max(mx, L[o + j]); }
-  mx = reduceMax(mx, lid);
-  var s = 0.0;
-  for (var j = lid; j < p.vocab; j += ${ROW_WG}u) { s += exp(L[o + j] - mx); }
-  s = reduceSum(s, lid);
+${ROW_ENTRY}
+${ROW_MAX_AND_SUM_EXP}
   if (lid == 0u) {
     let lse = mx + log(s);
     LSE[p.off3 + row] = lse;
@@ -128,18 +127,8 @@ function softmaxSource(inPlace: boolean): string {
       ];
   const out = inPlace ? "L[o + j]" : "PR[p.off3 + row * p.vocab + j]";
   return /* wgsl */ `${kernelHeader("vocab: u32, hasScale: u32", bindings)}${REDUCE_SUM}
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
-  let o = p.off0 + row * p.vocab;
-  var mx = ${NEG_BIG};
-  for (var j = lid; j < p.vocab; j += ${ROW_WG}u) { mx = max(mx, L[o + j]); }
-  mx = reduceMax(mx, lid);
-  var s = 0.0;
-  for (var j = lid; j < p.vocab; j += ${ROW_WG}u) { s += exp(L[o + j] - mx); }
-  s = reduceSum(s, lid);
+${ROW_ENTRY}
+${ROW_MAX_AND_SUM_EXP}
   if (lid == 0u) { LSE[p.off1 + row] = mx + log(s); }
   var scale = 1.0;
   if (p.hasScale != 0u) { scale = RS[p.off2 + row]; }
@@ -192,11 +181,7 @@ const KL = /* wgsl */ `${kernelHeader(
     { name: "GS", type: "f32" },
   ],
 )}${REDUCE_SUM}
-@compute @workgroup_size(${ROW_WG})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let row = ${ROW_OF_GROUP};
-  if (row >= p.rowEnd) { return; }
-  let lid = l.x;
+${ROW_ENTRY}
   let c = p.scale;
   let os = p.off0 + row * p.vocab;
   var trow = row;
