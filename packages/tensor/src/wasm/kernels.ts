@@ -700,6 +700,20 @@ class Kernels implements WasmKernels {
     });
   }
 
+  /** The arguments attn_fwd and attn_bwd take after their array pointers: shape, thread t's scratch and score block, unit range. */
+  private attentionArgs(
+    shape: AttentionShape,
+    kvHeads: number,
+    scale: number,
+    t: number,
+    block: number,
+    u0: number,
+    u1: number,
+  ): number[] {
+    const { heads, tq, tk, dim } = shape;
+    return [heads, kvHeads, tq, tk, dim, shape.causal ? 1 : 0, scale, this.heap.scratch(t), block, u0, u1];
+  }
+
   private checkAttention(op: string, shape: AttentionShape) {
     const { batch, heads, tq, tk, dim } = shape;
     const kvHeads = shape.kvHeads ?? heads;
@@ -752,7 +766,7 @@ class Kernels implements WasmKernels {
       const po = f.stage(out, qLen, "out");
       const pl = f.stage(lse, rows, "out");
       const ps = f.scratch(blockBytes * this.threads);
-      const { batch, heads, tq, tk, dim } = shape;
+      const { batch, heads, tk, dim } = shape;
       const units = batch * heads;
       const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
       this.splitRows("attn_fwd", units, parts, 1, (u0, u1, t) => [
@@ -761,17 +775,7 @@ class Kernels implements WasmKernels {
         pv,
         po,
         pl,
-        heads,
-        kvHeads,
-        tq,
-        tk,
-        dim,
-        shape.causal ? 1 : 0,
-        scale,
-        this.heap.scratch(t),
-        ps + t * blockBytes,
-        u0,
-        u1,
+        ...this.attentionArgs(shape, kvHeads, scale, t, ps + t * blockBytes, u0, u1),
       ]);
     });
   }
@@ -814,7 +818,7 @@ class Kernels implements WasmKernels {
       const pdk = f.stage(dk, kvLen, "out");
       const pdv = f.stage(dv, kvLen, "out");
       const ps = f.scratch(blockBytes * this.threads);
-      const { batch, heads, tq, tk, dim } = shape;
+      const { batch, tk, dim } = shape;
       const units = batch * kvHeads;
       const parts = this.partsFor(rows * tk * dim, ROWS_PARALLEL_ELEMENTS, units, 1);
       this.splitRows("attn_bwd", units, parts, 1, (u0, u1, t) => [
@@ -827,17 +831,7 @@ class Kernels implements WasmKernels {
         pdq,
         pdk,
         pdv,
-        heads,
-        kvHeads,
-        tq,
-        tk,
-        dim,
-        shape.causal ? 1 : 0,
-        scale,
-        this.heap.scratch(t),
-        ps + t * blockBytes,
-        u0,
-        u1,
+        ...this.attentionArgs(shape, kvHeads, scale, t, ps + t * blockBytes, u0, u1),
       ]);
     });
   }
