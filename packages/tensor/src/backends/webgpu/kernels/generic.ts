@@ -432,9 +432,10 @@ export function gpuArgmax(
   inner: number,
 ): void {
   if (outer * inner === 0) return;
-  // Better(v, j) over (best, bestJ): larger, or the first NaN; ties keep the lower index.
-  const better =
-    "(v > bv && !isNan(bv)) || (isNan(v) && !isNan(bv)) || ((v == bv || (isNan(v) && isNan(bv))) && j < bj)";
+  // WGSL: does v at index j beat bv at bj? Larger, or the first NaN; ties keep the lower index. Used by the
+  // per-invocation scan and the workgroup combine, so both order candidates the same way.
+  const better = (v: string, bv: string, j: string, bj: string) =>
+    `(${v} > ${bv} && !isNan(${bv})) || (isNan(${v}) && !isNan(${bv})) || ((${v} == ${bv} || (isNan(${v}) && isNan(${bv}))) && ${j} < ${bj})`;
   if (inner === 1) {
     const code = `${kernelHeader("n: u32", [
       { name: "X", type: "f32" },
@@ -447,7 +448,7 @@ ${ROW_ENTRY}
   var bj = 0xffffffffu;
   for (var j = lid; j < p.n; j += ${ROW_WG}u) {
     let v = X[p.off0 + row * p.n + j];
-    if (bj == 0xffffffffu || ${better}) { bv = v; bj = j; }
+    if (bj == 0xffffffffu || ${better("v", "bv", "j", "bj")}) { bv = v; bj = j; }
   }
   rv[lid] = bv; rj[lid] = bj;
   workgroupBarrier();
@@ -455,7 +456,7 @@ ${ROW_ENTRY}
     if (lid < s) {
       let v = rv[lid + s]; let j = rj[lid + s];
       let bv2 = rv[lid]; let bj2 = rj[lid];
-      if (j != 0xffffffffu && (bj2 == 0xffffffffu || ((v > bv2 && !isNan(bv2)) || (isNan(v) && !isNan(bv2)) || ((v == bv2 || (isNan(v) && isNan(bv2))) && j < bj2)))) {
+      if (j != 0xffffffffu && (bj2 == 0xffffffffu || (${better("v", "bv2", "j", "bj2")}))) {
         rv[lid] = v; rj[lid] = j;
       }
     }
