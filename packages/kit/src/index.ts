@@ -32,6 +32,7 @@ export {
   sftObjective,
   type LengthOptions,
 } from "./trainer/objectives.js";
+export { trainingLogits } from "./trainer/training-logits.js";
 export {
   directoryHashes,
   mergeAdapterDirs,
@@ -82,7 +83,9 @@ export {
   opdTinyConfig,
   presetConfig,
   setConfigValue,
+  stageForward,
   type ArpConfig,
+  type BaseDtype,
   type DpoStageSettings,
   type LoraSettings,
   type OelConfig,

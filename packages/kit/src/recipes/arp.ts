@@ -49,6 +49,7 @@ import {
   type LoraSettings,
   type StageTrainSettings,
   arpTinyConfig,
+  stageForward,
 } from "./presets.js";
 import { type PhaseEval, type RecipeIo, evaluatePhase, phaseMetrics, phaseTable, writeRollouts } from "./recipe-run.js";
 import { holdoutSplit, successOnlySftSet } from "./sft-set.js";
@@ -267,10 +268,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   const sftAdapter = newAdapter("sft", 0);
   const counts = parameterReport(model, [sftAdapter]);
   log(`[kiln arp] LoRA r=${config.lora.r} α=${config.lora.alpha}: ${counts.trainable} trainable parameters per stage`);
-  const sft = sftObjective(model, codec, {
-    maxLength: config.sft.maxLength,
-    gradientCheckpointing: config.sft.gradientCheckpointing,
-  });
+  const sft = sftObjective(model, codec, stageForward(config.sft));
   let sftResult: TrainResult | null = null;
   if (sftTrain.length > 0) {
     const holdoutLoss = (): Record<string, number> => {
@@ -310,7 +308,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
         stage,
         adapter,
         data: pairs,
-        objective: dpoObjective(model, adapter, codec, { beta: settings.beta, maxLength: settings.maxLength }),
+        objective: dpoObjective(model, adapter, codec, { beta: settings.beta, ...stageForward(settings) }),
         config: trainConfig(settings, seed),
         run,
         resume,

@@ -34,6 +34,7 @@ import {
   type RecipeConfig,
   UNSTATED_SEED_FIELDS,
   applyConfigObject,
+  checkBaseDtype,
   presetConfig,
   setConfigValue,
 } from "./presets.js";
@@ -42,7 +43,9 @@ import { tinyChat } from "./tiny-chat.js";
 async function loadStudent(
   dir: string | undefined,
   seed: number,
+  baseDtype = "f32",
 ): Promise<{ model: Model; codec: ChatCodec; source: string }> {
+  const dtype = checkBaseDtype(baseDtype);
   if (!dir) {
     const t = tinyChat({ seed, std: 0.2 });
     return {
@@ -53,7 +56,8 @@ async function loadStudent(
   }
   const tokenizer = await loadTokenizer(dir);
   return {
-    model: await loadModel(dir),
+    // bf16: the frozen base keeps its stored precision (half of f32's memory); the adapter trains in f32.
+    model: await loadModel(dir, { dtype }),
     codec: { tokenizer, template: ChatTemplate.fromTokenizer(tokenizer) },
     source: dir,
   };
@@ -184,7 +188,7 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
   else setBackend("js");
   try {
     const modelDir = strFlag(f, "model");
-    const { model, codec, source } = await loadStudent(modelDir, config.seed);
+    const { model, codec, source } = await loadStudent(modelDir, config.seed, config.baseDtype);
     const baseModel = { source, dir: modelDir };
     if (command === "arp") {
       const c = config as ArpConfig;

@@ -29,7 +29,7 @@ import { train } from "../trainer/trainer.js";
 import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
 import type { ChatCodec } from "./batches.js";
 import { RecipeError } from "./errors.js";
-import { type OelConfig, oelTinyConfig } from "./presets.js";
+import { type OelConfig, oelTinyConfig, stageForward } from "./presets.js";
 import { type PhaseEval, type RecipeIo, phaseFromScores, phaseTable, writeRollouts } from "./recipe-run.js";
 import { isSuccessful } from "./sft-set.js";
 import { withSystemNote } from "./system-note.js";
@@ -383,7 +383,7 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
     objective: consolidationObjective(
       model,
       adapter,
-      { kind: config.divergence as DivergenceKind, maxLength: config.train.maxLength },
+      { kind: config.divergence as DivergenceKind, ...stageForward(config.train) },
       codec.tokenizer.padTokenId ?? 0,
     ),
     config: { ...config.train, seed },

@@ -28,7 +28,7 @@ import { type TrainResult, train } from "../trainer/trainer.js";
 import type { ChatCodec } from "./batches.js";
 import { RecipeError } from "./errors.js";
 import { type OpdSample, scoreWithTeacher } from "./opd-samples.js";
-import { type OpdConfig, opdTinyConfig } from "./presets.js";
+import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
 import {
   type PhaseEval,
   type RecipeIo,
@@ -185,7 +185,7 @@ export async function runOpdRounds(
       stage: `round-${round}`,
       adapter,
       data: samples,
-      objective: opdObjective(model, { ...config.objective, maxLength: config.train.maxLength }),
+      objective: opdObjective(model, { ...config.objective, ...stageForward(config.train) }),
       config: { ...config.train, seed: seed + round },
       run,
       resume: run.resumed,

@@ -30,6 +30,32 @@ export interface StageTrainSettings {
   checkpointEvery: number;
   /** Evaluate (SFT: the held-out loss) every N steps; 0 = only at the end of the stage. */
   evalEvery: number;
+  /**
+   * Rows sent through the output head at a time: no more than `headChunkRows × V` logits exist
+   * in a step (null: about 4 Mi logits per chunk).
+   */
+  headChunkRows: number | null;
+  /** Recompute each decoder layer's activations in the backward instead of keeping them. */
+  checkpointLayers: boolean;
+}
+
+/** Storage of the frozen base weights under the adapter: bf16 halves the base's memory. */
+export type BaseDtype = "f32" | "bf16";
+
+/** The forward settings of a stage as the objectives take them. */
+export function stageForward(s: StageTrainSettings & { gradientCheckpointing?: boolean }) {
+  if (s.headChunkRows !== null && !(Number.isInteger(s.headChunkRows) && s.headChunkRows >= 1))
+    throw new RecipeError(`headChunkRows must be a positive integer or null, got ${s.headChunkRows}`);
+  return {
+    maxLength: s.maxLength,
+    headChunkRows: s.headChunkRows ?? undefined,
+    checkpointLayers: s.checkpointLayers || s.gradientCheckpointing === true,
+  };
+}
+
+export function checkBaseDtype(dtype: string): BaseDtype {
+  if (dtype !== "f32" && dtype !== "bf16") throw new RecipeError(`baseDtype must be "f32" or "bf16", got "${dtype}"`);
+  return dtype;
 }
 
 export interface DpoStageSettings extends StageTrainSettings {
@@ -48,6 +74,7 @@ export interface ArpConfig {
   lora: LoraSettings;
   /** The success-only SFT corpus. */
   data: { capPerGame: number; holdoutFraction: number; sourceEpisodes: number };
+  /** `gradientCheckpointing` is the seed card's name for `checkpointLayers` on this stage (either turns it on). */
   sft: StageTrainSettings & { gradientCheckpointing: boolean };
   /** B1: turn-local DPO on these failure modes. */
   turnDpo1: DpoStageSettings & { modes: FailureMode[]; studentEpisodes: number };
@@ -58,6 +85,8 @@ export interface ArpConfig {
   /** Training-free delta scale s of the final merge. */
   scale: number;
   mergeDtype: "f32" | "bf16";
+  /** How the base model is loaded for training (default f32). */
+  baseDtype: BaseDtype;
   rollout: RolloutSettings;
   /** Held-out evaluation instances (seeds disjoint from training's), greedy. */
   eval: { episodes: number; baseSeed: number };
@@ -75,6 +104,8 @@ const SEED_SCHEDULE = {
   weightDecay: 0,
   maxGradNorm: 1,
   evalEvery: 0,
+  headChunkRows: null,
+  checkpointLayers: false,
 };
 
 const SEED_DPO = {
@@ -107,6 +138,7 @@ export function arpSeedConfig(): ArpConfig {
     branchDpo: { ...SEED_DPO, beta: 0.2, k: 4, forks: 100, minMargin: 0 },
     scale: 0.85,
     mergeDtype: "f32",
+    baseDtype: "f32",
     rollout: { temperature: 1, maxTokens: 256, maxTurns: 8 },
     eval: { episodes: 100, baseSeed: 100_000 },
     maxChars: 400,
@@ -128,6 +160,8 @@ export function arpTinyConfig(): ArpConfig {
     gradAccum: 1,
     maxLength: 512,
     checkpointEvery: 4,
+    headChunkRows: null,
+    checkpointLayers: false,
   };
   return {
     recipe: "arp",
@@ -147,6 +181,7 @@ export function arpTinyConfig(): ArpConfig {
     branchDpo: { ...dpo, beta: 0.2, k: 3, forks: 2, minMargin: 0 },
     scale: 0.85,
     mergeDtype: "f32",
+    baseDtype: "f32",
     rollout: { temperature: 1, maxTokens: 32, maxTurns: 3 },
     eval: { episodes: 4, baseSeed: 100_000 },
     maxChars: 120,
@@ -158,6 +193,8 @@ export interface OpdConfig {
   seed: number;
   /** Fresh LoRA per round on the merged previous round. */
   lora: LoraSettings;
+  /** How the base model is loaded for training (default f32). */
+  baseDtype: BaseDtype;
   rounds: number;
   episodesPerRound: number;
   /** Seeded wall-state starts per archetype and round (questworld). */
@@ -183,6 +220,7 @@ export function opdSeedConfig(): OpdConfig {
     recipe: "opd",
     seed: 42,
     lora: { r: 64, alpha: 64, dropout: 0, targetModules: "all-linear", useRslora: false },
+    baseDtype: "f32",
     rounds: 2,
     episodesPerRound: 64,
     wallStarts: true,
@@ -199,6 +237,8 @@ export function opdSeedConfig(): OpdConfig {
       maxGradNorm: 1,
       checkpointEvery: 50,
       evalEvery: 0,
+      headChunkRows: null,
+      checkpointLayers: false,
     },
     objective: { clamp: 3, earlyTurnWeight: 1.5, earlyTurns: 1, objective: "ppo", clipLow: 0.2, clipHigh: 0.2 },
     scale: 1,
@@ -223,6 +263,8 @@ export interface OelConfig {
   recipe: "oel";
   seed: number;
   lora: LoraSettings;
+  /** How the base model is loaded for training (default f32). */
+  baseDtype: BaseDtype;
   tasks: number;
   train: StageTrainSettings;
   divergence: "forward_kl" | "reverse_kl" | "jsd";
@@ -237,6 +279,7 @@ export function oelSeedConfig(): OelConfig {
     recipe: "oel",
     seed: 42,
     lora: { r: 16, alpha: 32, dropout: 0, targetModules: "all-linear", useRslora: false },
+    baseDtype: "f32",
     tasks: 20,
     train: {
       lr: 1e-4,
@@ -251,6 +294,8 @@ export function oelSeedConfig(): OelConfig {
       maxGradNorm: 1,
       checkpointEvery: 50,
       evalEvery: 0,
+      headChunkRows: null,
+      checkpointLayers: false,
     },
     divergence: "forward_kl",
     scale: 1,

@@ -1,8 +1,11 @@
 // The objectives' chunked-head forward against a direct full-logits computation (same loss and
 // gradients), and the memory it saves: a step on a large vocabulary never allocates [T, V].
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { distillationLoss, dpoLossFromLogits, sftLoss } from "@kiln/losses";
 import { type LoraAdapter, attachLora } from "@kiln/lora";
-import { type Model, createModel } from "@kiln/models";
+import { type Model, createModel, loadModel } from "@kiln/models";
 import { Tensor, backward, noGrad, reshape } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import {
@@ -11,8 +14,20 @@ import {
   conversationBatch,
   preferenceBatch,
 } from "../../src/recipes/batches.js";
+import { writeMergedModel } from "../../src/artifacts.js";
 import type { ConsolidationSample } from "../../src/recipes/oel.js";
 import type { OpdSample } from "../../src/recipes/opd-samples.js";
+import {
+  arpSeedConfig,
+  arpTinyConfig,
+  checkBaseDtype,
+  oelSeedConfig,
+  oelTinyConfig,
+  opdSeedConfig,
+  opdTinyConfig,
+  setConfigValue,
+  stageForward,
+} from "../../src/recipes/presets.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
 import { consolidationObjective, dpoObjective, opdObjective, sftObjective } from "../../src/trainer/objectives.js";
 import type { Objective } from "../../src/trainer/trainer.js";
@@ -90,7 +105,7 @@ function randomIds(n: number, vocab: number, seed: number): number[] {
 describe("objectives on the chunked head", () => {
   it("SFT: loss and gradients equal a full-logits sftLoss (head chunks of 5 rows)", () => {
     const chat = tinyChat({ seed: 4, std: 0.2 });
-    const codec = { tokenizer: chat.tokenizer, template: chat.template };
+    const codec = { tokenizer: chat.tokenizer, template: chat.chatTemplate };
     const adapter = randomAdapter(chat.model, 1);
     const objective = sftObjective(chat.model, codec, { headChunkRows: 5, maxLength: 120 });
     const stepItems = objective.items(conversations) * 2;
@@ -106,7 +121,7 @@ describe("objectives on the chunked head", () => {
 
   it("DPO: loss and gradients equal dpoLossFromLogits on full policy and reference logits", () => {
     const chat = tinyChat({ seed: 5, std: 0.2 });
-    const codec = { tokenizer: chat.tokenizer, template: chat.template };
+    const codec = { tokenizer: chat.tokenizer, template: chat.chatTemplate };
     const adapter = randomAdapter(chat.model, 2);
     const objective = dpoObjective(chat.model, adapter, codec, { beta: 0.3, headChunkRows: 7, maxLength: 80 });
     const chunked = lossAndGrads(adapter, () => objective.loss(preferences, preferences.length).loss);
@@ -197,6 +212,64 @@ describe("objectives on the chunked head", () => {
       expect(chunked.loss).toBeGreaterThan(1e-4);
       expectClose(chunked, full);
     }
+  });
+});
+
+describe("recipe settings", () => {
+  it("a bf16 base (baseDtype) trains through the chunked head with checkpointLayers, like the same weights in f32", async () => {
+    const chat = tinyChat({ seed: 8, std: 0.2 });
+    const dir = mkdtempSync(join(tmpdir(), "kiln-bf16-base-"));
+    try {
+      await writeMergedModel(dir, chat.model, {
+        tokenizer: chat.tokenizer,
+        template: chat.chatTemplate,
+        dtype: "bf16",
+        baseModel: "tinyChat",
+        title: "bf16 base",
+      });
+      const codec = { tokenizer: chat.tokenizer, template: chat.chatTemplate };
+      const run = async (dtype: "f32" | "bf16", forward: { checkpointLayers: boolean; headChunkRows: number }) => {
+        const model = await loadModel(dir, { dtype });
+        const adapter = randomAdapter(model, 9);
+        const objective = sftObjective(model, codec, { maxLength: 100, ...forward });
+        const out = lossAndGrads(adapter, () => objective.loss(conversations, objective.items(conversations)).loss);
+        return { model, out };
+      };
+      const bf16 = await run("bf16", { checkpointLayers: true, headChunkRows: 3 });
+      expect(bf16.model.layers.length).toBeGreaterThan(0);
+      expect(bf16.model.embedTokens.dtype).toBe("bf16");
+      const f32 = await run("f32", { checkpointLayers: false, headChunkRows: 1000 });
+      expect(f32.model.embedTokens.dtype).toBe("f32");
+      expectClose(bf16.out, f32.out);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("stages carry headChunkRows / checkpointLayers and the configs baseDtype, settable with --set", () => {
+    for (const make of [arpSeedConfig, arpTinyConfig, opdSeedConfig, opdTinyConfig, oelSeedConfig, oelTinyConfig]) {
+      const c = make();
+      expect(c.baseDtype).toBe("f32");
+    }
+    const opd = opdTinyConfig();
+    expect(stageForward(opd.train)).toEqual({ maxLength: 1024, headChunkRows: undefined, checkpointLayers: false });
+    setConfigValue(opd, "train.headChunkRows", "256");
+    setConfigValue(opd, "train.checkpointLayers", "true");
+    setConfigValue(opd, "baseDtype", "bf16");
+    expect(stageForward(opd.train)).toEqual({ maxLength: 1024, headChunkRows: 256, checkpointLayers: true });
+    expect(checkBaseDtype(opd.baseDtype)).toBe("bf16");
+    setConfigValue(opd, "train.headChunkRows", "0");
+    expect(() => stageForward(opd.train)).toThrow(/headChunkRows must be a positive integer/);
+    expect(() => checkBaseDtype("f16")).toThrow(/baseDtype must be "f32" or "bf16", got "f16"/);
+    // The ARP SFT stage's seed-card name turns recomputation on as well.
+    expect(stageForward(arpSeedConfig().sft).checkpointLayers).toBe(true);
+    const chat = tinyChat({ seed: 1 });
+    expect(() =>
+      sftObjective(chat.model, { tokenizer: chat.tokenizer, template: chat.chatTemplate }, { headChunkRows: 2.5 }).loss(
+        conversations,
+        10,
+      ),
+    ).toThrow(/headChunkRows must be a positive integer, got 2.5/);
   });
 });
 
