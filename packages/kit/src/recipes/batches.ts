@@ -23,15 +23,30 @@ function padId(codec: ChatCodec): number {
   return codec.tokenizer.padTokenId ?? codec.tokenizer.eosTokenId ?? 0;
 }
 
-/** Token ids of a conversation and its assistant-token mask, cut to `maxLength` tokens (the start is kept). */
+/** A finite maxLength for renderForTraining (Infinity: no cut). */
+function lengthLimit(maxLength: number): number | undefined {
+  if (maxLength === Number.POSITIVE_INFINITY) return undefined;
+  if (!(Number.isInteger(maxLength) && maxLength >= 1))
+    throw new RecipeError(`maxLength must be a positive integer, got ${maxLength}`);
+  return maxLength;
+}
+
+/**
+ * Token ids of a conversation and its assistant-token mask, cut to `maxLength` tokens: "right"
+ * (default) keeps the start, "left" the end (transformers' truncation_side).
+ */
 export function renderConversation(
   codec: ChatCodec,
   conversation: Conversation,
   maxLength = Number.POSITIVE_INFINITY,
+  truncationSide: "left" | "right" = "right",
 ): { ids: number[]; assistantMask: Uint8Array } {
-  const r = renderForTraining(codec.tokenizer, codec.template, conversation.messages, { tools: conversation.tools });
-  if (r.ids.length <= maxLength) return { ids: r.ids, assistantMask: r.assistantMask };
-  return { ids: r.ids.slice(0, maxLength), assistantMask: r.assistantMask.slice(0, maxLength) };
+  const r = renderForTraining(codec.tokenizer, codec.template, conversation.messages, {
+    tools: conversation.tools,
+    maxLength: lengthLimit(maxLength),
+    truncationSide,
+  });
+  return { ids: r.ids, assistantMask: r.assistantMask };
 }
 
 /** SFT batch: labels = input ids on assistant tokens, −100 elsewhere (shifted inside the loss). */
@@ -39,9 +54,10 @@ export function conversationBatch(
   codec: ChatCodec,
   conversations: readonly Conversation[],
   maxLength = Number.POSITIVE_INFINITY,
+  truncationSide: "left" | "right" = "right",
 ): SftBatch {
   if (conversations.length === 0) throw new RecipeError("conversationBatch: no conversations to collate");
-  const rendered = conversations.map((c) => renderConversation(codec, c, maxLength));
+  const rendered = conversations.map((c) => renderConversation(codec, c, maxLength, truncationSide));
   // The collator and the label rule live beside the loss (@kiln/losses collateSft).
   return collateSft(
     rendered.map((r) => ({ ids: r.ids, mask: r.assistantMask })),
@@ -74,13 +90,16 @@ function renderReply(
   tools?: ToolSchema[],
   maxLength = Number.POSITIVE_INFINITY,
 ) {
-  const full = renderForTraining(codec.tokenizer, codec.template, [...prompt, reply], { tools });
   // Over-long pairs keep their end (the reply) and lose the start of the prompt (TRL keep_end).
-  const cut = Math.max(0, full.ids.length - maxLength);
+  const kept = renderForTraining(codec.tokenizer, codec.template, [...prompt, reply], {
+    tools,
+    maxLength: lengthLimit(maxLength),
+    truncationSide: "left",
+  });
   // Only the final assistant turn is the completion; earlier assistant turns are prompt.
-  const mask = lastSpanMask(full.assistantMask.slice(cut));
+  const mask = lastSpanMask(kept.assistantMask);
   if (!mask.some((v) => v === 1)) throw new RecipeError("preference batch: the reply rendered to no assistant tokens");
-  return { ids: full.ids.slice(cut), mask };
+  return { ids: kept.ids, mask };
 }
 
 export function preferenceBatch(

@@ -30,7 +30,7 @@ export function sftObjective(model: Model, codec: ChatCodec, options: LengthOpti
     let b = batches.get(examples);
     if (!b) {
       batches.clear();
-      b = conversationBatch(codec, examples, options.maxLength);
+      b = conversationBatch(codec, examples, options.maxLength, options.truncationSide);
       batches.set(examples, b);
     }
     return b;

@@ -4,8 +4,10 @@ import type { Tensor } from "@kiln/tensor";
 import { TrainerError } from "./errors.js";
 
 export interface LengthOptions {
-  /** Longest row in tokens (SFT keeps the start, DPO the end). */
+  /** Longest row in tokens (SFT keeps the start unless `truncationSide` is "left", DPO the end). */
   maxLength?: number;
+  /** Which end of an over-long SFT row is cut: "right" (default, keeps the start) or "left". */
+  truncationSide?: "left" | "right";
   /** Recompute each decoder layer in the backward instead of keeping its activations. */
   checkpointLayers?: boolean;
   /** Older name of `checkpointLayers`. */

@@ -246,6 +246,31 @@ describe("recipe settings", () => {
     }
   });
 
+  it("maxLength cuts SFT rows on either side and DPO rows at the start, through renderForTraining", () => {
+    const chat = tinyChat({ seed: 1 });
+    const codec = { tokenizer: chat.tokenizer, template: chat.chatTemplate };
+    const full = conversationBatch(codec, [conversations[0]]);
+    const ids = Array.from(full.inputIds.dataSync());
+    expect(ids.length).toBeGreaterThan(20);
+    const right = conversationBatch(codec, [conversations[0]], 20);
+    const left = conversationBatch(codec, [conversations[0]], 20, "left");
+    expect(Array.from(right.inputIds.dataSync())).toEqual(ids.slice(0, 20));
+    expect(Array.from(left.inputIds.dataSync())).toEqual(ids.slice(-20));
+    // Left truncation keeps the last assistant reply, so its labels still score tokens.
+    expect(Array.from(left.labels.dataSync()).some((t) => t !== -100)).toBe(true);
+    const pairs = preferenceBatch(codec, [preferences[0]]);
+    const cut = preferenceBatch(codec, [preferences[0]], 12);
+    expect(cut.inputIds.shape[1]).toBe(12);
+    const chosenFull = Array.from(pairs.inputIds.dataSync()).slice(0, pairs.inputIds.shape[1]);
+    const chosenLen = Array.from(pairs.attentionMask.dataSync())
+      .slice(0, pairs.inputIds.shape[1])
+      .filter((m) => m === 1).length;
+    const chosenCut = Array.from(cut.inputIds.dataSync()).slice(0, 12);
+    expect(chosenCut).toEqual(chosenFull.slice(chosenLen - 12, chosenLen));
+    expect(Array.from(cut.completionMask.dataSync()).some((m) => m === 1)).toBe(true);
+    expect(() => conversationBatch(codec, [conversations[0]], 2.5)).toThrow(/maxLength must be a positive integer/);
+  });
+
   it("stages carry headChunkRows / checkpointLayers and the configs baseDtype, settable with --set", () => {
     for (const make of [arpSeedConfig, arpTinyConfig, opdSeedConfig, opdTinyConfig, oelSeedConfig, oelTinyConfig]) {
       const c = make();
