@@ -61,7 +61,7 @@ export interface OpenAIServerOptions {
    * completions prompt plus `max_tokens` must fit in it, and it bounds the max_tokens limit.
    */
   contextLength?: number;
-  /** Largest `max_tokens` accepted (default: min(contextLength, 4096)); more is a 400. */
+  /** Largest `max_tokens` accepted (default: contextLength, else 8192); more is a 400. */
   maxTokensLimit?: number;
   /** `max_tokens` when a completions request gives none (default 16, as OpenAI's). */
   defaultCompletionTokens?: number;
@@ -108,7 +108,9 @@ class HttpError extends Error {
   }
 }
 
-const DEFAULT_MAX_TOKENS_LIMIT = 4096;
+// Without a known context length a server still needs a bound on max_tokens; 8,192 admits the
+// clembench/Playschool setting (5,000). With a context length, the context itself is the bound.
+const DEFAULT_MAX_TOKENS_LIMIT = 8192;
 const STREAM_MARKERS = ["<think>", "<tool_call>"];
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost", "::ffff:127.0.0.1"]);
 
@@ -131,7 +133,7 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
     options.contextLength === undefined ? undefined : checkCount("contextLength", options.contextLength, 1);
   const maxTokensLimit = checkCount(
     "maxTokensLimit",
-    options.maxTokensLimit ?? Math.min(contextLength ?? DEFAULT_MAX_TOKENS_LIMIT, DEFAULT_MAX_TOKENS_LIMIT),
+    options.maxTokensLimit ?? contextLength ?? DEFAULT_MAX_TOKENS_LIMIT,
     1,
   );
   const defaultCompletionTokens = checkCount("defaultCompletionTokens", options.defaultCompletionTokens ?? 16, 0);
