@@ -160,13 +160,45 @@ export async function runTau2(options: Tau2RunOptions): Promise<Tau2RunResult> {
   };
 }
 
-/** A one-line progress bar on stderr (redrawn in place on a TTY). */
-export function consoleProgress(stream: NodeJS.WriteStream = process.stderr): (p: Tau2Progress) => void {
+export interface ConsoleProgressStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+export interface ConsoleProgressOptions {
+  /** When not a TTY: at most one line per this many ms, unless another 10 % is done (default 10000). */
+  logEveryMs?: number;
+  /** Clock in ms (tests inject one). */
+  now?: () => number;
+}
+
+/**
+ * A one-line progress bar on stderr, redrawn in place on a TTY. Elsewhere (CI logs, files) a line
+ * per episode would flood the log, so it prints at most one line every `logEveryMs` or each time
+ * another 10 % is done, and always the final line.
+ */
+export function consoleProgress(
+  stream: ConsoleProgressStream = process.stderr,
+  options: ConsoleProgressOptions = {},
+): (p: Tau2Progress) => void {
+  const logEveryMs = options.logEveryMs ?? 10_000;
+  const now = options.now ?? (() => Date.now());
+  let lastLineAt = Number.NEGATIVE_INFINITY;
+  let lastDecile = -1;
   return (p) => {
     const width = 30;
     const filled = Math.round((width * p.done) / p.total);
     const line = `tau2 [${"#".repeat(filled)}${".".repeat(width - filled)}] ${p.done}/${p.total} success ${p.successes} (last: task ${p.last.taskId} trial ${p.last.trial} ${p.last.terminationReason} r=${p.last.reward})`;
-    if (stream.isTTY) stream.write(`\r${line}${p.done === p.total ? "\n" : ""}`);
-    else stream.write(`${line}\n`);
+    const final = p.done >= p.total;
+    if (stream.isTTY) {
+      stream.write(`\r${line}${final ? "\n" : ""}`);
+      return;
+    }
+    const t = now();
+    const decile = p.total > 0 ? Math.floor((10 * p.done) / p.total) : 10;
+    if (!final && t - lastLineAt < logEveryMs && decile <= lastDecile) return;
+    lastLineAt = t;
+    lastDecile = decile;
+    stream.write(`${line}\n`);
   };
 }
