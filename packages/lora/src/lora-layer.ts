@@ -22,7 +22,11 @@ export class LoraLayer implements LinearAdapter {
     public scaling: number,
     readonly dropoutP: number,
     private readonly dropoutSeed: number,
-  ) {}
+  ) {
+    // PEFT's key names, so optimizer errors say which adapter weight is wrong.
+    A.name ??= `${module}.lora_A.${name}.weight`;
+    B.name ??= `${module}.lora_B.${name}.weight`;
+  }
 
   get rank(): number {
     return this.A.shape[0];

@@ -47,9 +47,15 @@ export class CausalLM {
     const take = (name: string): Tensor => {
       const t = tensors.get(name);
       if (!t) throw new WeightLoadError(`missing tensor "${name}"`, [name]);
+      // Errors elsewhere (the optimizer's dtype check) name a weight by its checkpoint key.
+      t.name ??= name;
       return t;
     };
-    const maybe = (name: string): Tensor | null => tensors.get(name) ?? null;
+    const maybe = (name: string): Tensor | null => {
+      const t = tensors.get(name);
+      if (t) t.name ??= name;
+      return t ?? null;
+    };
     const p = config.weightPrefix;
     const layers = config.layerTypes.map((type, l) => blockType(type).build(config, `${p}layers.${l}.`, take, maybe));
     const embed = take(`${p}embed_tokens.weight`);

@@ -11,6 +11,11 @@ export interface ParamGroup {
   weightDecay?: number;
 }
 
+/** "name" [shape] when the parameter is named (models and lora name theirs), else #index in the list. */
+function parameterLabel(p: Tensor, index: number): string {
+  return `${p.name !== undefined ? `"${p.name}"` : `#${index}`} ${fmtShape(p.shape)}`;
+}
+
 export abstract class Optimizer {
   readonly params: Tensor[];
   lr: number;
@@ -18,10 +23,13 @@ export abstract class Optimizer {
 
   constructor(params: Iterable<Tensor>, lr: number) {
     this.params = [...params];
-    for (const p of this.params) {
+    this.params.forEach((p, index) => {
       if (p.dtype !== "f32")
-        throw new ShapeError(`optimizer: parameter ${p.name ?? p.id} is ${p.dtype}; trainable parameters must be f32`);
-    }
+        throw new ShapeError(
+          `optimizer: parameter ${parameterLabel(p, index)} is ${p.dtype}; trainable parameters must be f32 ` +
+            "(keep frozen bf16/f16 weights out of the optimizer, or widen the trainable ones)",
+        );
+    });
     if (!(lr >= 0)) throw new RangeError(`optimizer: learning rate must be ≥ 0, got ${lr}`);
     this.lr = lr;
   }
@@ -41,7 +49,7 @@ export abstract class Optimizer {
       const own = p.storage.backend;
       if (own !== active && !(own.hostVisible && active.hostVisible))
         throw new BackendError(
-          `optimizer: parameter ${p.name ?? `#${p.id}`} ${fmtShape(p.shape)} lives on backend "${own.name}" but the ` +
+          `optimizer: parameter ${parameterLabel(p, i)} lives on backend "${own.name}" but the ` +
             `active backend is "${active.name}"; create parameters while "${active.name}" is active ` +
             "(tensor(), Tensor.fromHost(), parameter()) rather than with new Tensor(hostArray)",
         );
