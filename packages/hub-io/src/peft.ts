@@ -272,9 +272,28 @@ const isFloatDtype = (d: string) => d === "F16" || d === "BF16" || d === "F32" |
 export async function readPeftAdapter(dir: string): Promise<PeftAdapter> {
   const { join } = await import("node:path");
   return parsePeftAdapter(
-    await readFileText(join(dir, ADAPTER_CONFIG_FILE)),
-    await readFileBytes(join(dir, ADAPTER_WEIGHTS_FILE)),
+    await readAdapterFile(dir, join(dir, ADAPTER_CONFIG_FILE), readFileText),
+    await readAdapterFile(dir, join(dir, ADAPTER_WEIGHTS_FILE), readFileBytes),
   );
+}
+
+// A bare ENOENT names one file; the user needs to know the whole directory layout that was expected.
+async function readAdapterFile<T>(dir: string, path: string, read: (path: string) => Promise<T>): Promise<T> {
+  try {
+    return await read(path);
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw e;
+    const { stat } = await import("node:fs/promises");
+    const dirExists = await stat(dir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    const what = dirExists ? `"${path}" does not exist` : `directory "${dir}" does not exist`;
+    throw new PeftError(
+      `readPeftAdapter: ${what}; a PEFT adapter directory must hold ${ADAPTER_CONFIG_FILE} and ${ADAPTER_WEIGHTS_FILE}`,
+    );
+  }
 }
 
 /** The two files of an adapter in memory; weights carry `{format: "pt"}` metadata as PEFT writes. */

@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PeftError } from "@kiln/hub-io";
 import { createModel, type Model } from "@kiln/models";
 import * as T from "@kiln/tensor";
 import { afterAll, describe, expect, it } from "vitest";
@@ -242,6 +243,23 @@ describe("PEFT files and chains", () => {
     const second = await loadAdapter(tinyModel(), dir, { name: "x" });
     expect(second.name).toBe("x");
     expect(second.layers.size).toBe(a.layers.size);
+  });
+
+  it("loadAdapter on a missing directory or file throws a PeftError naming the path and the expected files", async () => {
+    const missing = join(tmp, "no-such-adapter");
+    const err = await loadAdapter(tinyModel(), missing).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PeftError);
+    const message = (err as Error).message;
+    expect(message).toContain(missing);
+    expect(message).toContain("adapter_config.json");
+    expect(message).toContain("adapter_model.safetensors");
+
+    const half = join(tmp, "half-adapter");
+    mkdirSync(half, { recursive: true });
+    writeFileSync(join(half, "adapter_config.json"), "{}");
+    const err2 = await loadAdapter(tinyModel(), half).catch((e: unknown) => e);
+    expect(err2).toBeInstanceOf(PeftError);
+    expect((err2 as Error).message).toContain(join(half, "adapter_model.safetensors"));
   });
 
   it("loading an adapter for another architecture names the mismatching module", async () => {
