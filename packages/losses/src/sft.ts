@@ -61,8 +61,10 @@ export function sftLoss(logits: Logits, labels: Tensor, options: SftLossOptions 
     const reduction = options.reduction ?? "mean";
     if (reduction !== "mean" && reduction !== "sum")
       throw new LossOptionError(`${op}: reduction must be "mean" or "sum", got ${String(reduction)}`);
-    // torch: mean over zero targets is 0/0 = NaN; transformers guards nothing either.
-    denom = reduction === "sum" ? 1 : count;
+    // torch (and so TRL) gives 0/0 = NaN for a mean over zero targets, which poisons every later
+    // step once it reaches the weights. Here such a batch is a no-op: loss 0, zero gradient, and
+    // `num_tokens: 0` in the metrics so that the caller can see it (documented in the README).
+    denom = reduction === "sum" || count === 0 ? 1 : count;
   }
   const flatLogits = isChunkedLogits(logits) ? logits : reshape(logits, [rows, vocab]);
   const flatTargets = reshape(targets, [rows]);
@@ -72,13 +74,13 @@ export function sftLoss(logits: Logits, labels: Tensor, options: SftLossOptions 
     chunkRows: options.chunkRows,
     expectedGradient: Number.isFinite(1 / denom) ? -1 / denom : undefined,
   });
-  const loss = mul(sum(logps), -1 / denom);
+  // With no targets every log-prob is 0; scaling by +0 (not −1) keeps the value +0 rather than −0.
+  const loss = mul(sum(logps), count === 0 ? 0 : -1 / denom);
   const metrics: Record<string, number> = noGrad(() => {
-    const m: Record<string, number> = {
-      loss: loss.item(),
-      num_tokens: count,
-      mean_token_accuracy: tokenAccuracy(flatLogits, flatTargets, ignoreIndex).accuracy,
-    };
+    const m: Record<string, number> = { loss: loss.item(), num_tokens: count };
+    // Without targets accuracy and entropy are undefined: left out rather than logged as NaN.
+    if (count === 0) return m;
+    m.mean_token_accuracy = tokenAccuracy(flatLogits, flatTargets, ignoreIndex).accuracy;
     if (options.entropy) {
       const mask = new Uint8Array(rows);
       for (let i = 0; i < rows; i++) mask[i] = td[i] !== ignoreIndex ? 1 : 0;

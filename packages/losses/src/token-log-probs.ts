@@ -27,9 +27,17 @@ export interface TokenLogProbsOptions {
  * log softmax(logits)[target] for every row of `logits` [..., V] with `targets` [...] (i32),
  * shaped like `targets`; 0 where the target is `ignoreIndex`. `logits` may be `ChunkedLogits`
  * (hidden states + head): then no more than one chunk of logits ever exists.
+ * Same values as `@kiln/tensor`'s `tokenLogProbs`, and a number in place of the options is taken
+ * as the ignore index, so a call written for either one works with both.
  */
-export function tokenLogProbs(logits: Logits, targets: Tensor, options: TokenLogProbsOptions = {}): Tensor {
+export function tokenLogProbs(
+  logits: Logits,
+  targets: Tensor,
+  optionsOrIgnoreIndex: TokenLogProbsOptions | number = {},
+): Tensor {
   const op = "tokenLogProbs";
+  const options: TokenLogProbsOptions =
+    typeof optionsOrIgnoreIndex === "number" ? { ignoreIndex: optionsOrIgnoreIndex } : optionsOrIgnoreIndex;
   const ignoreIndex = options.ignoreIndex ?? -100;
   if (isChunkedLogits(logits)) {
     const { rows } = logitsLayout(op, "logits", logits);

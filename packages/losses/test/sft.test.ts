@@ -1,4 +1,4 @@
-import { Tensor, backward, tensor } from "@kiln/tensor";
+import { Tensor, backward, tensor, tokenLogProbs as tensorTokenLogProbs } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import {
   LossInputError,
@@ -47,6 +47,21 @@ describe("tokenLogProbs (fused, chunked)", () => {
       const lp = tokenLogProbs(tensor(logits, [9, V]), tensor(targets, [9], "i32"), { chunkRows });
       expectClose(lp.dataSync() as Float32Array, expected, 2e-6, 2e-6);
     }
+  });
+
+  it("takes @kiln/tensor's call form (ignore index as a number) and agrees with @kiln/tensor's tokenLogProbs", () => {
+    const V = 11;
+    const logits = randomArray(6 * V, 31, 3);
+    const targets = new Int32Array([3, -1, 10, 0, -1, 5]);
+    const rows = rowsOf(logits, V);
+    const expected = Array.from(targets, (t, i) => (t === -1 ? 0 : logSoftmax(rows[i])[t]));
+    const l = () => tensor(logits, [6, V]);
+    const t = () => tensor(targets, [6], "i32");
+    const positional = tokenLogProbs(l(), t(), -1).dataSync() as Float32Array;
+    expectClose(positional, expected, 2e-6, 2e-6);
+    expectClose(tokenLogProbs(l(), t(), { ignoreIndex: -1 }).dataSync() as Float32Array, expected, 2e-6, 2e-6);
+    expectClose(tensorTokenLogProbs(l(), t(), -1).dataSync() as Float32Array, positional, 2e-6, 2e-6);
+    expectClose(tensorTokenLogProbs(l(), t(), { ignoreIndex: -1 }).dataSync() as Float32Array, expected, 2e-6, 2e-6);
   });
 
   it("backward equals onehot − softmax per row, zero on ignored rows", () => {
@@ -116,6 +131,26 @@ describe("sftLoss", () => {
       return r.total / r.count;
     };
     expectClose(x.grad?.dataSync() as Float32Array, numericGrad(f, Array.from(logits)), 1e-5, 1e-3);
+  });
+
+  it("a batch with no target token is a no-op: loss +0, zero gradient, num_tokens 0, no NaN", () => {
+    const { logits } = batch(B, T, V, 23);
+    // all −100, and one where the only target sits at position 0, which the shift drops
+    const onlyFirst = new Array(B * T).fill(-100);
+    onlyFirst[0] = 4;
+    for (const labels of [new Array(B * T).fill(-100), onlyFirst]) {
+      for (const reduction of ["mean", "sum"] as const) {
+        const x = tensor(logits, [B, T, V]).requireGrad();
+        const { loss, metrics } = sftLoss(x, tensor(labels, [B, T], "i32"), { reduction, entropy: true });
+        expect(Object.is(loss.item(), 0)).toBe(true);
+        expect(metrics.num_tokens).toBe(0);
+        for (const value of Object.values(metrics)) expect(Number.isNaN(value)).toBe(false);
+        backward(loss);
+        const grad = x.grad?.dataSync() as Float32Array;
+        expect(grad.length).toBe(B * T * V);
+        expect(grad.every((g) => g === 0)).toBe(true);
+      }
+    }
   });
 
   it("gradient accumulation with numItemsInBatch equals one large batch", () => {

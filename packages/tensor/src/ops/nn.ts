@@ -306,8 +306,18 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
   );
 }
 
-/** log p(target) per row from logits, without materialising the log-softmax (0 where ignored). */
-export function tokenLogProbs(logits: Tensor, targets: Tensor, ignoreIndex = -100): Tensor {
+/**
+ * log p(target) per row from logits, without materialising the log-softmax (0 where ignored).
+ * Same values as `@kiln/losses`' `tokenLogProbs` (the one to train with: chunked, fused, accepts
+ * `ChunkedLogits`); either takes the ignore index as a number or as `{ ignoreIndex }`.
+ */
+export function tokenLogProbs(
+  logits: Tensor,
+  targets: Tensor,
+  ignoreIndexOrOptions: number | { ignoreIndex?: number } = -100,
+): Tensor {
+  const ignoreIndex =
+    typeof ignoreIndexOrOptions === "number" ? ignoreIndexOrOptions : (ignoreIndexOrOptions.ignoreIndex ?? -100);
   return neg(crossEntropy(logits, targets, { ignoreIndex, reduction: "none" }));
 }
 
