@@ -32,10 +32,18 @@ export interface OpdAdvantageOptions {
    * Σ_{k≥0} γ^k x_{t+k} within each sequence (last axis of the inputs), before clamp and weights.
    */
   discount?: number;
+  /**
+   * With a discount, set the advantages of positions outside the mask back to 0. Default false:
+   * like the Tinker cookbook (numerics.md §4 "Advantage", step 4), the discounted sum runs over the
+   * masked vector without re-masking, so a prompt or tool-output token before a completion token
+   * carries γ-weighted advantage from it. A policy-gradient loss with the same mask ignores them
+   * either way; this matters to code that reads the advantages themselves.
+   */
+  zeroMaskedAfterDiscount?: boolean;
 }
 
 export interface OpdAdvantages {
-  /** [N] f32, 0 outside the mask. */
+  /** [N] f32; 0 outside the mask unless a discount carries values there (`zeroMaskedAfterDiscount`). */
   advantages: Tensor;
   metrics: Record<string, number>;
 }
@@ -81,6 +89,9 @@ export function opdAdvantages(inputs: OpdAdvantageInputs, options: OpdAdvantageO
     for (let o = 0; o < n; o += T) for (let t = T - 2; t >= 0; t--) x[o + t] += gamma * x[o + t + 1];
   }
   const adv = new Float32Array(n);
+  const keepMasked = gamma > 0 && !(options.zeroMaskedAfterDiscount ?? false);
+  const turnWeight = (i: number): number => (turns ? (options.turnWeights?.[turns[i]] ?? 1) : 1);
+  const clampTo = (a: number): number => (c === undefined ? a : Math.min(c, Math.max(-c, a)));
   let klSum = 0;
   let count = 0;
   let clamped = 0;
@@ -89,7 +100,11 @@ export function opdAdvantages(inputs: OpdAdvantageInputs, options: OpdAdvantageO
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < n; i++) {
-    if (!mask[i]) continue;
+    if (!mask[i]) {
+      // Same clamp and turn weight as a masked-in token; kept out of the metrics.
+      if (keepMasked) adv[i] = clampTo(x[i]) * turnWeight(i);
+      continue;
+    }
     const rkl = q[i] - p[i];
     klSum += rkl;
     count++;

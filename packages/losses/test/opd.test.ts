@@ -77,28 +77,45 @@ describe("opdAdvantages", () => {
     expect(weighted.metrics["advantage/max"]).toBeCloseTo(Math.max(...exp2.filter((_, i) => mask[i])), 6);
   });
 
-  it("kl discount γ sums γ^k·x_{t+k} within each sequence (Tinker kl_discount_factor)", () => {
-    const q = [-1, -2, -0.5, -3, -1, -1];
-    const p = [-2, -2.5, -0.5, -1, -4, -2];
-    const m = [1, 1, 1, 1, 0, 1];
-    const { advantages } = opdAdvantages(
-      {
-        samplerLogps: tensor(Float32Array.from(q), [2, 3]),
-        teacherLogps: tensor(Float32Array.from(p), [2, 3]),
-        mask: m,
-      },
-      { discount: 0.5 },
-    );
+  it("kl discount γ sums γ^k·x_{t+k} within each sequence; masked positions keep it unless zeroMaskedAfterDiscount", () => {
+    const q = [-1, -2, -0.5, -3, -1, -1.25, -0.75, -2, -1.5];
+    const p = [-2, -2.5, -0.5, -1, -4, -2, -0.25, -3, -1];
+    const m = [1, 1, 1, 1, 0, 1, 0, 1, 0];
+    const run = (zeroMaskedAfterDiscount?: boolean) =>
+      opdAdvantages(
+        {
+          samplerLogps: tensor(Float32Array.from(q), [3, 3]),
+          teacherLogps: tensor(Float32Array.from(p), [3, 3]),
+          mask: m,
+        },
+        { discount: 0.5, zeroMaskedAfterDiscount },
+      );
+    // float64 hand computation of numerics.md §4 step 4: x = −λ·mask·rkl, then γ-sums per row of 3
     const x = q.map((v, i) => (m[i] ? p[i] - v : 0));
-    const expected = [
+    const tinker = [
       x[0] + 0.5 * x[1] + 0.25 * x[2],
       x[1] + 0.5 * x[2],
       x[2],
       x[3] + 0.5 * x[4] + 0.25 * x[5],
-      0,
+      x[4] + 0.5 * x[5], // masked, non-zero: the reference does not re-mask
       x[5],
+      x[6] + 0.5 * x[7] + 0.25 * x[8],
+      x[7] + 0.5 * x[8],
+      x[8],
     ];
-    expectClose(advantages.dataSync() as Float32Array, expected, 1e-6);
+    expect(tinker[4]).not.toBe(0);
+    expect(tinker[6]).not.toBe(0);
+    const reference = run();
+    expectClose(reference.advantages.dataSync() as Float32Array, tinker, 1e-6);
+    expectClose(run(false).advantages.dataSync() as Float32Array, tinker, 1e-6);
+    const zeroed = run(true);
+    expectClose(
+      zeroed.advantages.dataSync() as Float32Array,
+      tinker.map((v, i) => (m[i] ? v : 0)),
+      1e-6,
+    );
+    // metrics are over the mask in both settings
+    expect(zeroed.metrics).toEqual(reference.metrics);
     expect(() =>
       opdAdvantages(
         { samplerLogps: tensor(Float32Array.from(q)), teacherLogps: tensor(Float32Array.from(p)) },
