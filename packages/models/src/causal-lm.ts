@@ -1,5 +1,5 @@
 // A decoder-only causal LM assembled from HF-named weights: embed → blocks → norm → lm_head.
-import { type Tensor, checkpoint, embedding, narrow, rmsNorm } from "@kiln/tensor";
+import { Tensor, checkpoint, embedding, narrow, rmsNorm } from "@kiln/tensor";
 import { blockType } from "./block-types.js";
 import type { DecoderConfig } from "./config.js";
 import { GenerationError, WeightLoadError } from "./errors.js";
@@ -27,6 +27,9 @@ export interface ForwardOptions {
    */
   logitsToKeep?: number;
 }
+
+/** Token ids: an i32 [B, T] tensor, or plain rows of integer ids (all rows the same length). */
+export type TokenIdsInput = Tensor | readonly (readonly number[])[];
 
 export class CausalLM {
   readonly invFreq: Float32Array;
@@ -70,8 +73,8 @@ export class CausalLM {
     return new KVCache(this.layers.length, batch);
   }
 
-  /** ids i32 [B, T] → logits [B, T, V] (or [B, logitsToKeep, V]). */
-  forward(ids: Tensor, options: ForwardOptions = {}): Tensor {
+  /** ids i32 [B, T] (or number[][]) → logits [B, T, V] (or [B, logitsToKeep, V]). */
+  forward(ids: TokenIdsInput, options: ForwardOptions = {}): Tensor {
     return this.lmHead.forward(this.hiddenStates(ids, options));
   }
 
@@ -81,7 +84,7 @@ export class CausalLM {
    * (or [B, logitsToKeep]) are the tokens each position predicts (next-token labels, already
    * shifted; `ignoreIndex` where nothing is scored). Returns [B, T] (0 where ignored).
    */
-  tokenLogProbs(ids: Tensor, targets: Tensor, options: ForwardOptions & HeadLogProbsOptions = {}): Tensor {
+  tokenLogProbs(ids: TokenIdsInput, targets: Tensor, options: ForwardOptions & HeadLogProbsOptions = {}): Tensor {
     return headTokenLogProbs(this.lmHead, this.hiddenStates(ids, options), targets, options);
   }
 
@@ -90,7 +93,7 @@ export class CausalLM {
    * (@kiln/losses `ChunkedLogits`: every loss there accepts this instead of a [B, T, V] tensor).
    */
   chunkedLogits(
-    ids: Tensor,
+    ids: TokenIdsInput,
     options: ForwardOptions & { chunkRows?: number } = {},
   ): { hidden: Tensor; vocab: number; project: (rows: Tensor) => Tensor; chunkRows?: number } {
     const hidden = this.hiddenStates(ids, options);
@@ -103,7 +106,8 @@ export class CausalLM {
   }
 
   /** ids i32 [B, T] → the final-normed hidden states [B, T, D] (or [B, logitsToKeep, D]) the head reads. */
-  hiddenStates(ids: Tensor, options: ForwardOptions = {}): Tensor {
+  hiddenStates(input: TokenIdsInput, options: ForwardOptions = {}): Tensor {
+    const ids = input instanceof Tensor ? input : this.idsTensor(input);
     if (ids.dtype !== "i32" || ids.rank !== 2) {
       throw new GenerationError(`forward: ids must be i32 [B, T], got ${ids.dtype} [${ids.shape.join(", ")}]`);
     }
@@ -133,6 +137,27 @@ export class CausalLM {
       if (keep < T) x = narrow(x, 1, T - keep);
     }
     return rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
+  }
+
+  // Plain arrays are what users hold after tokenizing; checking them here gives a message
+  // that names the bad row/id instead of an out-of-range embedding read.
+  private idsTensor(rows: readonly (readonly number[])[]): Tensor {
+    if (!Array.isArray(rows) || rows.length === 0 || !rows.every((r) => Array.isArray(r)))
+      throw new GenerationError("forward: ids must be an i32 Tensor [B, T] or a non-empty number[][] of token ids");
+    const T = rows[0].length;
+    if (T === 0) throw new GenerationError("forward: ids rows must not be empty");
+    const vocab = this.embedTokens.shape[0];
+    const flat = new Int32Array(rows.length * T);
+    for (const [b, row] of rows.entries()) {
+      if (row.length !== T)
+        throw new GenerationError(`forward: ids must be rectangular; row 0 has ${T} ids, row ${b} has ${row.length}`);
+      for (const [t, id] of row.entries()) {
+        if (!(Number.isInteger(id) && id >= 0 && id < vocab))
+          throw new GenerationError(`forward: ids[${b}][${t}] = ${id} is not a token id in [0, ${vocab})`);
+        flat[b * T + t] = id;
+      }
+    }
+    return new Tensor(flat, [rows.length, T], "i32");
   }
 
   /**

@@ -22,7 +22,7 @@ export {
 export { LINEAR_ATTENTION_BLOCK, LinearAttentionBlock } from "./linear-attention-block.js";
 export { type BlockType, blockType, registerBlockType } from "./block-types.js";
 export { parameterShapes } from "./parameter-shapes.js";
-export { CausalLM, type ForwardOptions } from "./causal-lm.js";
+export { CausalLM, type ForwardOptions, type TokenIdsInput } from "./causal-lm.js";
 export { defaultHeadChunkRows, headTokenLogProbs, type HeadLogProbsOptions } from "./chunked-head.js";
 export type { ModelFileMap, ModelSource } from "./model-files.js";
 export { loadWeights, type LoadWeightsOptions } from "./load-weights.js";

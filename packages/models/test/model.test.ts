@@ -4,6 +4,7 @@ import { fromFloat32, parseSafetensors, serializeSafetensors, type TensorData, t
 import { Tensor, backward, mul, noGrad, sum, tokenLogProbs } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import {
+  GenerationError,
   type Linear,
   type LinearAdapter,
   SUPPORTED_ARCHITECTURES,
@@ -88,6 +89,24 @@ describe("weights", () => {
     expect(model.lmHead.weight).toBe(model.embedTokens);
     const [, q] = model.namedLinears()[0];
     expect([q.inFeatures, q.outFeatures, q.bias?.shape[0]]).toEqual([32, 32, 32]);
+  });
+
+  it("forward accepts plain number[][] token ids and rejects ragged or out-of-vocabulary ids by name", async () => {
+    const model = await loadModel(tinyDir("qwen2"));
+    const vocab = model.embedTokens.shape[0];
+    const rows = [
+      [1, 5, vocab - 1],
+      [7, 0, 3],
+    ];
+    const fromTensor = model.forward(new Tensor(Int32Array.from(rows.flat()), [2, 3], "i32")).toFloat32Array();
+    const fromArrays = model.forward(rows);
+    expect(fromArrays.shape).toEqual([2, 3, vocab]);
+    expect(maxAbsDiff(fromArrays.toFloat32Array(), fromTensor)).toBe(0);
+    expect(() => model.forward([[1, 2], [3]])).toThrow(GenerationError);
+    expect(() => model.forward([[1, 2], [3]])).toThrow(/rectangular; row 0 has 2 ids, row 1 has 1/);
+    expect(() => model.forward([[1, vocab]])).toThrow(/ids\[0\]\[1\] = \d+ is not a token id/);
+    expect(() => model.forward([[1, 2.5]])).toThrow(GenerationError);
+    expect(() => model.forward([])).toThrow(GenerationError);
   });
 
   it("reports missing, unexpected and mis-shaped keys by name", async () => {
