@@ -13,6 +13,7 @@ import {
   sampleFromLogits,
   topEntries,
 } from "./sampling.js";
+import { RunCRng, sampleRunC } from "./runc-sampler.js";
 import type { Tokenizer } from "./tokenizer.js";
 
 export interface GenerateOptions extends SamplingParams {
@@ -21,6 +22,12 @@ export interface GenerateOptions extends SamplingParams {
   /** Row b draws from Rng(seed, stream b); `seeds` gives each row its own seed instead (stream 0). */
   seed?: number;
   seeds?: number[];
+  /**
+   * "runc": llama2.c run.c's sampler and RNG, so a run.c sample with the same seed is reproduced
+   * token for token on f32 logits (temperature and topP only; each row seeded with `seeds[b]` or
+   * `seed`, which must be > 0). Default "default": kiln's Rng and transformers' processor order.
+   */
+  sampler?: "default" | "runc";
   /** Tokens that end a row (kept in tokenIds, left out of text). Default: tokenizer eos + config eos ids. */
   stopTokenIds?: number[];
   /** Strings that end a row; the text is cut before the first one. Needs a tokenizer. */
@@ -93,9 +100,23 @@ function* generationSteps(
     throw new GenerationError(`generate: ${options.seeds.length} seeds for ${B} prompts`);
   const stopIds = stopIdsFor(model, options);
   const pad = options.padTokenId ?? options.tokenizer?.padTokenId ?? 0;
+  const runc = options.sampler === "runc";
+  if (options.sampler !== undefined && options.sampler !== "default" && !runc)
+    throw new GenerationError(`generate: sampler = ${String(options.sampler)} must be "default" or "runc"`);
+  if (runc && (options.topK || options.minP || options.greedy))
+    throw new GenerationError('generate: sampler "runc" takes only temperature and topP (not topK, minP, greedy)');
   const rngs = Array.from({ length: B }, (_, b) =>
     options.seeds ? new Rng(options.seeds[b]) : new Rng(options.seed ?? 0, b),
   );
+  const runcRngs = runc
+    ? Array.from({ length: B }, (_, b) => {
+        const seed = options.seeds ? options.seeds[b] : options.seed;
+        // A zero xorshift state only ever yields zero; run.c replaces a seed ≤ 0 with the time.
+        if (!(Number.isSafeInteger(seed) && (seed as number) > 0))
+          throw new GenerationError(`generate: sampler "runc" needs a positive integer seed, got ${String(seed)}`);
+        return new RunCRng(seed as number);
+      })
+    : [];
   const L = Math.max(...prompts.map((p) => p.length));
   const ids = new Int32Array(B * L).fill(pad);
   const mask = new Uint8Array(B * L);
@@ -127,7 +148,9 @@ function* generationSteps(
         if (options.repetitionPenalty && options.repetitionPenalty !== 1) {
           applyRepetitionPenalty(processed, [...out.promptIds, ...out.tokenIds], options.repetitionPenalty);
         }
-        const token = sampleFromLogits(processed, options, rngs[b].uniform(1)[0]);
+        const token = runc
+          ? sampleRunC(processed, options.temperature ?? 1, options.topP ?? 1, runcRngs[b])
+          : sampleFromLogits(processed, options, rngs[b].uniform(1)[0]);
         const lp = logSoftmaxRow(raw);
         out.tokenIds.push(token);
         out.logprobs.push(lp[token]);

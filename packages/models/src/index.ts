@@ -38,6 +38,7 @@ export {
   type TruncationSide,
 } from "./truncation.js";
 export * from "./sampling.js";
+export { RunCRng, sampleRunC } from "./runc-sampler.js";
 export {
   generate,
   generateAsync,
