@@ -323,7 +323,7 @@ describe.skipIf(unavailable !== null)("native backend: wasm's storage", () => {
 
   it("tensors made on native live in the wasm heap, and matmul on them runs in place", () => {
     const heap = T.wasmKernels()?.wasmHeap;
-    expect(heap).toBeDefined();
+    if (!heap) throw new Error('the wasm backend has no heap: initBackend("wasm") did not run');
     const a0 = randomArray(23 * 31, -1, 1, 51);
     const b0 = randomArray(31 * 17, -1, 1, 52);
     const [onNative, onWasm] = ["native", "wasm"].map((backend) =>
@@ -335,9 +335,9 @@ describe.skipIf(unavailable !== null)("native backend: wasm's storage", () => {
       }),
     );
     // Node always has SharedArrayBuffer, so wasm's storage is resident here.
-    expect(heap?.shared).toBe(true);
-    expect(onNative.a.dataSync().buffer).toBe(heap?.memory.buffer);
-    expect(onNative.c.dataSync().buffer).toBe(heap?.memory.buffer);
+    expect(heap.shared).toBe(true);
+    expect(onNative.a.dataSync().buffer).toBe(heap.memory.buffer);
+    expect(onNative.c.dataSync().buffer).toBe(heap.memory.buffer);
     // A native tensor is used by a wasm op directly (and the other way round).
     const mixed = T.withBackend("wasm", () => T.matmul(onNative.c, T.transpose(onWasm.c)));
     const js = T.withBackend("js", () =>
