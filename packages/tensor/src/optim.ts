@@ -34,8 +34,14 @@ export abstract class Optimizer {
     this.lr = lr;
   }
 
+  /** Drops the gradients and frees their storage (set-to-none, like PyTorch's zero_grad default). */
   zeroGrad(): void {
-    for (const p of this.params) p.grad = null;
+    for (const p of this.params) {
+      // Leaf gradients outlive the step's tidy scope; without the dispose every step would leave one
+      // buffer per parameter behind until the garbage collector noticed (wasm memory grew without bound).
+      if (p.grad && !p.grad.isDisposed) p.grad.dispose();
+      p.grad = null;
+    }
   }
 
   step(): void {

@@ -112,6 +112,29 @@ describe.each(["js", "wasm"])("storage on %s", (backend) => {
     });
   });
 
+  it("optimizer.zeroGrad frees the leaf gradients: repeated steps in tidy do not grow live memory", () => {
+    on(() => {
+      const storage = T.storageOf(backend);
+      const w = rand([16, 16]).requireGrad();
+      const b = rand([16]).requireGrad();
+      const x = rand([5, 16]);
+      const opt = new T.AdamW([w, b], { lr: 1e-3 });
+      const step = () =>
+        T.tidy(() => {
+          T.backward(T.sum(T.silu(T.add(T.matmul(x, w), b))));
+          opt.step();
+          opt.zeroGrad();
+        });
+      step();
+      const live = storage.memory().liveBytes;
+      const grad = w.grad;
+      expect(grad).toBeNull();
+      for (let i = 0; i < 5; i++) step();
+      // Before zeroGrad disposed them, every step left one gradient buffer per parameter behind.
+      expect(storage.memory().liveBytes).toBe(live);
+    });
+  });
+
   it("tidy disposes what it made when fn throws, and nested tidies hand survivors outward", () => {
     on(() => {
       let inner: T.Tensor | null = null;
