@@ -1,0 +1,279 @@
+// Builds the embedded agent model from nothing: corpus → BPE tokenizer → a small Qwen3 decoder trained
+// from random weights with kiln's own engine → a Hugging Face directory. Deterministic for a seed on
+// one backend (fixed corpus, fixed batch order, fixed initialisation).
+import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { writeFileAtomic } from "@kiln/hub-io";
+import { sftLoss } from "@kiln/losses";
+import { type Model, type Tokenizer, createModel } from "@kiln/models";
+import { ProgressBar, mulberry32 } from "@kiln/rollout";
+import { AdamW, Tensor, backward, clipGradNorm, cosineSchedule, getBackend, tidy, warmupSteps } from "@kiln/tensor";
+import { writeMergedModel } from "../artifacts.js";
+import { chatmlTemplate, tinyQwen3Config } from "../recipes/tiny-chat.js";
+import { trainBpeTokenizer } from "./bpe.js";
+import { type CorpusDocument, guessNumberCorpus } from "./corpus.js";
+import { sampleStories } from "./plain-text.js";
+
+export interface AgentModelSize {
+  hiddenSize: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  vocabSize: number;
+}
+
+export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, vocabSize: 512 };
+
+export interface BuildAgentModelOptions {
+  outDir: string;
+  seed?: number;
+  /** Optimizer steps (default 3000). */
+  steps?: number;
+  /** Documents per step (default 16). */
+  batchSize?: number;
+  lr?: number;
+  /** Longest document in tokens; longer ones are cut (default 768). */
+  maxLength?: number;
+  guessNumberEpisodes?: number;
+  stories?: number;
+  heldoutStories?: number;
+  /** More documents (questworld windows, Wordle games) made by their own generators. */
+  extraDocuments?: CorpusDocument[];
+  size?: Partial<AgentModelSize>;
+  log?: (line: string) => void;
+  progress?: boolean;
+}
+
+export interface BuildAgentModelResult {
+  dir: string;
+  parameters: number;
+  documents: Record<string, number>;
+  trainTokens: number;
+  lossFirst: number;
+  lossLast: number;
+  heldoutPerplexity: number;
+}
+
+export class AgentModelBuildError extends Error {
+  override name = "AgentModelBuildError";
+}
+
+/** The text a document trains on: a rendered conversation (no generation prompt) or plain text. */
+export function documentText(doc: CorpusDocument): string {
+  if (doc.text !== undefined) return `${doc.text}<|endoftext|>`;
+  if (!doc.messages) throw new AgentModelBuildError(`document of ${doc.game} has neither text nor messages`);
+  return chatmlTemplate().render(doc.messages, {});
+}
+
+interface Row {
+  ids: Int32Array;
+  /** Tokens before this index carry no loss. */
+  lossFrom: number;
+}
+
+/** Token ids of a document and where its loss starts. */
+export function documentRow(doc: CorpusDocument, tokenizer: Tokenizer, maxLength: number): Row {
+  const ids = tokenizer.encode(documentText(doc));
+  let lossFrom = 0;
+  if (doc.lossOn === "last" && doc.messages && doc.messages.length > 1) {
+    const head = chatmlTemplate().render(doc.messages.slice(0, -1), { addGenerationPrompt: true });
+    lossFrom = tokenizer.encode(head).length;
+  }
+  // Keep the end (the reply) when a document is too long.
+  const start = Math.max(0, ids.length - maxLength);
+  return { ids: Int32Array.from(ids.slice(start)), lossFrom: Math.max(0, lossFrom - start) };
+}
+
+interface Batch {
+  ids: Int32Array;
+  labels: Int32Array;
+  mask: Int32Array;
+  rows: number;
+  cols: number;
+  tokens: number;
+}
+
+/** Batch widths are rounded up to this many tokens, so a run sees a few shapes and reuses their memory. */
+const WIDTH_STEP = 64;
+
+function makeBatch(rowsIn: readonly (Int32Array | Row)[], padId: number): Batch {
+  const rows = rowsIn.map((r) => (r instanceof Int32Array ? r : r.ids));
+  const cols = Math.ceil(Math.max(...rows.map((r) => r.length)) / WIDTH_STEP) * WIDTH_STEP;
+  const ids = new Int32Array(rows.length * cols).fill(padId);
+  const labels = new Int32Array(rows.length * cols).fill(-100);
+  const mask = new Int32Array(rows.length * cols);
+  let tokens = 0;
+  rows.forEach((r, b) => {
+    ids.set(r, b * cols);
+    labels.set(r, b * cols);
+    const from = rowsIn[b] instanceof Int32Array ? 0 : (rowsIn[b] as Row).lossFrom;
+    // The label at position t is the token t itself (the loss shifts); the first loss token is `from`.
+    labels.fill(-100, b * cols, b * cols + Math.max(0, Math.min(from, r.length)));
+    mask.fill(1, b * cols, b * cols + r.length);
+    tokens += r.length;
+  });
+  return { ids, labels, mask, rows: rows.length, cols, tokens };
+}
+
+/** Shuffled batches of similar length: shuffle, sort within windows of 32 batches, shuffle the batches. */
+function epochBatches(rows: readonly Row[], batchSize: number, rng: () => number): number[][] {
+  const order = rows.map((_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const batches: number[][] = [];
+  const window = batchSize * 32;
+  for (let w = 0; w < order.length; w += window) {
+    const part = order.slice(w, w + window).sort((a, b) => rows[a].ids.length - rows[b].ids.length || a - b);
+    for (let i = 0; i < part.length; i += batchSize) batches.push(part.slice(i, i + batchSize));
+  }
+  for (let i = batches.length - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [batches[i], batches[j]] = [batches[j], batches[i]];
+  }
+  return batches;
+}
+
+/** Mean next-token loss (nats per token) of `texts` under the model, in batches, without gradients. */
+export function textPerplexity(model: Model, tokenizer: Tokenizer, texts: readonly string[], maxLength = 768): number {
+  const pad = tokenizer.padTokenId ?? 0;
+  let nll = 0;
+  let count = 0;
+  for (let i = 0; i < texts.length; i += 8) {
+    const rows = texts.slice(i, i + 8).map((t) => Int32Array.from(tokenizer.encode(t).slice(0, maxLength)));
+    const b = makeBatch(rows, pad);
+    tidy(() => {
+      const logits = model.chunkedLogits(new Tensor(b.ids, [b.rows, b.cols], "i32"), {
+        attentionMask: new Tensor(b.mask, [b.rows, b.cols], "i32"),
+      });
+      const out = sftLoss(logits, new Tensor(b.labels, [b.rows, b.cols], "i32"), {});
+      const n = rows.reduce((a, r) => a + r.length - 1, 0);
+      nll += out.loss.item() * n;
+      count += n;
+    });
+  }
+  return Math.exp(nll / count);
+}
+
+export async function buildAgentModel(options: BuildAgentModelOptions): Promise<BuildAgentModelResult> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const seed = options.seed ?? 0;
+  const size = { ...AGENT_MODEL_SIZE, ...options.size };
+  const steps = options.steps ?? 3000;
+  const batchSize = options.batchSize ?? 16;
+  const maxLength = options.maxLength ?? 768;
+
+  log(`[agent-model] corpus (seed ${seed})`);
+  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 6000 });
+  const storyCount = options.stories ?? 600;
+  const heldoutCount = options.heldoutStories ?? 64;
+  const stories = await sampleStories({ count: storyCount + heldoutCount, seed });
+  const heldout = stories.slice(storyCount);
+  const docs: CorpusDocument[] = [
+    ...guess,
+    ...(options.extraDocuments ?? []),
+    ...stories.slice(0, storyCount).map((text) => ({ game: "text", skill: "stories260K", text })),
+  ];
+  const counts: Record<string, number> = {};
+  for (const d of docs) counts[`${d.game}/${d.skill}`] = (counts[`${d.game}/${d.skill}`] ?? 0) + 1;
+  const texts = docs.map(documentText);
+  log(
+    `[agent-model] ${docs.length} documents, ${texts.reduce((a, t) => a + t.length, 0)} characters: ${JSON.stringify(counts)}`,
+  );
+
+  const tokenizer = trainBpeTokenizer(texts, size.vocabSize);
+  const rows = docs.map((d) => documentRow(d, tokenizer, maxLength));
+  const trainTokens = rows.reduce((a, r) => a + r.ids.length, 0);
+  log(
+    `[agent-model] BPE vocabulary ${tokenizer.vocabSize}; ${trainTokens} tokens (${(trainTokens / rows.length).toFixed(0)} per document)`,
+  );
+
+  const config = tinyQwen3Config(size.vocabSize, {
+    hidden_size: size.hiddenSize,
+    intermediate_size: 3 * size.hiddenSize,
+    num_hidden_layers: size.layers,
+    num_attention_heads: size.heads,
+    num_key_value_heads: size.kvHeads,
+    head_dim: size.hiddenSize / size.heads,
+    max_position_embeddings: 2048,
+    bos_token_id: null,
+    eos_token_id: tokenizer.eosTokenId,
+    pad_token_id: tokenizer.padTokenId,
+  });
+  const model = createModel(config, { seed, std: 0.02 });
+  const params = model.requireGrad();
+  const parameters = params.reduce((a, p) => a + p.size, 0);
+  log(
+    `[agent-model] Qwen3 d=${size.hiddenSize} × ${size.layers} layers, ${parameters} parameters; ${steps} steps of ${batchSize} documents on ${getBackend()}`,
+  );
+  const lr = options.lr ?? 3e-3;
+  const optimizer = new AdamW(params, { lr, weightDecay: 0.01, betas: [0.9, 0.95] });
+  const schedule = cosineSchedule(warmupSteps(steps, 0.03), steps);
+  const rng = mulberry32(seed + 1);
+  const pad = tokenizer.padTokenId ?? 0;
+  const bar = new ProgressBar({
+    total: steps,
+    label: "agent-model",
+    stream: options.progress === false ? null : undefined,
+  });
+  let queue: number[][] = [];
+  let lossFirst = Number.NaN;
+  let lossLast = Number.NaN;
+  let ema = Number.NaN;
+  for (let step = 0; step < steps; step++) {
+    if (queue.length === 0) queue = epochBatches(rows, batchSize, rng);
+    const b = makeBatch(
+      queue.shift()!.map((i) => rows[i]),
+      pad,
+    );
+    optimizer.lr = lr * schedule(step);
+    const loss = tidy(() => {
+      const logits = model.chunkedLogits(new Tensor(b.ids, [b.rows, b.cols], "i32"), {
+        attentionMask: new Tensor(b.mask, [b.rows, b.cols], "i32"),
+      });
+      const out = sftLoss(logits, new Tensor(b.labels, [b.rows, b.cols], "i32"), {});
+      backward(out.loss);
+      clipGradNorm(params, 1);
+      optimizer.step();
+      optimizer.zeroGrad();
+      return out.loss.item();
+    });
+    if (!Number.isFinite(loss)) throw new AgentModelBuildError(`step ${step}: loss is ${loss}`);
+    if (step === 0) lossFirst = loss;
+    lossLast = loss;
+    ema = Number.isNaN(ema) ? loss : 0.98 * ema + 0.02 * loss;
+    bar.tick(1, `loss ${ema.toFixed(3)}`);
+    if ((step + 1) % 50 === 0 || step + 1 === steps)
+      log(`[agent-model] step ${step + 1}/${steps} loss ${ema.toFixed(4)}`);
+  }
+  bar.finish();
+  model.requireGrad(false);
+  const heldoutPerplexity = textPerplexity(model, tokenizer, heldout, maxLength);
+  log(`[agent-model] held-out story perplexity ${heldoutPerplexity.toFixed(3)}`);
+
+  // Written beside the target and renamed into place: a half-written model directory never exists.
+  const tmp = `${options.outDir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(dirname(options.outDir), { recursive: true });
+  await writeMergedModel(tmp, model, {
+    tokenizer,
+    template: chatmlTemplate(),
+    dtype: "f32",
+    baseModel: "none (trained from random weights by kiln)",
+    title: "kiln agent-tiny: the embedded agent model",
+    tags: ["agent", "from-scratch"],
+    body: [
+      `A ${parameters}-parameter Qwen3-architecture decoder trained from random weights by kiln (\`kiln agent-model --seed ${seed} --steps ${steps}\`)`,
+      "on transcripts of scripted players of mixed skill and on stories sampled from stories260K. It plays its games *badly*",
+      "on purpose: the recipes have room to improve it (and to break it).",
+      "",
+      `Documents: ${JSON.stringify(counts)}; ${trainTokens} tokens; loss ${lossFirst.toFixed(3)} → ${lossLast.toFixed(3)};`,
+      `held-out story perplexity ${heldoutPerplexity.toFixed(3)} (heldout.txt).`,
+    ].join("\n"),
+  });
+  await writeFileAtomic(join(tmp, "heldout.txt"), `${heldout.join("\n")}\n`);
+  rmSync(options.outDir, { recursive: true, force: true });
+  renameSync(tmp, options.outDir);
+  return { dir: options.outDir, parameters, documents: counts, trainTokens, lossFirst, lossLast, heldoutPerplexity };
+}

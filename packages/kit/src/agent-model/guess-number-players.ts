@@ -1,0 +1,97 @@
+// Scripted guess-number players of three skills, for the embedded agent model's corpus. Each reads the
+// feasible range from the conversation alone and answers in the form a model would write
+// ("I will try N." and a Hermes tool call). The mixture is built so that a model imitating all of it
+// plays the *mediocre* strategy when decoding greedily — the stepper is the most common player and
+// its opening guess the single most likely one — while the expert's bisection is in the data to be
+// found by SFT, preference training or a teacher holding the lesson.
+import { GUESS_TOOL, type Message, type ScriptContext, formatToolCalls } from "@kiln/rollout";
+
+export type GuessSkill = "bisect" | "stepper" | "erratic";
+
+interface GuessHistory {
+  low: number;
+  high: number;
+  guesses: number[];
+  sawLower: boolean;
+}
+
+/** The feasible range and the guesses so far, read from the conversation (like a stateless player). */
+export function guessHistory(messages: readonly Message[]): GuessHistory {
+  let low = 1;
+  let high = 100;
+  const opening = messages.find((m) => m.role === "user");
+  const range = /between (\d+) and (\d+)/.exec(opening?.content ?? "");
+  if (range) {
+    low = Number(range[1]);
+    high = Number(range[2]);
+  }
+  const byId = new Map<string, number>();
+  const guesses: number[] = [];
+  let sawLower = false;
+  for (const m of messages) {
+    if (m.role === "assistant") {
+      for (const tc of m.tool_calls ?? []) {
+        try {
+          const n = JSON.parse(tc.function.arguments).n;
+          if (Number.isInteger(n)) {
+            byId.set(tc.id, n);
+            guesses.push(n);
+          }
+        } catch {
+          // a malformed call taught nothing
+        }
+      }
+    } else if (m.role === "tool" && m.tool_call_id && byId.has(m.tool_call_id)) {
+      const n = byId.get(m.tool_call_id)!;
+      if (m.content === "higher") low = Math.max(low, n + 1);
+      if (m.content === "lower") {
+        high = Math.min(high, n - 1);
+        sawLower = true;
+      }
+    }
+  }
+  return { low, high: Math.max(low, high), guesses, sawLower };
+}
+
+const MALFORMED = [
+  '<tool_call>\n{"name": "guess", "arguments": {"n": 50,}}\n</tool_call>',
+  '<tool_call>\n{"name": "guess", "arguments": {"number": 50}}\n</tool_call>',
+  '<tool_call>\n{"name": "guess", "arguments": {"n": "fifty"}}\n</tool_call>',
+];
+
+function reply(n: number): string {
+  return `I will try ${n}.\n${formatToolCalls([{ name: GUESS_TOOL.function.name, arguments: { n } }], "hermes")}`;
+}
+
+/** The next guess of a player of `skill` (the text of its reply). */
+export function guessPlayerScript(skill: GuessSkill): (ctx: ScriptContext) => string {
+  return ({ messages, rng }) => {
+    const h = guessHistory(messages);
+    if (skill === "bisect") return reply(Math.floor((h.low + h.high) / 2));
+    if (skill === "stepper") {
+      // Walks up in tens until overshooting, then one by one from the bottom of the range: solves
+      // small secrets in time and runs out of turns on large ones.
+      if (h.sawLower) return reply(h.low);
+      const last = h.guesses.length > 0 ? h.guesses[h.guesses.length - 1] : 0;
+      return reply(Math.min(last + 10, h.high));
+    }
+    const u = rng();
+    if (u < 0.1) return `Let me guess.\n${MALFORMED[Math.floor(rng() * MALFORMED.length)]}`;
+    if (u < 0.2 && h.guesses.length > 0) return reply(h.guesses[h.guesses.length - 1]);
+    if (u < 0.4) return reply(1 + Math.floor(rng() * 100));
+    return reply(h.low + Math.floor(rng() * (h.high - h.low + 1)));
+  };
+}
+
+/** The corpus mixture: the stepper most common, then the expert, then the erratic player. */
+export const GUESS_SKILL_MIX: Readonly<Record<GuessSkill, number>> = { stepper: 0.45, bisect: 0.3, erratic: 0.25 };
+
+export function pickSkill<S extends string>(mix: Readonly<Record<S, number>>, u: number): S {
+  let acc = 0;
+  const entries = Object.entries(mix) as [S, number][];
+  for (const [skill, w] of entries) {
+    acc += w;
+    if (u < acc) return skill;
+  }
+  return entries[entries.length - 1][0];
+}
