@@ -44,7 +44,7 @@ export function trainBpeTokenizer(texts: readonly string[], vocabSize: number): 
   const words = [...wordCounts.entries()].map(([w, count]) => ({ symbols: [...w], count }));
   const merges: [string, string][] = [];
   const vocab = new Map<string, number>();
-  CHATML_SPECIAL_TOKENS.forEach((s, i) => vocab.set(s, i));
+  for (const s of CHATML_SPECIAL_TOKENS) vocab.set(s, vocab.size);
   for (const c of BASE_CHARS) vocab.set(c, vocab.size);
   while (vocab.size < vocabSize) {
     const pairs = new Map<string, number>();
