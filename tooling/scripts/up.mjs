@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One entry point for the README's two commands. Needs only Node 20 and npm:
 // it bootstraps the pinned pnpm into .cache/pnpm, installs the workspace from the
-// lockfile, then runs either the full check (`test`) or the main demo (`demo`).
+// lockfile, then runs either the full check (`test`) or the main demo (`demo`: kiln repro arp).
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -51,5 +51,7 @@ if (mode === "test") {
   }
 } else {
   run(pnpm, ["run", "build"], env);
-  run(pnpm, ["run", "kiln", "demo", ...process.argv.slice(3)], env);
+  // The main demo is ARP's result table on the embedded agent model (`kiln repro arp`); the
+  // earlier stories260K walk-through stays reachable as `pnpm kiln demo`.
+  run(pnpm, ["run", "kiln", "repro", "arp", ...process.argv.slice(3)], env);
 }

@@ -31,6 +31,11 @@ commands:
         arp/opd/oel options: --preset tiny|seed  --config FILE.json  --set "sft.lr=1e-4;turnDpo1.beta=0.2"
         --print-config  --resume | --overwrite  --model DIR  --out DIR  --name NAME  --seed N  --backend wasm|js
         (without --model: the embedded random tiny Qwen3 with a character tokenizer — a pipeline check)
+  repro arp|opd|oel|all [--model DIR|tiny] [--seed N] [--out runs] [--ablation NAME] [--quick]
+        [--set "arp.eval.episodes=40"] [--config FILE.json] [--print-config] [--backend wasm|js]
+        the recipes' result tables on held-out instances: n, mean ± SE, paired Δ ± SE vs the base, report.html
+        per table (runs/repro-<recipe>/); default model: the embedded agent model. Ablations: scale (arp),
+        dpo-reference (arp), early-turn-weight (opd), clamp (opd)
   help`;
 
 export interface ParsedArgs {
@@ -113,6 +118,10 @@ export async function main(argv: string[]): Promise<number> {
       case "serve": {
         const { runCommand } = await import("./commands.js");
         return await runCommand(command, args);
+      }
+      case "repro": {
+        const { runReproCommand } = await import("./repro/cli.js");
+        return await runReproCommand(args);
       }
       case "arp":
       case "opd":

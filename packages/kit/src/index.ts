@@ -121,3 +121,6 @@ export {
   type PhaseEval,
   type RecipeIo,
 } from "./recipes/recipe-run.js";
+export * from "./repro/index.js";
+export { agentModelAvailable, agentModelDir, agentModelHeldoutPath } from "./agent-model/paths.js";
+export { GUESS_NUMBER_LESSON } from "./agent-model/notes.js";

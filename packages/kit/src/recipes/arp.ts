@@ -106,6 +106,16 @@ export interface ArpOptions extends RecipeIo {
   baseModel?: { source: string; dir?: string };
   /** "new" (default: refuse an existing run), "overwrite", or "resume". */
   mode?: RunMode;
+  /**
+   * Called after each phase's evaluation while the model holds that phase's weights (e.g. to add a
+   * static score such as held-out perplexity).
+   */
+  onPhase?: (phase: PhaseEval) => void | Promise<void>;
+  /**
+   * The DPO stages' reference: by default the adapter-off model (the previous stage's merged
+   * policy, i.e. the SFT model for B1); a model given here (e.g. the untouched base) replaces it.
+   */
+  dpoReferenceModel?: Model;
 }
 
 export interface ArpStageSummary {
@@ -210,6 +220,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
       return r.eval;
     });
     phases.push(ev);
+    await options.onPhase?.(ev);
     for (const e of ev.errors) log(`[kiln arp] eval ${phase}: episode ${e.id} errored: ${e.reason}`);
     log(
       `[kiln arp] eval ${phase}: score ${ev.score.mean.toFixed(3)} ± ${ev.score.se.toFixed(3)} (n ${ev.n})${ev.delta ? `, Δ vs base ${ev.delta.mean.toFixed(3)} ± ${ev.delta.se.toFixed(3)}` : ""}`,
@@ -308,7 +319,11 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
         stage,
         adapter,
         data: pairs,
-        objective: dpoObjective(model, adapter, codec, { beta: settings.beta, ...stageForward(settings) }),
+        objective: dpoObjective(model, adapter, codec, {
+          beta: settings.beta,
+          ...stageForward(settings),
+          referenceModel: options.dpoReferenceModel,
+        }),
         config: trainConfig(settings, seed),
         run,
         resume,

@@ -18,10 +18,16 @@ export function dpoBatchLoss(
   batch: PreferenceBatch,
   options: DpoOptions = {},
   forward: LengthOptions = {},
+  /** A separate frozen reference model (e.g. the base before SFT) instead of the adapter-off model. */
+  referenceModel?: Model,
 ) {
   const policyLogits = trainingLogits(model, batch.inputIds, batch.attentionMask, forward);
   const referenceLogits = () => {
     const { checkpointLayers: _c, gradientCheckpointing: _g, ...plain } = forward;
+    if (referenceModel) {
+      const ref = noGrad(() => trainingLogits(referenceModel, batch.inputIds, batch.attentionMask, plain));
+      return { ...ref, project: (rows: Tensor) => noGrad(() => ref.project(rows)) };
+    }
     const ref = adapter.withDisabled(() =>
       noGrad(() => trainingLogits(model, batch.inputIds, batch.attentionMask, plain)),
     );

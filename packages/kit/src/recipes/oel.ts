@@ -220,11 +220,16 @@ export async function passHatKEval(options: {
   trials: number;
   params?: GenerateParams;
   limits?: EpisodeLimits;
+  /**
+   * The episode seed of each trial (default: the task's seed for every trial). With a task `state`
+   * the game stays the same while a different seed draws different samples.
+   */
+  trialSeed?: (task: OelTask, trial: number) => number;
 }): Promise<{ summary: tau2.PassHatKSummary; trajectories: Trajectory[] }> {
   const specs = options.tasks.flatMap((task) =>
     Array.from({ length: options.trials }, (_, i) => ({
       id: `${task.id}#${i}`,
-      seed: task.seed,
+      seed: options.trialSeed ? options.trialSeed(task, i) : task.seed,
       state: task.state,
       metadata: { task: task.id, trial: i },
     })),

@@ -55,13 +55,18 @@ export function dpoObjective(
   model: Model,
   adapter: LoraAdapter,
   codec: ChatCodec,
-  options: LengthOptions & { beta?: number } = {},
+  options: LengthOptions & {
+    beta?: number;
+    /** A separate frozen reference model (default: the adapter-off model). */
+    referenceModel?: Model;
+  } = {},
 ): Objective<PreferenceExample> {
+  const { referenceModel, ...forward } = options;
   return {
     items: (examples) => examples.length,
     loss(examples, stepItems) {
       const batch = preferenceBatch(codec, examples, options.maxLength);
-      const out = dpoBatchLoss(model, adapter, batch, { beta: options.beta ?? 0.1 }, options);
+      const out = dpoBatchLoss(model, adapter, batch, { beta: options.beta ?? 0.1 }, forward, referenceModel);
       const m = out.metrics;
       return {
         loss: mul(out.loss, examples.length / stepItems),

@@ -1,0 +1,289 @@
+// The ARP table: base → A SFT → B1 → B2 → C branch-DPO (the whole delta, s = 1) → W₀ + s·ΣΔ merged
+// in fp32, each with the interactive score (greedy held-out guess-number episodes) and the static
+// score (NLL per token on held-out text); plus the same scaled delta merged into bf16 weights.
+// runArp runs the stages; this module adds the static score per phase (runArp's onPhase hook) and
+// the variant rows, which re-merge the run's saved adapter (base + adapter/ = model/) into a fresh
+// copy of the base — no retraining, so the `scale` ablation costs only evaluations.
+import { join } from "node:path";
+import { loadAdapter, mergeAdapter } from "@kiln/lora";
+import { LocalPolicy, type Model } from "@kiln/models";
+import { type Trajectory, episodeSpecs, runEpisodes } from "@kiln/rollout";
+import type { ChatCodec } from "../recipes/batches.js";
+import { runArp } from "../recipes/arp.js";
+import { arpEnvironment } from "../recipes/cli-recipes.js";
+import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
+import type { ReproConfig } from "./config.js";
+import { ReproError } from "./errors.js";
+import type { ModelSource } from "./model-source.js";
+import { type ReproResult, secondsSince } from "./output.js";
+import { type StaticScore, heldoutTexts, staticScore } from "./static-score.js";
+import { type ReproTable, fmt, fmtDelta, summarizeScores } from "./table.js";
+
+export interface ReproIo {
+  /** Root directory (default "runs"). */
+  out?: string;
+  log?: (line: string) => void;
+  progress?: boolean;
+}
+
+export interface ArpRow {
+  label: string;
+  eval: PhaseEval;
+  static: StaticScore;
+  seconds: number;
+}
+
+const PHASE_LABELS: Record<string, string> = {
+  base: "base",
+  sft: "A  SFT (success-only)",
+  "turn-dpo-1": "B1 turn-DPO (repeat, length)",
+  "turn-dpo-2": "B2 turn-DPO (invalid, duplicate field)",
+  "branch-dpo": "C  branch-DPO (whole delta, s = 1)",
+};
+
+/** The ARP table's rows as Markdown-ready cells, paired against the first row (the base). */
+export function arpTable(title: string, rows: readonly ArpRow[], notes: string[] = []): ReproTable {
+  const base = rows[0];
+  return {
+    title,
+    header: [
+      "phase",
+      "n",
+      "success ± SE",
+      "score ± SE",
+      "Δ score vs base ± SE",
+      "held-out NLL/token ± SE",
+      "ppl",
+      "Δ NLL vs base ± SE",
+    ],
+    rows: rows.map((r) => {
+      const st = summarizeScores(r.static.perText, r === base ? undefined : base.static.perText);
+      return [
+        r.label,
+        String(r.eval.n),
+        fmt(r.eval.success),
+        fmt(r.eval.score),
+        r === base ? "—" : fmtDelta(r.eval.delta),
+        `${fmt(st.score)} (${st.n})`,
+        Number.isFinite(r.static.perplexity) ? r.static.perplexity.toFixed(2) : "n/a",
+        r === base ? "—" : fmtDelta(st.delta),
+      ];
+    }),
+    notes,
+  };
+}
+
+interface ArpRun {
+  rows: ArpRow[];
+  /** The run's saved adapter: s·ΣΔ relative to the base. */
+  adapterDir: string;
+  runDir: string;
+  texts: string[];
+  textSource: string;
+  details: Record<string, unknown>;
+  evalVariant: (
+    label: string,
+    prepare: (model: Model) => Promise<void>,
+  ) => Promise<ArpRow & { model: Model; codec: ChatCodec }>;
+}
+
+/** Run ARP on guess-number from the source's base with the static score per phase. */
+export async function runArpWithStatic(
+  source: ModelSource,
+  config: ReproConfig,
+  dir: string,
+  name: string,
+  io: ReproIo,
+  /** The DPO stages' reference model (default: the previous stage's policy, runArp's own). */
+  dpoReferenceModel?: Model,
+): Promise<ArpRun> {
+  const log = io.log ?? ((l: string) => console.error(l));
+  const c = structuredClone(config.arp);
+  const { texts, source: textSource } = heldoutTexts(config.staticScore.maxTexts);
+  const { model, codec } = await source.load();
+  const setup = arpEnvironment("guess-number");
+  let mark = performance.now();
+  const sourceRun = await runEpisodes({
+    makeEnv: setup.makeEnv,
+    policy: setup.expert,
+    episodes: c.data.sourceEpisodes,
+    baseSeed: c.seed,
+    limits: { maxTurns: setup.expertTurns },
+    concurrency: 1,
+  });
+  const rows: ArpRow[] = [];
+  const result = await runArp({
+    out: dir,
+    name,
+    mode: "overwrite",
+    model,
+    codec,
+    makeEnv: setup.makeEnv,
+    sourceTrajectories: sourceRun.trajectories as Trajectory[],
+    config: c,
+    baseModel: { source: source.label, dir: source.dir },
+    progress: io.progress,
+    log,
+    dpoReferenceModel,
+    onPhase: (ev) => {
+      const st = staticScore(model, codec.tokenizer, texts, config.staticScore.windowTokens);
+      const label = PHASE_LABELS[ev.phase] ?? (ev.phase === "final" ? `s = ${c.scale} · ΣΔ, fp32 merge` : ev.phase);
+      rows.push({ label, eval: ev, static: st, seconds: secondsSince(mark) });
+      mark = performance.now();
+    },
+  });
+  const specs = episodeSpecs(c.eval.episodes, c.eval.baseSeed, "eval");
+  const evalVariant = async (label: string, prepare: (m: Model) => Promise<void>) => {
+    const start = performance.now();
+    const fresh = await source.load();
+    await prepare(fresh.model);
+    const policy = new LocalPolicy({
+      id: `arp-${label}`,
+      model: fresh.model,
+      tokenizer: fresh.codec.tokenizer,
+      chatTemplate: fresh.codec.template,
+    });
+    const r = await evaluatePhase({
+      phase: label,
+      makeEnv: setup.makeEnv,
+      policy,
+      specs,
+      params: { maxTokens: c.rollout.maxTokens, temperature: 0 },
+      limits: { maxTurns: c.rollout.maxTurns },
+      base: rows[0].eval,
+    });
+    const st = staticScore(fresh.model, fresh.codec.tokenizer, texts, config.staticScore.windowTokens);
+    return { label, eval: r.eval, static: st, seconds: secondsSince(start), ...fresh };
+  };
+  return {
+    rows,
+    adapterDir: result.adapterDir,
+    runDir: result.runDir,
+    texts,
+    textSource,
+    details: {
+      runDir: result.runDir,
+      sftSize: result.sftSize,
+      turnPairs: result.turnPairs,
+      branchPairs: result.branchPairs,
+      stages: result.stages,
+      meanBf16DeltaLoss: result.meanBf16DeltaLoss,
+    },
+    evalVariant,
+  };
+}
+
+/** The scaled delta (the run's adapter/, already × s) re-merged with total scale `s` in `dtype`. */
+export function remerge(adapterDir: string, runScale: number, s: number, dtype: "f32" | "bf16") {
+  if (runScale === 0) throw new ReproError("arp.scale is 0: the saved adapter holds no delta to re-scale");
+  return async (model: Model): Promise<void> => {
+    if (dtype === "bf16")
+      // bf16 weights: the base is stored in bf16 and the merge rounds W₀ + s·ΣΔ to bf16.
+      // (lm_head may be the tied embedding and is no LoRA target: it keeps its dtype.)
+      for (const [name, lin] of model.namedLinears()) if (name !== "lm_head") lin.weight = lin.weight.to("bf16");
+    const adapter = await loadAdapter(model, adapterDir, { name: "arp-delta" });
+    mergeAdapter(adapter, { scale: s / runScale, dtype, keepOriginal: false });
+  };
+}
+
+function staticNote(textSource: string, texts: number): string {
+  return `Static score: mean negative log-likelihood per token on ${texts} held-out texts (${textSource}); lower is better, ppl = exp(NLL).`;
+}
+
+/**
+ * The `dpo-reference` ablation: the same ARP run twice from the same base and seeds, the DPO
+ * stages' reference being the previous stage's policy (runArp's default: the SFT model for B1)
+ * or the untouched base W₀.
+ */
+async function reproDpoReference(source: ModelSource, config: ReproConfig, io: ReproIo): Promise<ReproResult> {
+  const start = performance.now();
+  const dir = join(io.out ?? "runs", "repro-arp-dpo-reference");
+  const previous = await runArpWithStatic(source, config, dir, "reference-previous", io);
+  const baseRef = (await source.load()).model;
+  const base = await runArpWithStatic(source, config, dir, "reference-base", io, baseRef);
+  const pick = (run: ArpRun, phase: string, label: string): ArpRow => {
+    const row = run.rows.find((r) => r.eval.phase === phase);
+    if (!row) throw new ReproError(`dpo-reference: the run has no ${phase} phase`);
+    return { ...row, label };
+  };
+  const rows = [
+    previous.rows[0],
+    pick(previous, "branch-dpo", "reference = previous stage (SFT for B1): after C"),
+    pick(previous, "final", `reference = previous stage: s = ${config.arp.scale} merge`),
+    pick(base, "branch-dpo", "reference = base W₀: after C"),
+    pick(base, "final", `reference = base W₀: s = ${config.arp.scale} merge`),
+  ];
+  const between = summarizeScores(rows[4].eval.scores, rows[2].eval.scores).delta;
+  const seconds: Record<string, number> = {};
+  for (const [arm, run] of [
+    ["reference previous", previous],
+    ["reference base", base],
+  ] as const)
+    seconds[arm] = run.rows.reduce((a, r) => a + r.seconds, 0);
+  return {
+    recipe: "arp",
+    ablation: "dpo-reference",
+    dir,
+    tables: [
+      arpTable(`Ablation: the DPO reference (ARP on guess-number, seed ${config.seed})`, rows, [
+        `Both arms start from the same base with the same seeds; only the DPO stages' reference differs. Δ (base-reference − previous-reference) of the merged models: ${fmtDelta(between)}.`,
+        staticNote(previous.textSource, previous.texts.length),
+      ]),
+    ],
+    seconds,
+    totalSeconds: secondsSince(start),
+    details: { previous: previous.details, base: base.details },
+  };
+}
+
+/**
+ * `kiln repro arp`: the phase table, with the bf16-merge row; `scale` adds the s sweep,
+ * `dpo-reference` compares the DPO stages' reference models.
+ */
+export async function reproArp(
+  source: ModelSource,
+  config: ReproConfig,
+  io: ReproIo & { ablation?: "scale" | "dpo-reference" } = {},
+): Promise<ReproResult> {
+  if (io.ablation === "dpo-reference") return reproDpoReference(source, config, io);
+  const start = performance.now();
+  const dir = join(io.out ?? "runs", io.ablation ? `repro-arp-${io.ablation}` : "repro-arp");
+  const run = await runArpWithStatic(source, config, dir, "arp", io);
+  const c = config.arp;
+  const bf16 = await run.evalVariant(
+    `s = ${c.scale} · ΣΔ, bf16 merge`,
+    remerge(run.adapterDir, c.scale, c.scale, "bf16"),
+  );
+  const rows = [...run.rows, bf16];
+  const tables: ReproTable[] = [
+    arpTable(`ARP on guess-number (seed ${config.seed}, base: ${source.label})`, rows, [
+      `Interactive score: greedy held-out guess-number episodes (seeds from ${c.eval.baseSeed}, never trained on); score = the episode's outcome score, success = solved.`,
+      staticNote(run.textSource, run.texts.length),
+      `Stage data: ${run.details.sftSize} SFT episodes, turn-DPO pairs ${JSON.stringify(run.details.turnPairs)}, ${run.details.branchPairs} branch pairs; a bf16 merge loses ${(100 * (run.details.meanBf16DeltaLoss as number)).toFixed(1)}% of the delta on average.`,
+    ]),
+  ];
+  const seconds: Record<string, number> = {};
+  for (const r of rows) seconds[r.label] = r.seconds;
+  if (io.ablation === "scale") {
+    const sweep: ArpRow[] = [run.rows[0]];
+    for (const s of config.ablations.scales) {
+      const row = await run.evalVariant(`s = ${s}`, remerge(run.adapterDir, c.scale, s, "f32"));
+      sweep.push(row);
+      seconds[`scale ${s}`] = row.seconds;
+    }
+    tables.push(
+      arpTable("Ablation: delta scale s (the same ARP delta re-merged in fp32, no retraining)", sweep, [
+        staticNote(run.textSource, run.texts.length),
+      ]),
+    );
+  }
+  return {
+    recipe: "arp",
+    ablation: io.ablation,
+    dir,
+    tables,
+    seconds,
+    totalSeconds: secondsSince(start),
+    details: { ...run.details, rows: rows.map((r) => ({ label: r.label, scores: r.eval.scores, static: r.static })) },
+  };
+}

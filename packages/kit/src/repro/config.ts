@@ -1,0 +1,112 @@
+// Sizes of the repro tables. `reproConfig()` is sized for the time budget of the issue (ARP ≲ 9 min,
+// OPD ≲ 7 min, OEL ≲ 3 min on 2 CPU cores, wasm, a 1–3M-parameter model); `reproQuickConfig()` runs
+// in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
+// recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
+import {
+  type ArpConfig,
+  type OelConfig,
+  type OpdConfig,
+  arpTinyConfig,
+  oelTinyConfig,
+  opdTinyConfig,
+} from "../recipes/presets.js";
+
+export interface ReproConfig {
+  seed: number;
+  arp: ArpConfig;
+  opd: OpdConfig;
+  oel: OelConfig;
+  /** Held-out instances (seeds disjoint from every training seed). */
+  heldout: {
+    /** Guess-number OPD (until questworld's setup is wired): greedy episodes from this seed base. */
+    opdEpisodes: number;
+    opdBaseSeed: number;
+    /** OEL: tasks never deployed on; each keeps its secret across trials, the sampling seed varies. */
+    oelTasks: number;
+    oelBaseSeed: number;
+  };
+  /** The static score: mean NLL per token (and perplexity) on a fixed held-out text set. */
+  staticScore: { maxTexts: number; windowTokens: number };
+  ablations: {
+    /** Delta scales re-merged from the same ARP delta (no retraining). */
+    scales: number[];
+    earlyTurnWeights: number[];
+    /** OPD advantage clamps; 0 = no clamp. */
+    clamps: number[];
+  };
+}
+
+function withSeed(c: ReproConfig, seed: number): ReproConfig {
+  c.seed = seed;
+  c.arp.seed = seed;
+  c.opd.seed = seed;
+  c.oel.seed = seed;
+  return c;
+}
+
+/** The budget-sized configuration (measured on 2 shared CPU cores; tune after the model exists). */
+export function reproConfig(seed = 42): ReproConfig {
+  const arp = arpTinyConfig();
+  arp.data = { capPerGame: 48, holdoutFraction: 0.1, sourceEpisodes: 48 };
+  arp.sft = { ...arp.sft, epochs: 1, microBatchSize: 4, gradAccum: 2, lr: 2e-3, checkpointEvery: 1000 };
+  arp.turnDpo1 = { ...arp.turnDpo1, studentEpisodes: 8, epochs: 1, lr: 1e-3, checkpointEvery: 1000 };
+  arp.turnDpo2 = { ...arp.turnDpo2, studentEpisodes: 8, epochs: 1, lr: 1e-3, checkpointEvery: 1000 };
+  arp.branchDpo = { ...arp.branchDpo, forks: 4, k: 3, epochs: 1, lr: 1e-3, checkpointEvery: 1000 };
+  arp.rollout = { temperature: 1, maxTokens: 48, maxTurns: 7 };
+  arp.eval = { episodes: 24, baseSeed: 100_000 };
+  arp.maxChars = 200;
+  const opd = opdTinyConfig();
+  opd.rounds = 3;
+  opd.episodesPerRound = 6;
+  opd.wallStarts = true;
+  opd.train = { ...opd.train, lr: 1e-3, epochs: 1, checkpointEvery: 1000 };
+  opd.rollout = { temperature: 1, maxTokens: 48, maxTurns: 7 };
+  opd.eval = { seeds: [1, 2, 3, 4, 5, 6] };
+  const oel = oelTinyConfig();
+  oel.tasks = 6;
+  oel.train = { ...oel.train, epochs: 1, checkpointEvery: 1000 };
+  oel.rollout = { temperature: 1, maxTokens: 48, maxTurns: 7 };
+  // Sampled trials (a greedy policy replays one trajectory per task, so pass^k would equal pass^1).
+  oel.eval = { trials: 3, temperature: 1 };
+  return withSeed(
+    {
+      seed,
+      arp,
+      opd,
+      oel,
+      heldout: { opdEpisodes: 12, opdBaseSeed: 300_000, oelTasks: 10, oelBaseSeed: 200_000 },
+      staticScore: { maxTexts: 32, windowTokens: 128 },
+      ablations: { scales: [0.7, 0.85, 1], earlyTurnWeights: [1, 1.5], clamps: [3, 0] },
+    },
+    seed,
+  );
+}
+
+/** Seconds-scale sizes: every row and column exists, the numbers mean little. */
+export function reproQuickConfig(seed = 42): ReproConfig {
+  const c = reproConfig(seed);
+  const tinyStage = { maxSteps: 1, epochs: 1, microBatchSize: 1, gradAccum: 1, maxLength: 256 };
+  c.arp.data = { capPerGame: 2, holdoutFraction: 0, sourceEpisodes: 2 };
+  c.arp.sft = { ...c.arp.sft, ...tinyStage };
+  c.arp.turnDpo1 = { ...c.arp.turnDpo1, ...tinyStage, studentEpisodes: 1 };
+  c.arp.turnDpo2 = { ...c.arp.turnDpo2, ...tinyStage, studentEpisodes: 1 };
+  c.arp.branchDpo = { ...c.arp.branchDpo, ...tinyStage, forks: 1, k: 2 };
+  c.arp.rollout = { temperature: 1, maxTokens: 6, maxTurns: 2 };
+  c.arp.eval = { episodes: 3, baseSeed: 100_000 };
+  c.arp.lora = { ...c.arp.lora, r: 2, alpha: 4 };
+  c.opd.rounds = 3;
+  c.opd.episodesPerRound = 1;
+  c.opd.wallStarts = false;
+  c.opd.train = { ...c.opd.train, ...tinyStage };
+  c.opd.rollout = { temperature: 1, maxTokens: 6, maxTurns: 2 };
+  c.opd.eval = { seeds: [1, 2, 3] };
+  c.opd.lora = { ...c.opd.lora, r: 2, alpha: 2 };
+  c.oel.tasks = 1;
+  c.oel.train = { ...c.oel.train, ...tinyStage };
+  c.oel.rollout = { temperature: 1, maxTokens: 6, maxTurns: 2 };
+  c.oel.eval = { trials: 2, temperature: 1 };
+  c.oel.lora = { ...c.oel.lora, r: 2, alpha: 4 };
+  c.heldout = { opdEpisodes: 3, opdBaseSeed: 300_000, oelTasks: 3, oelBaseSeed: 200_000 };
+  c.staticScore = { maxTexts: 3, windowTokens: 32 };
+  return c;
+}

@@ -1,0 +1,28 @@
+// The recipes' result tables in miniature (`kiln repro`): ARP's phase table with a static score,
+// OPD's rounds with the teacher beside them, OEL's pass^k with the memory-in-prompt bound.
+export { type ArpRow, arpTable, remerge, reproArp, runArpWithStatic, type ReproIo } from "./arp-repro.js";
+export { REPRO_ABLATIONS, REPRO_RECIPES, type ReproAblation, reproEffectiveConfig, reproModelSource } from "./cli.js";
+export { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
+export { ReproError } from "./errors.js";
+export { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
+export { type OelRow, oelTable, oelTasks, reproOel } from "./oel-repro.js";
+export {
+  type OpdArm,
+  type OpdReproSetup,
+  combinedWallTable,
+  guessNumberOpdSetup,
+  opdTable,
+  reproOpd,
+  runOpdArm,
+} from "./opd-repro.js";
+export { type ReproResult, reproReportHtml, timingTable, writeReproOutputs } from "./output.js";
+export { FALLBACK_HELDOUT_TEXTS, type StaticScore, heldoutTexts, staticScore } from "./static-score.js";
+export {
+  type ReproTable,
+  type ScoreSummary,
+  beyondSe,
+  fmt,
+  fmtDelta,
+  markdownTable,
+  summarizeScores,
+} from "./table.js";

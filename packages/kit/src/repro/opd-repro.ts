@@ -1,0 +1,255 @@
+// The OPD table: base → r1 → r2 → r3 (on-policy distillation rounds, a fresh LoRA per round on the
+// merged previous round), each with its score ± SE on held-out instances and the paired Δ against
+// the base; the teacher's own score beside them (teacher = the student with a scaffold note in its
+// system prompt, scaffoldedTeacher); the per-stage wall table when the setup reports one
+// (questworld's Core-3). The ablations `early-turn-weight` and `clamp` rerun the rounds per arm.
+import { join } from "node:path";
+import {
+  type EpisodeLimits,
+  type EpisodeSpec,
+  type Environment,
+  GuessNumberEnv,
+  type Policy,
+  episodeSpecs,
+  isSuccessful,
+} from "@kiln/rollout";
+import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
+import { scaffoldedTeacher } from "../recipes/opd-samples.js";
+import { type OpdEvaluation, runOpdRounds } from "../recipes/opd.js";
+import type { OpdConfig } from "../recipes/presets.js";
+import { type PhaseEval, evaluatePhase, phaseFromScores } from "../recipes/recipe-run.js";
+import type { ReproIo } from "./arp-repro.js";
+import type { ReproConfig } from "./config.js";
+import type { ModelSource } from "./model-source.js";
+import { type ReproResult, secondsSince } from "./output.js";
+import { type ReproTable, fmt, fmtDelta } from "./table.js";
+
+/** What OPD plays and how a policy is scored (questworld's Core-3, or guess-number). */
+export interface OpdReproSetup {
+  /** The environment's name in the tables. */
+  name: string;
+  makeEnv: () => Environment;
+  /** Scores per held-out instance (and optionally a wall table) of a policy, greedily. */
+  evaluate: (policy: Policy) => Promise<OpdEvaluation>;
+  /** Seeded starts mixed into each round's rollouts (questworld's wall states). */
+  starts?: (round: number) => EpisodeSpec[];
+  limits?: EpisodeLimits;
+  /** The teacher's scaffold: appended to the student's system prompt. */
+  note: string;
+}
+
+/** Guess-number OPD: greedy held-out episodes, the bisection lesson as the teacher's scaffold. */
+export function guessNumberOpdSetup(config: ReproConfig): OpdReproSetup {
+  const makeEnv = () => new GuessNumberEnv();
+  const specs = episodeSpecs(config.heldout.opdEpisodes, config.heldout.opdBaseSeed, "heldout");
+  return {
+    name: "guess-number",
+    makeEnv,
+    note: GUESS_NUMBER_LESSON,
+    limits: { maxTurns: config.opd.rollout.maxTurns },
+    async evaluate(policy) {
+      const r = await evaluatePhase({
+        phase: "eval",
+        makeEnv,
+        policy,
+        specs,
+        params: { maxTokens: config.opd.rollout.maxTokens, temperature: 0 },
+        limits: { maxTurns: config.opd.rollout.maxTurns },
+      });
+      return {
+        scores: r.eval.scores,
+        success: Object.fromEntries(r.trajectories.map((t) => [t.episodeId, isSuccessful(t) ? 1 : 0])),
+        errors: r.eval.errors,
+      };
+    },
+  };
+}
+
+export interface OpdArm {
+  phases: PhaseEval[];
+  teacher: PhaseEval;
+  wallTables: Record<string, (string | number)[][]>;
+  seconds: Record<string, number>;
+  runDir: string;
+  samples: number[];
+}
+
+/** The rounds from a fresh copy of the base, with the teacher evaluated beside the base. */
+export async function runOpdArm(
+  source: ModelSource,
+  opd: OpdConfig,
+  setup: OpdReproSetup,
+  dir: string,
+  name: string,
+  io: ReproIo,
+): Promise<OpdArm> {
+  const { model, codec } = await source.load();
+  const config = structuredClone(opd);
+  if (setup.limits?.maxTurns !== undefined) config.rollout.maxTurns = setup.limits.maxTurns;
+  if (config.objective.clamp === 0) config.objective.clamp = Number.POSITIVE_INFINITY;
+  const wallTables: Record<string, (string | number)[][]> = {};
+  const seconds: Record<string, number> = {};
+  let teacher: PhaseEval | undefined;
+  let mark = performance.now();
+  const r = await runOpdRounds({
+    out: dir,
+    name,
+    mode: "overwrite",
+    model,
+    codec,
+    makeEnv: setup.makeEnv,
+    teacher: (student) => scaffoldedTeacher(student, setup.note),
+    starts: setup.starts,
+    config,
+    baseModel: { source: source.label, dir: source.dir },
+    progress: io.progress,
+    log: io.log,
+    evaluate: async (policy, round) => {
+      const phase = round === 0 ? "base" : `r${round}`;
+      const e = await setup.evaluate(policy);
+      if (e.table) wallTables[phase] = e.table;
+      seconds[phase] = secondsSince(mark);
+      if (round === 0) {
+        // The teacher at the base: the same weights with the scaffold note in the system prompt.
+        const t0 = performance.now();
+        const t = await setup.evaluate(scaffoldedTeacher(policy, setup.note));
+        teacher = phaseFromScores("teacher", t.scores, {
+          success: t.success,
+          errors: t.errors,
+          base: phaseFromScores("base", e.scores),
+        });
+        if (t.table) wallTables.teacher = t.table;
+        seconds["teacher (scaffold)"] = secondsSince(t0);
+      }
+      mark = performance.now();
+      return e;
+    },
+  });
+  return {
+    phases: [r.baseline, ...r.rounds.map((x) => x.eval)],
+    teacher: teacher as PhaseEval,
+    wallTables,
+    seconds,
+    runDir: r.runDir,
+    samples: r.rounds.map((x) => x.samples),
+  };
+}
+
+function phaseRow(label: string, p: PhaseEval, isBase: boolean): string[] {
+  return [label, String(p.n), fmt(p.score), fmt(p.success), isBase ? "—" : fmtDelta(p.delta), String(p.errors.length)];
+}
+
+/**
+ * The wall tables side by side: one row per stage, "passed/of" per phase. Tables in another shape
+ * (not `#, stage, passed, of, …`) are listed as they are.
+ */
+export function combinedWallTable(tables: Record<string, (string | number)[][]>): ReproTable[] {
+  const phases = Object.keys(tables);
+  if (phases.length === 0) return [];
+  const shaped = phases.every((p) => String(tables[p][0]?.[2]) === "passed" && String(tables[p][0]?.[3]) === "of");
+  if (!shaped)
+    return phases.map((p) => ({
+      title: `Wall table after ${p}`,
+      header: tables[p][0].map(String),
+      rows: tables[p].slice(1).map((r) => r.map(String)),
+    }));
+  const first = tables[phases[0]];
+  return [
+    {
+      title: "Per-stage wall table (episodes that passed each stage / episodes)",
+      header: [String(first[0][0]), String(first[0][1]), ...phases],
+      rows: first.slice(1).map((row, i) => [
+        String(row[0]),
+        String(row[1]),
+        ...phases.map((p) => {
+          const r = tables[p][i + 1];
+          return r ? `${r[2]}/${r[3]}` : "—";
+        }),
+      ]),
+    },
+  ];
+}
+
+export function opdTable(title: string, arm: OpdArm, notes: string[] = []): ReproTable {
+  return {
+    title,
+    header: ["phase", "n", "score ± SE", "success ± SE", "Δ score vs base ± SE", "errors"],
+    rows: [
+      ...arm.phases.map((p, i) => phaseRow(p.phase, p, i === 0)),
+      phaseRow("teacher (base + scaffold note)", arm.teacher, false),
+    ],
+    notes,
+  };
+}
+
+/** `kiln repro opd`, or one of its ablations (`early-turn-weight`, `clamp`). */
+export async function reproOpd(
+  source: ModelSource,
+  config: ReproConfig,
+  io: ReproIo & { ablation?: "early-turn-weight" | "clamp"; setup?: OpdReproSetup } = {},
+): Promise<ReproResult> {
+  const start = performance.now();
+  const setup = io.setup ?? guessNumberOpdSetup(config);
+  const dir = join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
+  const notes = [
+    `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
+  ];
+  if (!io.ablation) {
+    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io);
+    return {
+      recipe: "opd",
+      dir,
+      tables: [
+        opdTable(`OPD rounds on ${setup.name} (seed ${config.seed}, base: ${source.label})`, arm, [
+          ...notes,
+          `Teacher-scored turns per round: ${arm.samples.join(", ")}.`,
+        ]),
+        ...combinedWallTable(arm.wallTables),
+      ],
+      seconds: arm.seconds,
+      totalSeconds: secondsSince(start),
+      details: { runDir: arm.runDir, phases: arm.phases, teacher: arm.teacher, samples: arm.samples },
+    };
+  }
+  const arms =
+    io.ablation === "clamp"
+      ? config.ablations.clamps.map((c) => ({ label: c === 0 ? "clamp none" : `clamp ${c}`, key: "clamp", value: c }))
+      : config.ablations.earlyTurnWeights.map((w) => ({
+          label: `early-turn weight ${w}`,
+          key: "earlyTurnWeight",
+          value: w,
+        }));
+  const tables: ReproTable[] = [];
+  const seconds: Record<string, number> = {};
+  const finals: { label: string; final: PhaseEval; base: PhaseEval }[] = [];
+  for (const a of arms) {
+    const opd = structuredClone(config.opd);
+    (opd.objective as unknown as Record<string, number>)[a.key] = a.value;
+    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io);
+    for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
+    finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });
+  }
+  const ref = finals[0];
+  tables.push({
+    title: `Ablation: OPD ${io.ablation} (${setup.name}, ${config.opd.rounds} rounds, seed ${config.seed})`,
+    header: ["arm", "n", "base ± SE", "final ± SE", "Δ vs base ± SE", `Δ vs ${ref.label} ± SE`],
+    rows: finals.map((f) => [
+      f.label,
+      String(f.final.n),
+      fmt(f.base.score),
+      fmt(f.final.score),
+      fmtDelta(f.final.delta),
+      f === ref ? "—" : fmtDelta(phaseFromScores(f.label, f.final.scores, { base: ref.final }).delta),
+    ]),
+    notes: [...notes, "Every arm starts from the same base with the same seeds; only the named setting differs."],
+  });
+  return {
+    recipe: "opd",
+    ablation: io.ablation,
+    dir,
+    tables,
+    seconds,
+    totalSeconds: secondsSince(start),
+    details: { finals },
+  };
+}

@@ -1,0 +1,81 @@
+// A repro directory: <out>/repro-<recipe>[-<ablation>]/ with the recipe runs nested inside it,
+// table.md (the Markdown printed), summary.json (the numbers) and report.html (self-contained).
+// Files are written to a temporary name and renamed.
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type ReproTable, markdownTable } from "./table.js";
+
+export interface ReproResult {
+  recipe: string;
+  ablation?: string;
+  dir: string;
+  tables: ReproTable[];
+  /** Wall seconds per row (training that produced it + its evaluation), for sizing the presets. */
+  seconds: Record<string, number>;
+  totalSeconds: number;
+  /** Everything else worth keeping (pair counts, per-instance scores). */
+  details: Record<string, unknown>;
+}
+
+function writeAtomic(path: string, text: string): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+function esc(s: string): string {
+  return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
+}
+
+/** Wall seconds per row (not part of the result tables, which are deterministic for a seed). */
+export function timingTable(result: ReproResult): ReproTable {
+  return {
+    title: `Wall time, seconds (${result.recipe}${result.ablation ? ` --ablation ${result.ablation}` : ""})`,
+    header: ["row (training that produced it + its evaluation)", "s"],
+    rows: [
+      ...Object.entries(result.seconds).map(([k, v]) => [k, v.toFixed(1)]),
+      ["total", result.totalSeconds.toFixed(1)],
+    ],
+  };
+}
+
+function htmlTable(t: ReproTable): string {
+  const head = `<tr>${t.header.map((h) => `<th>${esc(h)}</th>`).join("")}</tr>`;
+  const body = t.rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join("")}</tr>`).join("\n");
+  const notes = (t.notes ?? []).map((n) => `<p>${esc(n)}</p>`).join("");
+  return `<h2>${esc(t.title)}</h2><table><thead>${head}</thead><tbody>${body}</tbody></table>${notes}`;
+}
+
+export function reproReportHtml(result: ReproResult, config: unknown, command: string): string {
+  const timing = timingTable(result);
+  const title = `kiln repro ${result.recipe}${result.ablation ? ` --ablation ${result.ablation}` : ""}`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}
+pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px}</style></head><body>
+<h1>${esc(title)}</h1>
+<p>Command: <code>${esc(command)}</code>. Held-out instances, never trained on; mean ± SE (sample SD / √n) and the
+paired Δ ± SE against the base on the same instances. The recipe runs (training curves, rollouts, models) are in
+the sub-directories of this directory, each with its own report.html.</p>
+${result.tables.map(htmlTable).join("\n")}
+${htmlTable(timing)}
+<h2>Configuration</h2><pre>${esc(JSON.stringify(config, null, 2))}</pre>
+</body></html>
+`;
+}
+
+/** table.md, summary.json and report.html in the result's directory. */
+export function writeReproOutputs(result: ReproResult, config: unknown, command: string): string {
+  mkdirSync(result.dir, { recursive: true });
+  const markdown = result.tables.map(markdownTable).join("\n\n");
+  writeAtomic(join(result.dir, "table.md"), `${markdown}\n`);
+  writeAtomic(join(result.dir, "summary.json"), `${JSON.stringify({ ...result, config, command }, null, 2)}\n`);
+  writeAtomic(join(result.dir, "report.html"), reproReportHtml(result, config, command));
+  return markdown;
+}
+
+/** Seconds since `start` (performance.now()). */
+export function secondsSince(start: number): number {
+  return (performance.now() - start) / 1000;
+}

@@ -1,0 +1,86 @@
+// The `kiln repro` command line: bad input is a usage error that names what is wrong (exit 2),
+// a model directory written here runs end to end, and the embedded model's locator points into
+// the package's data/ folder.
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { agentModelDir } from "../../src/agent-model/paths.js";
+import { writeMergedModel } from "../../src/artifacts.js";
+import { main } from "../../src/cli-main.js";
+import { tinyChat } from "../../src/recipes/tiny-chat.js";
+import { reproEffectiveConfig } from "../../src/repro/cli.js";
+import { tmpRoot } from "../recipes/helpers.js";
+
+const root = tmpRoot();
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const log = vi.spyOn(console, "log").mockImplementation((...a) => void out.push(a.join(" ")));
+  const error = vi.spyOn(console, "error").mockImplementation((...a) => void err.push(a.join(" ")));
+  try {
+    const code = await main(argv);
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  } finally {
+    log.mockRestore();
+    error.mockRestore();
+  }
+}
+
+describe("kiln repro (command line)", () => {
+  it("refuses an unknown recipe, an unknown ablation, an ablation of another recipe and a missing model dir", async () => {
+    const bad = await run(["repro", "nope"]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("repro needs one of arp | opd | oel | all, got nope");
+    const ablation = await run(["repro", "arp", "--ablation", "temperature", "--quick"]);
+    expect(ablation.code).toBe(2);
+    expect(ablation.err).toContain(
+      '--ablation must be one of scale, dpo-reference, early-turn-weight, clamp, got "temperature"',
+    );
+    const other = await run(["repro", "oel", "--ablation", "clamp", "--quick"]);
+    expect(other.code).toBe(2);
+    expect(other.err).toContain("--ablation clamp belongs to `kiln repro opd`, not oel");
+    const missing = join(root, "no-such-model");
+    const m = await run(["repro", "arp", "--quick", "--model", missing]);
+    expect(m.code).toBe(2);
+    expect(m.err).toContain(`--model: model directory ${missing} has no config.json`);
+    const set = await run(["repro", "arp", "--quick", "--set", "arp.nothing=1", "--print-config"]);
+    expect(set.code).toBe(2);
+    expect(set.err).toContain('config has no field "arp.nothing"');
+  });
+
+  it("--print-config shows the effective sizes; --set and --seed reach every recipe", () => {
+    const c = reproEffectiveConfig({ quick: true, seed: "9", set: "arp.eval.episodes=5;ablations.scales=0.5,1" });
+    expect(c.arp.eval.episodes).toBe(5);
+    expect(c.ablations.scales).toEqual([0.5, 1]);
+    expect([c.seed, c.arp.seed, c.opd.seed, c.oel.seed]).toEqual([9, 9, 9, 9]);
+  });
+
+  it("runs `repro oel --quick` on a model directory written here and leaves report.html", async () => {
+    const t = tinyChat({ seed: 4, std: 0.2 });
+    const dir = join(root, "model");
+    mkdirSync(dir, { recursive: true });
+    await writeMergedModel(dir, t.model, {
+      tokenizer: t.tokenizer,
+      template: t.chatTemplate,
+      dtype: "f32",
+      baseModel: "kiln tinyChat",
+      title: "tiny",
+      body: "",
+    });
+    const out = join(root, "runs");
+    const r = await run(["repro", "oel", "--quick", "--model", dir, "--out", out, "--quiet"]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain("| base + memory in prompt (upper bound) | 3 | 6 |");
+    expect(r.out).toMatch(/kiln repro oel: total wall time \d+\.\d s/);
+    expect(existsSync(join(out, "repro-oel", "report.html"))).toBe(true);
+    expect(readFileSync(join(out, "repro-oel", "table.md"), "utf8")).toContain("pass^2 ± SE");
+  }, 120_000);
+
+  it("agentModelDir() is the package's data/agent-model folder", () => {
+    const pkg = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+    expect(agentModelDir()).toBe(join(pkg, "data", "agent-model"));
+  });
+});

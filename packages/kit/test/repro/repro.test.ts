@@ -1,0 +1,115 @@
+// `kiln repro` end to end at --quick size on the random tiny chat model: every phase row with n and
+// SE, report.html per table, the same table for the same seed, and the variant rows' re-merge equal
+// to the run's own merge.
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reproArp } from "../../src/repro/arp-repro.js";
+import { reproQuickConfig } from "../../src/repro/config.js";
+import { tinyChatSource } from "../../src/repro/model-source.js";
+import { reproOel } from "../../src/repro/oel-repro.js";
+import { reproOpd } from "../../src/repro/opd-repro.js";
+import { writeReproOutputs } from "../../src/repro/output.js";
+import { markdownTable } from "../../src/repro/table.js";
+import { tmpRoot } from "../recipes/helpers.js";
+
+const root = tmpRoot();
+beforeAll(async () => {
+  await initBackend("wasm", { threads: 1 });
+});
+afterAll(() => {
+  setBackend("js");
+  disposeWasmBackend();
+  rmSync(root, { recursive: true, force: true });
+});
+const quiet = { progress: false, log: () => {} };
+const SE_CELL = /^-?\d+\.\d{3} ± \d+\.\d{3}/;
+
+describe("kiln repro at --quick size", () => {
+  it("ARP: every phase row, the bf16 row, n and SE in each, report.html; the scale sweep re-merges the same delta", async () => {
+    const config = reproQuickConfig(3);
+    const r = await reproArp(tinyChatSource(3), config, { ...quiet, out: join(root, "a"), ablation: "scale" });
+    const [main, sweep] = r.tables;
+    expect(main.rows.map((row) => row[0])).toEqual([
+      "base",
+      "A  SFT (success-only)",
+      "B1 turn-DPO (repeat, length)",
+      "B2 turn-DPO (invalid, duplicate field)",
+      "C  branch-DPO (whole delta, s = 1)",
+      "s = 0.85 · ΣΔ, fp32 merge",
+      "s = 0.85 · ΣΔ, bf16 merge",
+    ]);
+    for (const row of main.rows) {
+      expect(row[1]).toBe(String(config.arp.eval.episodes));
+      expect(row[2]).toMatch(SE_CELL);
+      expect(row[3]).toMatch(SE_CELL);
+      expect(row[5]).toMatch(SE_CELL);
+    }
+    expect(main.rows[0][4]).toBe("—");
+    expect(main.rows[6][4]).toMatch(/^[+−±]\d+\.\d{3} ± \d+\.\d{3}$/);
+    expect(sweep.rows.map((row) => row[0])).toEqual(["base", "s = 0.7", "s = 0.85", "s = 1"]);
+    // The sweep's s = 0.85 row re-merges adapter/ into a fresh base: it must equal the run's model.
+    const rows = r.details.rows as { label: string; static: { nll: number } }[];
+    const final = rows.find((x) => x.label === "s = 0.85 · ΣΔ, fp32 merge")!;
+    const bf16 = rows.find((x) => x.label === "s = 0.85 · ΣΔ, bf16 merge")!;
+    expect(sweep.rows[2][5]).toBe(main.rows[5][5]);
+    expect(sweep.rows[2][6]).toBe(main.rows[5][6]);
+    expect(Number.isFinite(final.static.nll)).toBe(true);
+    expect(bf16.static.nll).not.toBe(final.static.nll);
+    writeReproOutputs(r, config, "kiln repro arp --quick --ablation scale");
+    const html = readFileSync(join(r.dir, "report.html"), "utf8");
+    expect(html).toContain("B2 turn-DPO (invalid, duplicate field)");
+    expect(html).toContain("Ablation: delta scale s");
+    expect(existsSync(join(r.dir, "arp", "report.html"))).toBe(true);
+    expect(existsSync(join(r.dir, "arp", "adapter", "adapter_model.safetensors"))).toBe(true);
+  }, 240_000);
+
+  it("OPD: base, r1–r3 and the teacher row with n and SE; OEL: base, consolidated, the memory bound with pass^k", async () => {
+    const config = reproQuickConfig(5);
+    const opd = await reproOpd(tinyChatSource(5), config, { ...quiet, out: join(root, "b") });
+    expect(opd.tables[0].rows.map((row) => row[0])).toEqual([
+      "base",
+      "r1",
+      "r2",
+      "r3",
+      "teacher (base + scaffold note)",
+    ]);
+    for (const row of opd.tables[0].rows) {
+      expect(row[1]).toBe(String(config.heldout.opdEpisodes));
+      expect(row[2]).toMatch(SE_CELL);
+    }
+    writeReproOutputs(opd, config, "kiln repro opd --quick");
+    expect(existsSync(join(opd.dir, "report.html"))).toBe(true);
+
+    const oel = await reproOel(tinyChatSource(5), config, { ...quiet, out: join(root, "b") });
+    const t = oel.tables[0];
+    expect(t.header).toEqual([
+      "model",
+      "tasks",
+      "trials",
+      "reward ± SE",
+      "pass^1 ± SE",
+      "pass^2 ± SE",
+      "Δ reward vs base ± SE",
+    ]);
+    expect(t.rows.map((row) => row[0])).toEqual(["base", "consolidated", "base + memory in prompt (upper bound)"]);
+    for (const row of t.rows) {
+      expect(row[1]).toBe(String(config.heldout.oelTasks));
+      expect(row[2]).toBe(String(config.heldout.oelTasks * config.oel.eval.trials));
+      for (const c of row.slice(3, 6)) expect(c).toMatch(SE_CELL);
+    }
+    writeReproOutputs(oel, config, "kiln repro oel --quick");
+    expect(existsSync(join(oel.dir, "report.html"))).toBe(true);
+  }, 240_000);
+
+  it("is deterministic for a seed: the same tables twice", async () => {
+    const config = reproQuickConfig(11);
+    const once = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c1") });
+    const twice = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c2") });
+    expect(twice.tables.map(markdownTable)).toEqual(once.tables.map(markdownTable));
+    const a1 = await reproArp(tinyChatSource(11), config, { ...quiet, out: join(root, "c1") });
+    const a2 = await reproArp(tinyChatSource(11), config, { ...quiet, out: join(root, "c2") });
+    expect(a2.tables.map(markdownTable)).toEqual(a1.tables.map(markdownTable));
+  }, 240_000);
+});
