@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { verifyManifest } from "@kiln/hub-io";
-import { runDemo } from "@kiln/kit";
+import { markdownTable, reproArp, reproQuickConfig, runDemo, tinyChatSource, writeReproOutputs } from "@kiln/kit";
 import { afterAll, describe, expect, it } from "vitest";
 
 const tmp = mkdtempSync(join(tmpdir(), "kiln-e2e-"));
@@ -37,4 +37,21 @@ describe("kiln demo", () => {
     expect((await verifyManifest(dir)).ok).toBe(true);
     expect(lines.join("\n")).toMatch(/questworld Core-3/);
   });
+});
+
+// `npm run demo` runs `kiln repro arp`: here at --quick size on the random tiny model (the table's
+// shape and files; the embedded agent model's numbers come from the full-size run).
+describe("npm run demo (kiln repro arp, --quick)", () => {
+  it("prints every ARP phase row with n, mean ± SE and the paired Δ, and writes report.html", async () => {
+    const config = reproQuickConfig(1);
+    const r = await reproArp(tinyChatSource(1), config, { out: tmp, progress: false, log: () => {} });
+    const markdown = writeReproOutputs(r, config, "kiln repro arp --quick --model tiny");
+    expect(markdown).toBe(r.tables.map(markdownTable).join("\n\n"));
+    const rows = markdown.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| phase"));
+    expect(rows).toHaveLength(7);
+    for (const row of rows) expect(row).toMatch(/\| 3 \| \d\.\d{3} ± \d\.\d{3} \| \d\.\d{3} ± \d\.\d{3} \|/);
+    expect(rows[rows.length - 1]).toContain("bf16 merge");
+    expect(existsSync(join(r.dir, "report.html"))).toBe(true);
+    expect((await verifyManifest(join(r.dir, "arp"))).ok).toBe(true);
+  }, 240_000);
 });
