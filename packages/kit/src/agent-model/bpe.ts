@@ -1,6 +1,6 @@
 // A byte-pair-encoding tokenizer learnt from a corpus, written as a Hugging Face tokenizer.json that
 // @huggingface/tokenizers (and so @kiln/models) loads: a regex Split pre-tokenizer (words with their
-// leading space, single digits, punctuation runs, whitespace), BPE merges over printable ASCII, the
+// leading space, single digits, punctuation runs, whitespace), BPE merges over printable ASCII (plus any other character the corpus uses), the
 // ChatML special tokens as added tokens, and a Fuse decoder. Digits stay single tokens so numbers
 // are spelled the same way wherever they occur.
 import { Tokenizer } from "@kiln/models";
@@ -29,23 +29,28 @@ export function trainBpeTokenizer(texts: readonly string[], vocabSize: number): 
   const base = CHATML_SPECIAL_TOKENS.length + BASE_CHARS.length;
   if (!Number.isInteger(vocabSize) || vocabSize < base)
     throw new BpeTrainingError(`vocabSize must be an integer ≥ ${base} (specials + printable ASCII), got ${vocabSize}`);
-  const known = new Set(BASE_CHARS);
   const wordCounts = new Map<string, number>();
   const re = new RegExp(PRETOKENIZE_PATTERN, "g");
+  const ascii = new Set(BASE_CHARS);
+  const extra = new Set<string>();
   for (const text of texts)
     for (const part of splitSpecial(text))
       for (const m of part.matchAll(re)) {
         const w = m[0];
-        for (const ch of w)
-          if (!known.has(ch))
-            throw new BpeTrainingError(`corpus character ${JSON.stringify(ch)} is outside printable ASCII and newline`);
+        for (const ch of w) if (!ascii.has(ch)) extra.add(ch);
         wordCounts.set(w, (wordCounts.get(w) ?? 0) + 1);
       }
+  // Characters beyond ASCII that the corpus uses (e.g. questworld's dashes) join the base alphabet.
+  const alphabet = [...BASE_CHARS, ...[...extra].sort()];
+  if (vocabSize < base + extra.size)
+    throw new BpeTrainingError(
+      `vocabSize ${vocabSize} leaves no room for the corpus alphabet (${base + extra.size} symbols)`,
+    );
   const words = [...wordCounts.entries()].map(([w, count]) => ({ symbols: [...w], count }));
   const merges: [string, string][] = [];
   const vocab = new Map<string, number>();
   for (const s of CHATML_SPECIAL_TOKENS) vocab.set(s, vocab.size);
-  for (const c of BASE_CHARS) vocab.set(c, vocab.size);
+  for (const c of alphabet) vocab.set(c, vocab.size);
   while (vocab.size < vocabSize) {
     const pairs = new Map<string, number>();
     for (const w of words)

@@ -160,13 +160,13 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const log = options.log ?? ((line: string) => console.log(line));
   const seed = options.seed ?? 0;
   const size = { ...AGENT_MODEL_SIZE, ...options.size };
-  const steps = options.steps ?? 3000;
+  const steps = options.steps ?? 600;
   const batchSize = options.batchSize ?? 16;
   const maxLength = options.maxLength ?? 768;
 
   log(`[agent-model] corpus (seed ${seed})`);
-  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 6000 });
-  const storyCount = options.stories ?? 600;
+  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 4000 });
+  const storyCount = options.stories ?? 300;
   const heldoutCount = options.heldoutStories ?? 64;
   const stories = await sampleStories({ count: storyCount + heldoutCount, seed });
   const heldout = stories.slice(storyCount);

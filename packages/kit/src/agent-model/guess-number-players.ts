@@ -1,6 +1,6 @@
 // Scripted guess-number players of three skills, for the embedded agent model's corpus. Each reads the
 // feasible range from the conversation alone and answers in the form a model would write
-// ("I will try N." and a Hermes tool call). The mixture is built so that a model imitating all of it
+// (a Hermes tool call). The mixture is built so that a model imitating all of it
 // plays the *mediocre* strategy when decoding greedily — the stepper is the most common player and
 // its opening guess the single most likely one — while the expert's bisection is in the data to be
 // found by SFT, preference training or a teacher holding the lesson.
@@ -59,8 +59,10 @@ const MALFORMED = [
   '<tool_call>\n{"name": "guess", "arguments": {"n": "fifty"}}\n</tool_call>',
 ];
 
+// The reply is the tool call alone: a sentence repeating the number would only give a small model a
+// second place to get it wrong.
 function reply(n: number): string {
-  return `I will try ${n}.\n${formatToolCalls([{ name: GUESS_TOOL.function.name, arguments: { n } }], "hermes")}`;
+  return formatToolCalls([{ name: GUESS_TOOL.function.name, arguments: { n } }], "hermes");
 }
 
 /** The next guess of a player of `skill` (the text of its reply). */
@@ -76,7 +78,7 @@ export function guessPlayerScript(skill: GuessSkill): (ctx: ScriptContext) => st
       return reply(Math.min(last + 10, h.high));
     }
     const u = rng();
-    if (u < 0.1) return `Let me guess.\n${MALFORMED[Math.floor(rng() * MALFORMED.length)]}`;
+    if (u < 0.1) return MALFORMED[Math.floor(rng() * MALFORMED.length)];
     if (u < 0.2 && h.guesses.length > 0) return reply(h.guesses[h.guesses.length - 1]);
     if (u < 0.4) return reply(1 + Math.floor(rng() * 100));
     return reply(h.low + Math.floor(rng() * (h.high - h.low + 1)));

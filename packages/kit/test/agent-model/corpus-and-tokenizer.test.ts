@@ -72,7 +72,7 @@ describe("BPE tokenizer learnt from the corpus", () => {
     expect(tok.vocabSize).toBeLessThanOrEqual(300);
     expect(trainBpeTokenizer(texts, 160).vocabSize).toBe(160);
     for (const t of texts) expect(tok.decode(tok.encode(t))).toBe(t);
-    const ids = tok.encode("I will try 57.");
+    const ids = tok.encode("guess 57");
     const pieces = ids.map((i) => tok.decode([i]));
     expect(pieces).toContain("5");
     expect(pieces).toContain("7");
@@ -82,8 +82,10 @@ describe("BPE tokenizer learnt from the corpus", () => {
     expect(tok.encode("<|im_start|>assistant\n")[0]).toBe(1);
   });
 
-  it("refuses text outside printable ASCII", () => {
-    expect(() => trainBpeTokenizer(["café"], 200)).toThrow(/outside printable ASCII/);
+  it("adds the corpus's characters beyond ASCII to the alphabet, and refuses a vocabulary too small for it", () => {
+    const tok = trainBpeTokenizer(["a café — au lait", "café"], 110);
+    expect(tok.decode(tok.encode("café — ok"))).toBe("café — ok");
+    expect(() => trainBpeTokenizer(["café"], 99)).toThrow(/vocabSize/);
   });
 
   it("puts a windowed document's loss on its last reply only", async () => {
@@ -94,7 +96,7 @@ describe("BPE tokenizer learnt from the corpus", () => {
     const doc = { ...docs[0], messages: messages.slice(0, lastReply + 1), lossOn: "last" as const };
     const row = documentRow(doc, tok, 10_000);
     const reply = tok.decode(Array.from(row.ids.subarray(row.lossFrom)));
-    expect(reply.startsWith("I will try")).toBe(true);
+    expect(reply.startsWith("<tool_call>")).toBe(true);
     expect(reply.split("<|im_start|>").length).toBe(1);
     expect(documentRow(docs[0], tok, 10_000).lossFrom).toBe(0);
     // Too long: the end (the reply) is kept.
