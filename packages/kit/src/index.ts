@@ -95,7 +95,13 @@ export {
   type StageTrainSettings,
 } from "./recipes/presets.js";
 export { assertSameTokenizer, effectiveConfig } from "./recipes/cli-recipes.js";
-export { scaffoldedTeacher, scoreWithTeacher, type OpdSample } from "./recipes/opd-samples.js";
+export {
+  scaffoldedTeacher,
+  scoreWithTeacher,
+  viewPolicy,
+  type MessageView,
+  type OpdSample,
+} from "./recipes/opd-samples.js";
 export { opdBatch, opdBatchLoss, turnWeights, type OpdObjectiveOptions } from "./recipes/opd-update.js";
 export { runOpdRounds, type OpdEvaluation, type OpdOptions, type OpdRoundResult } from "./recipes/opd.js";
 export {
@@ -124,3 +130,38 @@ export {
 export * from "./repro/index.js";
 export { agentModelAvailable, agentModelDir, agentModelHeldoutPath } from "./agent-model/paths.js";
 export { GUESS_NUMBER_LESSON } from "./agent-model/notes.js";
+export {
+  QUESTWORLD_WINDOW_KEEP,
+  WindowedPolicy,
+  questworldView,
+  questworldWindow,
+  type QuestworldWindowOptions,
+  type WindowedPolicyOptions,
+} from "./agent-model/questworld-window.js";
+export {
+  QUESTWORLD_SKILLS,
+  hermesToolCallText,
+  questworldPlayer,
+  questworldPlayerFactory,
+  toolCallGeneration,
+  wrongCall,
+  type PlayerCall,
+  type QuestworldPlayerOptions,
+  type QuestworldSkill,
+} from "./agent-model/questworld-players.js";
+export {
+  QUESTWORLD_SCAFFOLD_NOTE,
+  QUESTWORLD_TRAIN_SEED_BASE,
+  questworldCorpus,
+  questworldCorpusChars,
+  questworldOpdStart,
+  questworldTrainSeed,
+  type QuestworldCorpusOptions,
+  type QuestworldDocument,
+} from "./agent-model/questworld-corpus.js";
+export {
+  questworldOpdSetup,
+  type QuestworldOpdEvaluation,
+  type QuestworldOpdSetup,
+  type QuestworldOpdSetupOptions,
+} from "./agent-model/questworld-opd.js";

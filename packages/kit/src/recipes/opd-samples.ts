@@ -17,14 +17,36 @@ export interface OpdSample {
   teacherLogps: number[];
 }
 
+/** What a policy sees of a conversation (e.g. a bounded window of a long episode). */
+export type MessageView = (messages: Message[]) => Message[];
+
+/**
+ * `policy` answering and scoring from `view(messages)`: the student plays from the view and the
+ * teacher scores the same view, so both condition on the prompt the student's tokens came from.
+ * `score` and `complete` exist exactly when the inner policy has them; raw scoring
+ * (`messages = []`) has no conversation to view and passes through.
+ */
+export function viewPolicy(policy: Policy, view: MessageView, id = policy.id): Policy {
+  return {
+    id,
+    generate: (messages, tools, params) => policy.generate(view(messages), tools, params),
+    score: policy.score
+      ? (messages: Message[], completion: string | number[], tools?: ToolSchema[]) =>
+          policy.score!(messages.length === 0 ? messages : view(messages), completion, tools)
+      : undefined,
+    complete: policy.complete ? (prompt, params) => policy.complete!(prompt, params) : undefined,
+  };
+}
+
 /**
  * Teacher-score every turn that carries tokens and sampler log-probs (run the student with
- * `params.logprobs: true`). Turns without them are skipped and counted.
+ * `params.logprobs: true`). Turns without them are skipped and counted. `view` is applied to the
+ * conversation before each turn (use the student's own view, see OpdOptions.view).
  */
 export async function scoreWithTeacher(
   trajectories: readonly Trajectory[],
   teacher: Policy,
-  options: { onTurn?: () => void } = {},
+  options: { onTurn?: () => void; view?: MessageView } = {},
 ): Promise<{ samples: OpdSample[]; skipped: number }> {
   if (!teacher.score) throw new RecipeError(`OPD teacher "${teacher.id}" has no score(): it cannot score tokens`);
   const samples: OpdSample[] = [];
@@ -36,7 +58,8 @@ export async function scoreWithTeacher(
         skipped++;
         continue;
       }
-      const scores: TokenScores = await teacher.score(messagesBeforeTurn(traj, turn.index), ids, traj.tools);
+      const before = messagesBeforeTurn(traj, turn.index);
+      const scores: TokenScores = await teacher.score(options.view ? options.view(before) : before, ids, traj.tools);
       if (scores.logprobs.length !== ids.length)
         throw new RecipeError(
           `OPD teacher "${teacher.id}" returned ${scores.logprobs.length} log-probs for ${ids.length} tokens (${traj.episodeId} turn ${turn.index})`,

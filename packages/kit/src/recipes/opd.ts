@@ -16,6 +16,7 @@ import {
   type EpisodeSpec,
   type Environment,
   type GenerateParams,
+  type Message,
   type Policy,
   episodeSpecs,
   runEpisodes,
@@ -27,7 +28,7 @@ import { opdObjective } from "../trainer/objectives.js";
 import { type TrainResult, train } from "../trainer/trainer.js";
 import type { ChatCodec } from "./batches.js";
 import { RecipeError } from "./errors.js";
-import { type OpdSample, scoreWithTeacher } from "./opd-samples.js";
+import { type OpdSample, scoreWithTeacher, viewPolicy } from "./opd-samples.js";
 import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
 import {
   type PhaseEval,
@@ -59,6 +60,12 @@ export interface OpdOptions extends RecipeIo {
   starts?: (round: number) => EpisodeSpec[];
   /** Evaluation after each round (default: greedy episodes of the environment on held-out seeds). */
   evaluate?: (policy: Policy, round: number) => Promise<OpdEvaluation>;
+  /**
+   * What the student sees of a conversation (e.g. questworldView: a bounded window of a long
+   * episode). Rollouts and evaluations generate from it and the teacher scores it, so the
+   * recorded prompt tokens and the teacher's context agree. Default: the whole conversation.
+   */
+  view?: (messages: Message[]) => Message[];
   baseModel?: { source: string; dir?: string };
   mode?: RunMode;
 }
@@ -108,6 +115,8 @@ export async function runOpdRounds(
     defaults: params,
   });
   const teacher = typeof options.teacher === "function" ? options.teacher(student) : options.teacher;
+  // The view wraps the player only: the teacher gets the viewed conversation from scoreWithTeacher.
+  const player = options.view ? viewPolicy(student, options.view) : student;
   const evaluate =
     options.evaluate ??
     (async (p: Policy, round: number): Promise<OpdEvaluation> => {
@@ -127,7 +136,7 @@ export async function runOpdRounds(
   const evalRound = async (round: number): Promise<PhaseEval> => {
     const phase = round === 0 ? "base" : `r${round}`;
     const saved = await run.stage(`eval-${phase}`, async () => {
-      const e = await evaluate(student, round);
+      const e = await evaluate(player, round);
       const ev = phaseFromScores(phase, e.scores, { success: e.success, errors: e.errors, base: phases[0] });
       run.logMetrics({ stage: `eval-${phase}`, round, ...phaseMetrics(ev) });
       return { ev, table: e.table };
@@ -157,7 +166,7 @@ export async function runOpdRounds(
       ];
       const rollouts = await runEpisodes({
         makeEnv: options.makeEnv,
-        policy: student,
+        policy: player,
         episodes,
         params,
         limits,
@@ -169,7 +178,7 @@ export async function runOpdRounds(
       const errored = rollouts.trajectories.filter((t) => t.outcome.status === "error");
       for (const t of errored)
         log(`[kiln opd] round ${round}: episode ${t.episodeId} errored: ${t.outcome.error?.message ?? "unknown"}`);
-      const { samples, skipped } = await scoreWithTeacher(rollouts.trajectories, teacher);
+      const { samples, skipped } = await scoreWithTeacher(rollouts.trajectories, teacher, { view: options.view });
       run.logMetrics({
         stage: `round-${round}-samples`,
         episodes: episodes.length,

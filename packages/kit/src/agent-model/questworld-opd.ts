@@ -1,0 +1,113 @@
+// The questworld evaluation behind the embedded agent model's OPD table, shaped for the repro's
+// time budget. A full Core-3 episode is 145–300 turns; here every agent starts at the quest-2 wall
+// with the skill to pass it (questworldOpdStart: quest 1 done, The Healer's Remedy accepted,
+// foraging 5) and gets `maxTurns` turns, so the score is the stage reached (4 at the start, 10 at the
+// end of the chain) and the wall table says which of the six remaining stages held each agent up.
+// The model plays from the questworld window (questworldView), in evaluation, in OPD's rollouts
+// and in the teacher's scoring alike.
+import { questworld } from "@kiln/benchmarks";
+import type { EpisodeSpec, Environment, Message, Policy } from "@kiln/rollout";
+import { RecipeError } from "../recipes/errors.js";
+import type { OpdEvaluation } from "../recipes/opd.js";
+import { questworldOpdStart, questworldTrainSeed } from "./questworld-corpus.js";
+import { QUESTWORLD_WINDOW_KEEP, WindowedPolicy, questworldView } from "./questworld-window.js";
+
+export interface QuestworldOpdSetupOptions {
+  /** Evaluation seeds (default [0, 1, 2]); must stay below QUESTWORLD_TRAIN_SEED_BASE. */
+  seeds?: number[];
+  /** Assistant turns per evaluated agent (default 30). */
+  maxTurns?: number;
+  /** Tokens per reply (default 64). */
+  maxTokens?: number;
+  keep?: number;
+  opening?: boolean;
+  /** Foraging level of the start (default 5). */
+  foragingLevel?: number;
+  /** Seeds the rounds' training starts. */
+  seed?: number;
+  /** Training starts per archetype per round (default 2). */
+  startsPerArchetype?: number;
+}
+
+export interface QuestworldOpdEvaluation extends OpdEvaluation {
+  core3: questworld.Core3Result;
+  seconds: number;
+}
+
+export interface QuestworldOpdSetup {
+  makeEnv: () => Environment;
+  /** The student's view for OpdOptions.view. */
+  view: (messages: Message[]) => Message[];
+  /** Core-3 from the wall start over `seeds`: per-seed totals (of 30) and the wall table. */
+  evaluate: (policy: Policy | questworld.PolicyFactory) => Promise<QuestworldOpdEvaluation>;
+  /** Each round's seeded training starts (the evaluation's start, training seeds), for OpdOptions.starts. */
+  starts: (round: number) => EpisodeSpec[];
+  /** For OpdConfig.rollout: turns per episode and tokens per reply. */
+  limits: { maxTurns: number; maxTokens: number };
+  seeds: number[];
+}
+
+export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): QuestworldOpdSetup {
+  const seeds = options.seeds ?? [0, 1, 2];
+  const maxTurns = options.maxTurns ?? 30;
+  const maxTokens = options.maxTokens ?? 64;
+  const keep = options.keep ?? QUESTWORLD_WINDOW_KEEP;
+  const foragingLevel = options.foragingLevel ?? 5;
+  const perArchetype = options.startsPerArchetype ?? 2;
+  const seed = options.seed ?? 0;
+  if (seeds.length < 2) throw new RecipeError("questworldOpdSetup: at least 2 seeds are needed for a standard error");
+  for (const s of seeds)
+    if (!Number.isSafeInteger(s) || s < 0 || s >= 1_000_000)
+      throw new RecipeError(
+        `questworldOpdSetup: seed ${s} must be an integer in [0, 1000000) (training seeds lie above)`,
+      );
+  for (const [name, v] of [
+    ["maxTurns", maxTurns],
+    ["maxTokens", maxTokens],
+  ] as const)
+    if (!Number.isSafeInteger(v) || v < 1)
+      throw new RecipeError(`questworldOpdSetup: ${name} must be a positive integer, got ${v}`);
+  const view = questworldView(keep, { opening: options.opening });
+  const windowed = (p: Policy) => new WindowedPolicy(p, { keep, opening: options.opening });
+
+  const evaluate = async (policy: Policy | questworld.PolicyFactory): Promise<QuestworldOpdEvaluation> => {
+    const t0 = performance.now();
+    const core3 = await questworld.evaluateCore3({
+      policy: typeof policy === "function" ? (ctx) => windowed(policy(ctx)) : windowed(policy),
+      seeds,
+      maxTurns,
+      start: (archetype, s) => questworldOpdStart(archetype, s, foragingLevel),
+      params: { maxTokens, temperature: 0 },
+    });
+    return {
+      scores: Object.fromEntries(core3.perSeed.map((s) => [`seed-${s.seed}`, s.total])),
+      table: [
+        ["#", "quest stage", "passed", "of", "stopped here"],
+        ...core3.wall.map((w) => [w.index, w.label, w.passed, w.of, w.stoppedHere]),
+      ],
+      core3,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  };
+
+  const starts = (round: number): EpisodeSpec[] =>
+    questworld.ARCHETYPES.flatMap((archetype) =>
+      Array.from({ length: perArchetype }, (_, i) => {
+        const s = questworldTrainSeed(seed, "questworld-opd-start", round, archetype, i);
+        return {
+          id: `wall-${archetype}-r${round}-${i}`,
+          seed: s,
+          state: questworldOpdStart(archetype, s, foragingLevel),
+        };
+      }),
+    );
+
+  return {
+    makeEnv: () => new questworld.QuestworldEnvironment(),
+    view,
+    evaluate,
+    starts,
+    limits: { maxTurns, maxTokens },
+    seeds: [...seeds],
+  };
+}
