@@ -36,6 +36,9 @@ commands:
         the recipes' result tables on held-out instances: n, mean ± SE, paired Δ ± SE vs the base, report.html
         per table (runs/repro-<recipe>/); default model: the embedded agent model. Ablations: scale (arp),
         dpo-reference (arp), early-turn-weight (opd), clamp (opd)
+  agent-model [--out DIR] [--seed N] [--steps N] [--backend wasm|native|js]
+        build the embedded agent model from nothing: scripted-player transcripts (guess-number, questworld,
+        Wordle) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face dir
   help`;
 
 export interface ParsedArgs {
@@ -118,6 +121,10 @@ export async function main(argv: string[]): Promise<number> {
       case "serve": {
         const { runCommand } = await import("./commands.js");
         return await runCommand(command, args);
+      }
+      case "agent-model": {
+        const { runAgentModelCommand } = await import("./agent-model/cli.js");
+        return await runAgentModelCommand(args);
       }
       case "repro": {
         const { runReproCommand } = await import("./repro/cli.js");

@@ -29,10 +29,10 @@ export interface BuildAgentModelOptions {
   seed?: number;
   /** Optimizer steps (default 3000). */
   steps?: number;
-  /** Documents per step (default 16). */
+  /** Packed rows of `maxLength` tokens per step (default 12). */
   batchSize?: number;
   lr?: number;
-  /** Longest document in tokens; longer ones are cut (default 768). */
+  /** Row width in tokens; a longer document keeps its end (default 640). */
   maxLength?: number;
   guessNumberEpisodes?: number;
   stories?: number;
@@ -115,24 +115,55 @@ function makeBatch(rowsIn: readonly (Int32Array | Row)[], padId: number): Batch 
   return { ids, labels, mask, rows: rows.length, cols, tokens };
 }
 
-/** Shuffled batches of similar length: shuffle, sort within windows of 32 batches, shuffle the batches. */
-function epochBatches(rows: readonly Row[], batchSize: number, rng: () => number): number[][] {
+/**
+ * One epoch as batches of `batchRows` rows of exactly `width` tokens: documents in a seeded order,
+ * packed whole into rows (a row ends when the next document does not fit), rows grouped in order.
+ * Every step has the same shape, so the backend's memory pools are reused instead of growing with
+ * each new length. Attention crosses the documents of a row (GPT-style packing); each document
+ * begins after the previous one's end token.
+ */
+function epochPackedBatches(rows: readonly Row[], batchRows: number, width: number, rng: () => number): Row[][][] {
   const order = rows.map((_, i) => i);
   for (let i = order.length - 1; i > 0; i--) {
     const j = Math.floor(rng() * (i + 1));
     [order[i], order[j]] = [order[j], order[i]];
   }
-  const batches: number[][] = [];
-  const window = batchSize * 32;
-  for (let w = 0; w < order.length; w += window) {
-    const part = order.slice(w, w + window).sort((a, b) => rows[a].ids.length - rows[b].ids.length || a - b);
-    for (let i = 0; i < part.length; i += batchSize) batches.push(part.slice(i, i + batchSize));
+  const packed: Row[][] = [];
+  let current: Row[] = [];
+  let used = 0;
+  for (const i of order) {
+    const r = rows[i];
+    if (used + r.ids.length > width && current.length > 0) {
+      packed.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(r);
+    used += r.ids.length;
   }
-  for (let i = batches.length - 1; i > 0; i--) {
-    const j = Math.floor(rng() * (i + 1));
-    [batches[i], batches[j]] = [batches[j], batches[i]];
-  }
+  if (current.length > 0) packed.push(current);
+  const batches: Row[][][] = [];
+  for (let i = 0; i < packed.length; i += batchRows) batches.push(packed.slice(i, i + batchRows));
   return batches;
+}
+
+function makePackedBatch(batch: readonly Row[][], batchRows: number, width: number, padId: number): Batch {
+  const ids = new Int32Array(batchRows * width).fill(padId);
+  const labels = new Int32Array(batchRows * width).fill(-100);
+  const mask = new Int32Array(batchRows * width);
+  let tokens = 0;
+  batch.forEach((docs, b) => {
+    let at = b * width;
+    for (const d of docs) {
+      ids.set(d.ids, at);
+      // The label at position t is token t itself (the loss shifts); a document's loss starts at lossFrom.
+      labels.set(d.ids.subarray(d.lossFrom), at + d.lossFrom);
+      at += d.ids.length;
+    }
+    mask.fill(1, b * width, at);
+    tokens += at - b * width;
+  });
+  return { ids, labels, mask, rows: batchRows, cols: width, tokens };
 }
 
 /** Mean next-token loss (nats per token) of `texts` under the model, in batches, without gradients. */
@@ -161,8 +192,8 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const seed = options.seed ?? 0;
   const size = { ...AGENT_MODEL_SIZE, ...options.size };
   const steps = options.steps ?? 600;
-  const batchSize = options.batchSize ?? 16;
-  const maxLength = options.maxLength ?? 768;
+  const batchSize = options.batchSize ?? 12;
+  const maxLength = options.maxLength ?? 640;
 
   log(`[agent-model] corpus (seed ${seed})`);
   const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 4000 });
@@ -205,7 +236,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const params = model.requireGrad();
   const parameters = params.reduce((a, p) => a + p.size, 0);
   log(
-    `[agent-model] Qwen3 d=${size.hiddenSize} × ${size.layers} layers, ${parameters} parameters; ${steps} steps of ${batchSize} documents on ${getBackend()}`,
+    `[agent-model] Qwen3 d=${size.hiddenSize} × ${size.layers} layers, ${parameters} parameters; ${steps} steps of ${batchSize} packed rows × ${maxLength} tokens on ${getBackend()}`,
   );
   const lr = options.lr ?? 3e-3;
   const optimizer = new AdamW(params, { lr, weightDecay: 0.01, betas: [0.9, 0.95] });
@@ -217,16 +248,13 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     label: "agent-model",
     stream: options.progress === false ? null : undefined,
   });
-  let queue: number[][] = [];
+  let queue: Row[][][] = [];
   let lossFirst = Number.NaN;
   let lossLast = Number.NaN;
   let ema = Number.NaN;
   for (let step = 0; step < steps; step++) {
-    if (queue.length === 0) queue = epochBatches(rows, batchSize, rng);
-    const b = makeBatch(
-      queue.shift()!.map((i) => rows[i]),
-      pad,
-    );
+    if (queue.length === 0) queue = epochPackedBatches(rows, batchSize, maxLength, rng);
+    const b = makePackedBatch(queue.shift()!, batchSize, maxLength, pad);
     optimizer.lr = lr * schedule(step);
     const loss = tidy(() => {
       const logits = model.chunkedLogits(new Tensor(b.ids, [b.rows, b.cols], "i32"), {
