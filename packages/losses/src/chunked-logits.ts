@@ -85,15 +85,22 @@ export function mapLogitChunks(
   fn: (chunk: Tensor, start: number, end: number) => Tensor,
 ): Tensor {
   const { flat, starts, rows, size } = chunksOf(op, logits);
+  // Each chunk's logits are disposed as soon as they are used (after its values in the forward,
+  // after its backward in the backward), so at most one chunk of them is ever alive.
   const run = (h: Tensor, s: number) => {
     const e = Math.min(s + size, rows);
-    const v = fn(project(op, logits, h), s, e);
+    const chunk = project(op, logits, h);
+    const v = fn(chunk, s, e);
     if (v.size !== e - s)
       throw new LossInputError(`${op}: a chunk of ${e - s} rows gave ${v.size} values, expected one per row`);
-    return reshape(v, [e - s]);
+    return { values: reshape(v, [e - s]), chunk };
   };
   const values = noGrad(() => {
-    const parts = starts.map((s) => run(narrow(flat, 0, s, Math.min(s + size, rows)), s));
+    const parts = starts.map((s) => {
+      const r = run(narrow(flat, 0, s, Math.min(s + size, rows)), s);
+      r.chunk.dispose();
+      return r.values;
+    });
     return parts.length === 1 ? parts[0] : concat(parts, 0);
   });
   if (!isGradEnabled()) return values;
@@ -111,8 +118,9 @@ export function mapLogitChunks(
         const e = Math.min(s + size, rows);
         const h = narrow(base, 0, s, e).detach();
         h.requiresGrad = hidden.requiresGrad;
-        const v = withGrad(() => run(h, s));
+        const { values: v, chunk } = withGrad(() => run(h, s));
         if (v.requiresGrad) backwardMany([v], [narrow(g, 0, s, e)]);
+        chunk.dispose();
         if (hidden.requiresGrad) grads.push(h.grad ?? Tensor.zeros([e - s, h.shape[1]]));
       }
       if (!hidden.requiresGrad) return [null];

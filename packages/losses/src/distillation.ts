@@ -14,10 +14,11 @@ export interface DistillationOptions extends TokenDivergenceOptions, ReductionOp
  * Token-level distillation of student logits [B, T, V] (or [N, V]) towards teacher logits:
  * per-token divergence (default generalized JSD, β = 0.5), reduced over masked tokens
  * (default: Σ / number of masked tokens, TRL GKD "batchmean"). The caller aligns rows: pass
- * logits already shifted, and the mask of completion tokens. Metrics: loss, divergence
- * (mean per masked token), num_tokens.
+ * logits already shifted, and the mask of completion tokens (or `teacherRows`). Either side may
+ * be `ChunkedLogits`; a chunked teacher is projected a chunk at a time and never kept for the
+ * backward (`tokenDivergence`). Metrics: loss, divergence (mean per masked token), num_tokens.
  */
-export function distillationLoss(student: Logits, teacher: Tensor, options: DistillationOptions = {}): LossResult {
+export function distillationLoss(student: Logits, teacher: Logits, options: DistillationOptions = {}): LossResult {
   const op = "distillationLoss";
   const { rows, lead } = logitsLayout(op, "student logits", student);
   const mask = maskValues(op, "mask", options.mask, rows);

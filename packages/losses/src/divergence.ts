@@ -14,8 +14,8 @@
 // (the JSD derivative follows from ∂JSD/∂S_v = (1−β)(s_v − m_v); ours, checked by finite
 // differences). β = 0 and β = 1 are the exact forward / reverse KL, as in TRL, not the limit of
 // the mixture formula (which tends to 0 at both ends).
-import { Tensor, isGradEnabled, record, reshape } from "@kiln/tensor";
-import { type Logits, isChunkedLogits, logitsLayout, mapLogitChunks } from "./chunked-logits.js";
+import { Tensor, embedding, isGradEnabled, noGrad, record, reshape } from "@kiln/tensor";
+import { type ChunkedLogits, type Logits, isChunkedLogits, logitsLayout, mapLogitChunks } from "./chunked-logits.js";
 import { LossInputError, LossOptionError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, expectedGradientRows, fmt, logitRows, maskValues } from "./inputs.js";
 import { scaleRow } from "./row-ops.js";
@@ -143,13 +143,105 @@ function topKIndices(z: Float32Array, o: number, V: number, k: number, out: Int3
   }
 }
 
+/** Student row r → teacher row: `teacherRows`, or the identity when the teacher has the student's rows. */
+function teacherRowMap(
+  op: string,
+  options: TokenDivergenceOptions,
+  rows: number,
+  tRows: number,
+  describe: () => string,
+): Int32Array {
+  if (options.teacherRows) {
+    if (options.teacherRows.length !== rows)
+      throw new LossInputError(
+        `${op}: teacherRows has ${options.teacherRows.length} entries, expected one per student row (${rows})`,
+      );
+    return Int32Array.from(options.teacherRows);
+  }
+  if (tRows !== rows) throw new LossInputError(`${op}: ${describe()}; pass teacherRows to align them`);
+  return Int32Array.from({ length: rows }, (_, r) => r);
+}
+
+/**
+ * The teacher's logits for the masked rows of `map` only, as [M, V] under no gradient, and the
+ * row map into them (unmasked rows point at row 0 and are never read).
+ */
+function projectTeacherRows(
+  op: string,
+  teacher: ChunkedLogits,
+  teacherFlat: Tensor,
+  map: Int32Array,
+  mask: Uint8Array,
+): { logits: Tensor; rows: Int32Array } | null {
+  const tRows = teacherFlat.shape[0];
+  const picked: number[] = [];
+  const rows = new Int32Array(map.length);
+  for (let r = 0; r < map.length; r++) {
+    if (!mask[r]) continue;
+    const t = map[r];
+    if (!(Number.isInteger(t) && t >= 0 && t < tRows))
+      throw new LossInputError(`${op}: teacherRows[${r}] = ${t} is outside [0, ${tRows})`);
+    rows[r] = picked.length;
+    picked.push(t);
+  }
+  if (picked.length === 0) return null;
+  const logits = noGrad(() => {
+    const hidden = embedding(teacherFlat, new Tensor(Int32Array.from(picked), [picked.length], "i32"));
+    return teacher.project(hidden);
+  });
+  if (logits.rank !== 2 || logits.shape[0] !== picked.length || logits.shape[1] !== teacher.vocab)
+    throw new LossInputError(
+      `${op}: the teacher's project() turned ${picked.length} hidden rows into ${fmt(logits.shape)}, expected [${picked.length}, ${teacher.vocab}]`,
+    );
+  return { logits, rows };
+}
+
 /**
  * Per-token divergence between student logits [..., V] and teacher logits, shaped like the
  * student's rows ([...]); 0 on masked-out rows. Gradients flow to the student only (the teacher
  * is a constant, as in TRL where it runs under no_grad).
+ *
+ * Either side may be `ChunkedLogits` (hidden states + head). A chunked teacher is projected only
+ * at the teacher rows of masked student rows, one student chunk at a time, and projected again in
+ * the backward instead of being kept: no more than one chunk of teacher logits is alive, where
+ * teacher chunks held for the backward would add up to [rows, V]. The price is one more teacher
+ * head product per chunk.
  */
-export function tokenDivergence(student: Logits, teacher: Tensor, options: TokenDivergenceOptions = {}): Tensor {
+export function tokenDivergence(student: Logits, teacher: Logits, options: TokenDivergenceOptions = {}): Tensor {
   const op = "tokenDivergence";
+  if (isChunkedLogits(teacher)) {
+    const { rows, lead, vocab } = logitsLayout(op, "student logits", student);
+    const { rows: tRows, vocab: tV } = logitsLayout(op, "teacher logits", teacher);
+    if (tV !== vocab) throw new LossInputError(`${op}: teacher vocabulary ${tV} differs from the student's ${vocab}`);
+    const mask = maskValues(op, "mask", options.mask, rows);
+    const map = teacherRowMap(
+      op,
+      options,
+      rows,
+      tRows,
+      () => `teacher has ${tRows} rows, student ${fmt([...lead, vocab])} ${rows}`,
+    );
+    const D = teacher.hidden.shape[teacher.hidden.rank - 1];
+    const teacherFlat = reshape(teacher.hidden, [tRows, D]);
+    const expected = expectedGradientRows(op, options.expectedGradient, rows);
+    const onRows = (studentRows: Tensor, s: number, e: number): Tensor => {
+      const t = projectTeacherRows(op, teacher, teacherFlat, map.subarray(s, e), mask.subarray(s, e));
+      // No masked row here: a one-row teacher keeps the result on the tape with a zero gradient.
+      const teacherLogits = t ? t.logits : Tensor.zeros([1, vocab]);
+      const v = tokenDivergence(studentRows, teacherLogits, {
+        ...options,
+        mask: mask.subarray(s, e),
+        teacherRows: t ? t.rows : new Int32Array(e - s),
+        expectedGradient: expected ? expected.subarray(s, e) : undefined,
+      });
+      // Freed now, or by the backward once it has read them: not left for the garbage collector.
+      if (v.node) v.node = { ...v.node, temporaries: [...(v.node.temporaries ?? []), teacherLogits] };
+      else teacherLogits.dispose();
+      return v;
+    };
+    if (isChunkedLogits(student)) return reshape(mapLogitChunks(op, student, onRows), lead);
+    return reshape(onRows(reshape(student, [rows, vocab]), 0, rows), lead);
+  }
   if (isChunkedLogits(student)) {
     // Chunk by student rows; each chunk reads its teacher rows through teacherRows.
     const { rows, lead } = logitsLayout(op, "student logits", student);

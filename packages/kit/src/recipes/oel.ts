@@ -20,7 +20,7 @@ import {
   messagesBeforeTurn,
   runEpisodes,
 } from "@kiln/rollout";
-import { Tensor, add, embedding, isTensor, mul, noGrad, reshape } from "@kiln/tensor";
+import { Tensor, embedding, isTensor, noGrad, reshape } from "@kiln/tensor";
 import { writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
@@ -161,34 +161,22 @@ export function consolidationLoss(
     throw new RecipeError(
       `consolidationLoss: teacher vocabulary ${teacher.vocab} differs from the student's ${student.vocab}`,
     );
-  // Completion rows in chunks: each chunk's teacher logits are [R, V]; the loss of each chunk is
-  // its mean over R tokens weighted R / N, i.e. the mean over all N (TRL's batchmean).
+  // The completion rows of both sides, projected `size` rows at a time by distillationLoss; the
+  // teacher's chunks are projected again in the backward rather than kept (no [N, V] of them).
   const D = student.hidden.shape[student.hidden.rank - 1];
   const studentFlat = reshape(student.hidden, [s.B * s.T, D]);
-  const teacherFlat = reshape(teacher.hidden, [t.B * t.T, teacher.hidden.shape[teacher.hidden.rank - 1]]);
   const size = options.headChunkRows ?? student.chunkRows ?? defaultHeadChunkRows(student.vocab);
-  let loss: Tensor | null = null;
-  let meanDivergence = 0;
-  for (let c = 0; c < N; c += size) {
-    const e = Math.min(c + size, N);
-    const rowsOf = (at: number[]) => new Tensor(Int32Array.from(at.slice(c, e)), [e - c], "i32");
-    const teacherChunk = noGrad(() => teacher.project(embedding(teacherFlat, rowsOf(teacherAt))));
-    const part = distillationLoss(
-      {
-        hidden: embedding(studentFlat, rowsOf(studentAt)),
-        vocab: student.vocab,
-        project: student.project,
-        chunkRows: size,
-      },
-      teacherChunk,
-      divergence,
-    );
-    const weighted = mul(part.loss, (e - c) / N);
-    loss = loss ? add(loss, weighted) : weighted;
-    meanDivergence += (part.metrics.divergence * (e - c)) / N;
-  }
-  const total = loss as Tensor;
-  return { loss: total, metrics: { loss: total.item(), divergence: meanDivergence, num_tokens: N } };
+  const out = distillationLoss(
+    {
+      hidden: embedding(studentFlat, new Tensor(Int32Array.from(studentAt), [N], "i32")),
+      vocab: student.vocab,
+      project: student.project,
+      chunkRows: size,
+    },
+    teacher,
+    { ...divergence, teacherRows: teacherAt },
+  );
+  return { loss: out.loss, metrics: { loss: out.metrics.loss, divergence: out.metrics.divergence, num_tokens: N } };
 }
 
 export interface OelOptions extends RecipeIo {

@@ -326,13 +326,16 @@ describe.skipIf(unavailable !== null)("native backend: wasm's storage", () => {
     if (!heap) throw new Error('the wasm backend has no heap: initBackend("wasm") did not run');
     const a0 = randomArray(23 * 31, -1, 1, 51);
     const b0 = randomArray(31 * 17, -1, 1, 52);
+    // Inside tidy(), op outputs are resident too (outside it they live on the JS heap: next test).
     const [onNative, onWasm] = ["native", "wasm"].map((backend) =>
-      T.withBackend(backend, () => {
-        const a = T.Tensor.fromHost(a0, [23, 31]);
-        const b = T.Tensor.fromHost(b0, [31, 17]);
-        const c = T.matmul(a, b);
-        return { a, c };
-      }),
+      T.withBackend(backend, () =>
+        T.tidy(() => {
+          const a = T.Tensor.fromHost(a0, [23, 31]);
+          const b = T.Tensor.fromHost(b0, [31, 17]);
+          const c = T.matmul(a, b);
+          return { a, c };
+        }),
+      ),
     );
     // Node always has SharedArrayBuffer, so wasm's storage is resident here.
     expect(heap.shared).toBe(true);
@@ -349,6 +352,27 @@ describe.skipIf(unavailable !== null)("native backend: wasm's storage", () => {
     expectClose(onNative.c.toFloat32Array(), onWasm.c.toFloat32Array(), 1e-5, 1e-5);
     expectClose(mixed.toFloat32Array(), js.toFloat32Array(), 1e-4, 1e-5);
     expect(T.memory("native")).toEqual(T.memory("wasm"));
+  });
+
+  it("op outputs made outside tidy() live on the JS heap as on wasm (the garbage collector sees them)", () => {
+    const heap = T.wasmKernels()?.wasmHeap;
+    if (!heap) throw new Error('the wasm backend has no heap: initBackend("wasm") did not run');
+    const a0 = randomArray(64 * 48, -1, 1, 61);
+    for (const backend of ["wasm", "native"]) {
+      T.withBackend(backend, () => {
+        const a = T.Tensor.fromHost(a0, [64, 48]);
+        const live = T.memory(backend).liveBytes;
+        const c = T.matmul(a, T.transpose(a));
+        // Heap blocks are freed only by dispose or a finalizer, and V8 does not count wasm memory as
+        // pressure: undisposed activations there filled the 4 GiB memory in a real-size backward.
+        expect(c.dataSync().buffer, backend).not.toBe(heap.memory.buffer);
+        expect(T.memory(backend).liveBytes, backend).toBe(live);
+        const js = T.withBackend("js", () =>
+          T.matmul(new T.Tensor(a0, [64, 48]), T.transpose(new T.Tensor(a0, [64, 48]))),
+        );
+        expectClose(c.toFloat32Array(), js.toFloat32Array(), 1e-4, 1e-5);
+      });
+    }
   });
 });
 

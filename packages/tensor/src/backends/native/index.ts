@@ -116,6 +116,11 @@ function sharedStorage(inner: StorageBackend, name: string): StorageBackend {
   };
   const readSync = inner.readSync?.bind(inner);
   if (readSync) alias.readSync = readSync;
+  // Op outputs made outside tidy() go where the garbage collector sees them, as on wasm: without
+  // this they were heap blocks freed only by finalizers, and a chunked-head backward at V = 151,936
+  // filled the 4 GiB WebAssembly memory before V8 felt any pressure to collect.
+  const allocTransient = inner.allocTransient?.bind(inner);
+  if (allocTransient) alias.allocTransient = allocTransient;
   const trimPool = inner.trimPool?.bind(inner);
   if (trimPool) alias.trimPool = trimPool;
   return alias;
