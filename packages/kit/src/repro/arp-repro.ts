@@ -7,10 +7,12 @@
 import { join } from "node:path";
 import { loadAdapter, mergeAdapter } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
-import { type Trajectory, episodeSpecs, runEpisodes } from "@kiln/rollout";
+import { GuessNumberEnv, ScriptedPolicy, type Trajectory, episodeSpecs, runEpisodes } from "@kiln/rollout";
+import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
+import { guessNumberDiagnose, guessPlayerScript } from "../agent-model/guess-number-players.js";
+import { agentModelHeldoutPath } from "../agent-model/paths.js";
 import type { ChatCodec } from "../recipes/batches.js";
 import { runArp } from "../recipes/arp.js";
-import { arpEnvironment } from "../recipes/cli-recipes.js";
 import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
@@ -87,6 +89,21 @@ interface ArpRun {
   ) => Promise<ArpRow & { model: Model; codec: ChatCodec }>;
 }
 
+/**
+ * Guess-number as the agent model's corpus plays it: the acquired episodes come from the corpus's
+ * own bisecting player (replies are the bare tool call, the format the model learnt), with the
+ * corpus's turn limit.
+ */
+export function guessNumberArpSetup() {
+  return {
+    makeEnv: () => new GuessNumberEnv(),
+    expert: new ScriptedPolicy({ id: "bisect-expert", script: guessPlayerScript("bisect") }),
+    expertTurns: GUESS_NUMBER_MAX_TURNS,
+    // Invalid = a guess the feedback already ruled out; turn-local pairs take the expert's guess as chosen.
+    diagnose: guessNumberDiagnose(),
+  };
+}
+
 /** Run ARP on guess-number from the source's base with the static score per phase. */
 export async function runArpWithStatic(
   source: ModelSource,
@@ -99,9 +116,13 @@ export async function runArpWithStatic(
 ): Promise<ArpRun> {
   const log = io.log ?? ((l: string) => console.error(l));
   const c = structuredClone(config.arp);
-  const { texts, source: textSource } = heldoutTexts(config.staticScore.maxTexts);
+  // The model directory's own held-out set first (the agent model ships one), then the embedded model's.
+  const { texts, source: textSource } = heldoutTexts(config.staticScore.maxTexts, [
+    ...(source.dir ? [join(source.dir, "heldout.txt")] : []),
+    agentModelHeldoutPath(),
+  ]);
   const { model, codec } = await source.load();
-  const setup = arpEnvironment("guess-number");
+  const setup = guessNumberArpSetup();
   let mark = performance.now();
   const sourceRun = await runEpisodes({
     makeEnv: setup.makeEnv,
@@ -119,6 +140,7 @@ export async function runArpWithStatic(
     model,
     codec,
     makeEnv: setup.makeEnv,
+    diagnose: setup.diagnose,
     sourceTrajectories: sourceRun.trajectories as Trajectory[],
     config: c,
     baseModel: { source: source.label, dir: source.dir },

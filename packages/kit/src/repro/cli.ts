@@ -97,7 +97,11 @@ export async function runReproCommand(args: ParsedArgs): Promise<number> {
     progress: f.progress !== "false" && !f.quiet,
     log: f.quiet ? () => {} : undefined,
   };
-  const command = `kiln repro ${process.argv.slice(3).join(" ")}`.trim();
+  const command = [
+    "kiln repro",
+    ...args.positional,
+    ...Object.entries(f).map(([k, v]) => (v === true ? `--${k}` : `--${k} ${JSON.stringify(v)}`)),
+  ].join(" ");
   const recipes = ablation ? [REPRO_ABLATIONS[ablation]] : recipe === "all" ? ["arp", "opd", "oel"] : [recipe];
   const start = performance.now();
   if (backend === "wasm") await initBackend("wasm");

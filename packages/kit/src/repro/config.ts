@@ -2,6 +2,7 @@
 // OPD ≲ 7 min, OEL ≲ 3 min on 2 CPU cores, wasm, a 1–3M-parameter model); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
+import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import {
   type ArpConfig,
   type OelConfig,
@@ -16,8 +17,14 @@ export interface ReproConfig {
   arp: ArpConfig;
   opd: OpdConfig;
   oel: OelConfig;
+  /** What OPD plays: questworld (Core-3 from the quest-2 wall) or guess-number. */
+  opdEnv: "questworld" | "guess-number";
   /** Held-out instances (seeds disjoint from every training seed). */
   heldout: {
+    /** Questworld OPD: Core-3 evaluation seeds (held out: training starts use seeds ≥ 1,000,000). */
+    questworldSeeds: number[];
+    /** Questworld OPD: wall-state training starts per archetype and round. */
+    questworldStartsPerArchetype: number;
     /** Guess-number OPD (until questworld's setup is wired): greedy episodes from this seed base. */
     opdEpisodes: number;
     opdBaseSeed: number;
@@ -52,20 +59,22 @@ export function reproConfig(seed = 42): ReproConfig {
   arp.turnDpo1 = { ...arp.turnDpo1, studentEpisodes: 8, epochs: 1, lr: 1e-3, checkpointEvery: 1000 };
   arp.turnDpo2 = { ...arp.turnDpo2, studentEpisodes: 8, epochs: 1, lr: 1e-3, checkpointEvery: 1000 };
   arp.branchDpo = { ...arp.branchDpo, forks: 4, k: 3, epochs: 1, lr: 1e-3, checkpointEvery: 1000 };
-  arp.rollout = { temperature: 1, maxTokens: 48, maxTurns: 7 };
+  arp.rollout = { temperature: 1, maxTokens: 48, maxTurns: GUESS_NUMBER_MAX_TURNS };
   arp.eval = { episodes: 24, baseSeed: 100_000 };
   arp.maxChars = 200;
   const opd = opdTinyConfig();
   opd.rounds = 3;
-  opd.episodesPerRound = 6;
+  // Fresh episodes per round besides the wall-state starts (guess-number's only source).
+  opd.episodesPerRound = 4;
   opd.wallStarts = true;
   opd.train = { ...opd.train, lr: 1e-3, epochs: 1, checkpointEvery: 1000 };
-  opd.rollout = { temperature: 1, maxTokens: 48, maxTurns: 7 };
+  // Questworld: turns from the wall start per evaluated agent and per training start.
+  opd.rollout = { temperature: 1, maxTokens: 48, maxTurns: 16 };
   opd.eval = { seeds: [1, 2, 3, 4, 5, 6] };
   const oel = oelTinyConfig();
   oel.tasks = 6;
   oel.train = { ...oel.train, epochs: 1, checkpointEvery: 1000 };
-  oel.rollout = { temperature: 1, maxTokens: 48, maxTurns: 7 };
+  oel.rollout = { temperature: 1, maxTokens: 48, maxTurns: GUESS_NUMBER_MAX_TURNS };
   // Sampled trials (a greedy policy replays one trajectory per task, so pass^k would equal pass^1).
   oel.eval = { trials: 3, temperature: 1 };
   return withSeed(
@@ -74,7 +83,15 @@ export function reproConfig(seed = 42): ReproConfig {
       arp,
       opd,
       oel,
-      heldout: { opdEpisodes: 12, opdBaseSeed: 300_000, oelTasks: 10, oelBaseSeed: 200_000 },
+      opdEnv: "questworld",
+      heldout: {
+        questworldSeeds: [0, 1, 2, 3],
+        questworldStartsPerArchetype: 2,
+        opdEpisodes: 12,
+        opdBaseSeed: 300_000,
+        oelTasks: 10,
+        oelBaseSeed: 200_000,
+      },
       staticScore: { maxTexts: 32, windowTokens: 128 },
       ablations: { scales: [0.7, 0.85, 1], earlyTurnWeights: [1, 1.5], clamps: [3, 0] },
     },
@@ -106,7 +123,14 @@ export function reproQuickConfig(seed = 42): ReproConfig {
   c.oel.rollout = { temperature: 1, maxTokens: 6, maxTurns: 2 };
   c.oel.eval = { trials: 2, temperature: 1 };
   c.oel.lora = { ...c.oel.lora, r: 2, alpha: 4 };
-  c.heldout = { opdEpisodes: 3, opdBaseSeed: 300_000, oelTasks: 3, oelBaseSeed: 200_000 };
+  c.heldout = {
+    questworldSeeds: [0, 1],
+    questworldStartsPerArchetype: 1,
+    opdEpisodes: 3,
+    opdBaseSeed: 300_000,
+    oelTasks: 3,
+    oelBaseSeed: 200_000,
+  };
   c.staticScore = { maxTexts: 3, windowTokens: 32 };
   return c;
 }

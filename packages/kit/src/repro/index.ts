@@ -1,6 +1,14 @@
 // The recipes' result tables in miniature (`kiln repro`): ARP's phase table with a static score,
 // OPD's rounds with the teacher beside them, OEL's pass^k with the memory-in-prompt bound.
-export { type ArpRow, arpTable, remerge, reproArp, runArpWithStatic, type ReproIo } from "./arp-repro.js";
+export {
+  type ArpRow,
+  arpTable,
+  guessNumberArpSetup,
+  remerge,
+  reproArp,
+  runArpWithStatic,
+  type ReproIo,
+} from "./arp-repro.js";
 export { REPRO_ABLATIONS, REPRO_RECIPES, type ReproAblation, reproEffectiveConfig, reproModelSource } from "./cli.js";
 export { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
 export { ReproError } from "./errors.js";

@@ -9,10 +9,12 @@ import {
   type EpisodeSpec,
   type Environment,
   GuessNumberEnv,
+  type Message,
   type Policy,
   episodeSpecs,
   isSuccessful,
 } from "@kiln/rollout";
+import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
 import { scaffoldedTeacher } from "../recipes/opd-samples.js";
 import { type OpdEvaluation, runOpdRounds } from "../recipes/opd.js";
@@ -20,7 +22,9 @@ import type { OpdConfig } from "../recipes/presets.js";
 import { type PhaseEval, evaluatePhase, phaseFromScores } from "../recipes/recipe-run.js";
 import type { ReproIo } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
+import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
+import { questworldReproSetup } from "./questworld-setup.js";
 import { type ReproResult, secondsSince } from "./output.js";
 import { type ReproTable, fmt, fmtDelta } from "./table.js";
 
@@ -36,6 +40,10 @@ export interface OpdReproSetup {
   limits?: EpisodeLimits;
   /** The teacher's scaffold: appended to the student's system prompt. */
   note: string;
+  /** Whether the evaluation's success is meaningful (false: the table leaves the column out). */
+  reportsSuccess?: boolean;
+  /** What the student sees of a long conversation (runOpdRounds' `view`, e.g. questworld's window). */
+  view?: (messages: Message[]) => Message[];
 }
 
 /** Guess-number OPD: greedy held-out episodes, the bisection lesson as the teacher's scaffold. */
@@ -46,7 +54,7 @@ export function guessNumberOpdSetup(config: ReproConfig): OpdReproSetup {
     name: "guess-number",
     makeEnv,
     note: GUESS_NUMBER_LESSON,
-    limits: { maxTurns: config.opd.rollout.maxTurns },
+    limits: { maxTurns: GUESS_NUMBER_MAX_TURNS },
     async evaluate(policy) {
       const r = await evaluatePhase({
         phase: "eval",
@@ -54,7 +62,7 @@ export function guessNumberOpdSetup(config: ReproConfig): OpdReproSetup {
         policy,
         specs,
         params: { maxTokens: config.opd.rollout.maxTokens, temperature: 0 },
-        limits: { maxTurns: config.opd.rollout.maxTurns },
+        limits: { maxTurns: GUESS_NUMBER_MAX_TURNS },
       });
       return {
         scores: r.eval.scores,
@@ -100,6 +108,7 @@ export async function runOpdArm(
     makeEnv: setup.makeEnv,
     teacher: (student) => scaffoldedTeacher(student, setup.note),
     starts: setup.starts,
+    view: setup.view,
     config,
     baseModel: { source: source.label, dir: source.dir },
     progress: io.progress,
@@ -125,18 +134,31 @@ export async function runOpdArm(
       return e;
     },
   });
+  // Rounds in order, the teacher last (it was evaluated beside the base).
+  const ordered = Object.fromEntries(
+    [...Object.keys(wallTables).filter((k) => k !== "teacher"), "teacher"]
+      .filter((k) => wallTables[k])
+      .map((k) => [k, wallTables[k]]),
+  );
   return {
     phases: [r.baseline, ...r.rounds.map((x) => x.eval)],
     teacher: teacher as PhaseEval,
-    wallTables,
+    wallTables: ordered,
     seconds,
     runDir: r.runDir,
     samples: r.rounds.map((x) => x.samples),
   };
 }
 
-function phaseRow(label: string, p: PhaseEval, isBase: boolean): string[] {
-  return [label, String(p.n), fmt(p.score), fmt(p.success), isBase ? "—" : fmtDelta(p.delta), String(p.errors.length)];
+function phaseRow(label: string, p: PhaseEval, isBase: boolean, success: boolean): string[] {
+  return [
+    label,
+    String(p.n),
+    fmt(p.score),
+    ...(success ? [fmt(p.success)] : []),
+    isBase ? "—" : fmtDelta(p.delta),
+    String(p.errors.length),
+  ];
 }
 
 /**
@@ -170,13 +192,13 @@ export function combinedWallTable(tables: Record<string, (string | number)[][]>)
   ];
 }
 
-export function opdTable(title: string, arm: OpdArm, notes: string[] = []): ReproTable {
+export function opdTable(title: string, arm: OpdArm, notes: string[] = [], success = true): ReproTable {
   return {
     title,
-    header: ["phase", "n", "score ± SE", "success ± SE", "Δ score vs base ± SE", "errors"],
+    header: ["phase", "n", "score ± SE", ...(success ? ["success ± SE"] : []), "Δ score vs base ± SE", "errors"],
     rows: [
-      ...arm.phases.map((p, i) => phaseRow(p.phase, p, i === 0)),
-      phaseRow("teacher (base + scaffold note)", arm.teacher, false),
+      ...arm.phases.map((p, i) => phaseRow(p.phase, p, i === 0, success)),
+      phaseRow("teacher (base + scaffold note)", arm.teacher, false, success),
     ],
     notes,
   };
@@ -189,7 +211,10 @@ export async function reproOpd(
   io: ReproIo & { ablation?: "early-turn-weight" | "clamp"; setup?: OpdReproSetup } = {},
 ): Promise<ReproResult> {
   const start = performance.now();
-  const setup = io.setup ?? guessNumberOpdSetup(config);
+  if (config.opdEnv !== "questworld" && config.opdEnv !== "guess-number")
+    throw new ReproError(`opdEnv must be "questworld" or "guess-number", got "${config.opdEnv}"`);
+  const setup =
+    io.setup ?? (config.opdEnv === "questworld" ? questworldReproSetup(config) : guessNumberOpdSetup(config));
   const dir = join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
   const notes = [
     `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
@@ -200,10 +225,12 @@ export async function reproOpd(
       recipe: "opd",
       dir,
       tables: [
-        opdTable(`OPD rounds on ${setup.name} (seed ${config.seed}, base: ${source.label})`, arm, [
-          ...notes,
-          `Teacher-scored turns per round: ${arm.samples.join(", ")}.`,
-        ]),
+        opdTable(
+          `OPD rounds on ${setup.name} (seed ${config.seed}, base: ${source.label})`,
+          arm,
+          [...notes, `Teacher-scored turns per round: ${arm.samples.join(", ")}.`],
+          setup.reportsSuccess !== false,
+        ),
         ...combinedWallTable(arm.wallTables),
       ],
       seconds: arm.seconds,

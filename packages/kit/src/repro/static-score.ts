@@ -66,9 +66,16 @@ export const FALLBACK_HELDOUT_TEXTS: readonly string[] = [
   "Guess the middle of the numbers that are still possible, and the game ends quickly.",
 ];
 
-/** The held-out texts: the agent model's `heldout.txt` (one text per non-empty line) if shipped. */
-export function heldoutTexts(maxTexts: number, path = agentModelHeldoutPath()): { texts: string[]; source: string } {
-  if (existsSync(path)) {
+/**
+ * The held-out texts (one per non-empty line) of the first `heldout.txt` that exists among
+ * `paths` (default: the embedded agent model's), else the built-in fallback.
+ */
+export function heldoutTexts(
+  maxTexts: number,
+  paths: readonly string[] = [agentModelHeldoutPath()],
+): { texts: string[]; source: string } {
+  const path = paths.find((p) => existsSync(p));
+  if (path) {
     const texts = readFileSync(path, "utf8")
       .split("\n")
       .map((l) => l.trim())

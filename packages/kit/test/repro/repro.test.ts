@@ -63,7 +63,7 @@ describe("kiln repro at --quick size", () => {
     expect(html).toContain("Ablation: delta scale s");
     expect(existsSync(join(r.dir, "arp", "report.html"))).toBe(true);
     expect(existsSync(join(r.dir, "arp", "adapter", "adapter_model.safetensors"))).toBe(true);
-  }, 240_000);
+  }, 600_000);
 
   it("OPD: base, r1–r3 and the teacher row with n and SE; OEL: base, consolidated, the memory bound with pass^k", async () => {
     const config = reproQuickConfig(5);
@@ -75,10 +75,17 @@ describe("kiln repro at --quick size", () => {
       "r3",
       "teacher (base + scaffold note)",
     ]);
+    // Questworld Core-3 from the wall: n = evaluation seeds, the wall table beside the phase table.
+    expect(config.opdEnv).toBe("questworld");
+    expect(opd.tables[0].header).toEqual(["phase", "n", "score ± SE", "Δ score vs base ± SE", "errors"]);
     for (const row of opd.tables[0].rows) {
-      expect(row[1]).toBe(String(config.heldout.opdEpisodes));
+      expect(row[1]).toBe(String(config.heldout.questworldSeeds.length));
       expect(row[2]).toMatch(SE_CELL);
     }
+    const wall = opd.tables[1];
+    expect(wall.header).toEqual(["#", "quest stage", "base", "r1", "r2", "r3", "teacher"]);
+    expect(wall.rows.length).toBeGreaterThan(3);
+    for (const row of wall.rows) for (const c of row.slice(2)) expect(c).toMatch(/^\d+\/\d+$/);
     writeReproOutputs(opd, config, "kiln repro opd --quick");
     expect(existsSync(join(opd.dir, "report.html"))).toBe(true);
 
@@ -101,15 +108,18 @@ describe("kiln repro at --quick size", () => {
     }
     writeReproOutputs(oel, config, "kiln repro oel --quick");
     expect(existsSync(join(oel.dir, "report.html"))).toBe(true);
-  }, 240_000);
+  }, 600_000);
 
-  it("is deterministic for a seed: the same tables twice", async () => {
+  it("is deterministic for a seed: the same tables twice (guess-number OPD, ARP)", async () => {
     const config = reproQuickConfig(11);
+    config.opdEnv = "guess-number";
     const once = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c1") });
     const twice = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c2") });
+    expect(once.tables[0].rows.map((r) => r[0])).toEqual(["base", "r1", "r2", "r3", "teacher (base + scaffold note)"]);
+    expect(once.tables[0].rows[0][1]).toBe(String(config.heldout.opdEpisodes));
     expect(twice.tables.map(markdownTable)).toEqual(once.tables.map(markdownTable));
     const a1 = await reproArp(tinyChatSource(11), config, { ...quiet, out: join(root, "c1") });
     const a2 = await reproArp(tinyChatSource(11), config, { ...quiet, out: join(root, "c2") });
     expect(a2.tables.map(markdownTable)).toEqual(a1.tables.map(markdownTable));
-  }, 240_000);
+  }, 600_000);
 });
