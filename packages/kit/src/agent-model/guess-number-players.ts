@@ -4,7 +4,15 @@
 // plays the *mediocre* strategy when decoding greedily — the stepper is the most common player and
 // its opening guess the single most likely one — while the expert's bisection is in the data to be
 // found by SFT, preference training or a teacher holding the lesson.
-import { GUESS_TOOL, type Message, type ScriptContext, formatToolCalls } from "@kiln/rollout";
+import {
+  GUESS_TOOL,
+  type Message,
+  type RepairFn,
+  type ScriptContext,
+  type Trajectory,
+  formatToolCalls,
+  messagesBeforeTurn,
+} from "@kiln/rollout";
 
 export type GuessSkill = "bisect" | "stepper" | "erratic";
 
@@ -96,4 +104,46 @@ export function pickSkill<S extends string>(mix: Readonly<Record<S, number>>, u:
     if (u < acc) return skill;
   }
   return entries[entries.length - 1][0];
+}
+
+function guessOf(reply: Message): number | null {
+  const call = reply.tool_calls?.[0];
+  if (!call || call.function.name !== GUESS_TOOL.function.name) return null;
+  try {
+    const n = JSON.parse(call.function.arguments).n;
+    return Number.isInteger(n) ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Guess-number's rules for ARP's diagnosers and its repair. An invalid move is a guess the feedback
+ * already ruled out (outside the range still possible) or no readable guess at all; the repair — the
+ * chosen reply of a turn-local pair — is the bisecting expert's guess for the same conversation.
+ */
+export function guessNumberDiagnose(): {
+  invalidMove: (reply: Message, traj: Trajectory, turn: number) => boolean;
+  repair: RepairFn;
+} {
+  return {
+    invalidMove: (reply, traj, turn) => {
+      const n = guessOf(reply);
+      if (n === null) return true;
+      const h = guessHistory(messagesBeforeTurn(traj, turn));
+      return n < h.low || n > h.high;
+    },
+    repair: (prompt, failing) => {
+      const h = guessHistory(prompt);
+      const n = Math.floor((h.low + h.high) / 2);
+      const id = failing.message.tool_calls?.[0]?.id ?? `call_${failing.index}`;
+      return {
+        role: "assistant",
+        content: failing.message.tool_calls?.length ? failing.message.content : null,
+        tool_calls: [
+          { id, type: "function", function: { name: GUESS_TOOL.function.name, arguments: JSON.stringify({ n }) } },
+        ],
+      };
+    },
+  };
 }

@@ -42,7 +42,7 @@ import { type RunDir, RunDir as RunDirClass, type RunMode } from "../run-dir.js"
 import { dpoObjective, sftObjective } from "../trainer/objectives.js";
 import { type TrainConfig, type TrainResult, train } from "../trainer/trainer.js";
 import type { ChatCodec, Conversation, PreferenceExample } from "./batches.js";
-import type { DiagnoseOptions } from "./diagnose.js";
+import type { DiagnoseOptions, RepairFn } from "./diagnose.js";
 import {
   type ArpConfig,
   type DpoStageSettings,
@@ -100,8 +100,11 @@ export interface ArpOptions extends RecipeIo {
   config?: ArpConfig;
   /** The held-out evaluation instances (default: makeEnv with seeds disjoint from training's). */
   makeEvalEnv?: () => Environment;
-  /** Game rules for the diagnosers (Wordle: wrong length, invalid word). */
-  diagnose?: Omit<DiagnoseOptions, "maxChars">;
+  /**
+   * Game rules for the diagnosers (Wordle: wrong length, invalid word) and, optionally, the game's
+   * repair: the chosen reply of a failing turn that no reference trajectory answers.
+   */
+  diagnose?: Omit<DiagnoseOptions, "maxChars"> & { repair?: RepairFn };
   /** Where the base model came from (recorded in metadata.json and the model card). */
   baseModel?: { source: string; dir?: string };
   /** "new" (default: refuse an existing run), "overwrite", or "resume". */
@@ -183,7 +186,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     logprobs: true,
   };
   const limits: EpisodeLimits = { maxTurns: config.rollout.maxTurns };
-  const diagnose: DiagnoseOptions = { ...options.diagnose, maxChars: config.maxChars };
+  const diagnose: DiagnoseOptions & { repair?: RepairFn } = { ...options.diagnose, maxChars: config.maxChars };
   const run: RunDir = await RunDirClass.create(
     options.out ?? "runs",
     options.name ?? "arp",
