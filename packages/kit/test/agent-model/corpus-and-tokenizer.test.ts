@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import { trainBpeTokenizer } from "../../src/agent-model/bpe.js";
 import { documentRow, documentText } from "../../src/agent-model/build.js";
 import { guessNumberCorpus } from "../../src/agent-model/corpus.js";
-import { type GuessSkill, guessHistory, guessPlayerScript } from "../../src/agent-model/guess-number-players.js";
+import {
+  type GuessSkill,
+  guessHistory,
+  guessNumberDiagnose,
+  guessPlayerScript,
+} from "../../src/agent-model/guess-number-players.js";
 import { GUESS_NUMBER_LESSON } from "../../src/agent-model/notes.js";
 import { cleanStory } from "../../src/agent-model/plain-text.js";
 
@@ -43,6 +48,45 @@ describe("guess-number players", () => {
       { role: "tool", tool_call_id: "b", content: "lower" },
     ]);
     expect(h).toEqual({ low: 51, high: 74, guesses: [50, 75], sawLower: true });
+  });
+});
+
+describe("guessNumberDiagnose", () => {
+  it("flags guesses the feedback ruled out and repairs them with the bisecting guess", async () => {
+    const r = await runEpisodes({
+      makeEnv: () => new GuessNumberEnv(),
+      policy: new ScriptedPolicy({ id: "erratic", script: guessPlayerScript("erratic") }),
+      episodes: 40,
+      baseSeed: 9,
+      limits: { maxTurns: 7 },
+      concurrency: 1,
+    });
+    const { invalidMove, repair } = guessNumberDiagnose();
+    let flagged = 0;
+    let clean = 0;
+    for (const t of r.trajectories)
+      t.turns.forEach((turn, i) => {
+        const prompt = t.prompt.concat(t.turns.slice(0, i).flatMap((x) => [x.message, ...x.observations]));
+        const h = guessHistory(prompt);
+        const call = turn.message.tool_calls?.[0];
+        let n: number | null = null;
+        try {
+          n = call ? JSON.parse(call.function.arguments).n : null;
+        } catch {
+          n = null;
+        }
+        const expected = !Number.isInteger(n) || (n as number) < h.low || (n as number) > h.high;
+        expect(invalidMove(turn.message, t, i)).toBe(expected);
+        if (expected) {
+          flagged++;
+          const fixed = repair(prompt, turn, ["invalid"]);
+          const m = JSON.parse(fixed?.tool_calls?.[0].function.arguments ?? "{}").n;
+          expect(m).toBe(Math.floor((h.low + h.high) / 2));
+        } else clean++;
+      });
+    // The erratic player both ignores the feedback and plays in range: both branches were exercised.
+    expect(flagged).toBeGreaterThan(3);
+    expect(clean).toBeGreaterThan(3);
   });
 });
 
