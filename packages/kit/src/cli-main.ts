@@ -35,7 +35,8 @@ commands:
         [--set "arp.eval.episodes=40"] [--config FILE.json] [--print-config] [--backend wasm|js]
         the recipes' result tables on held-out instances: n, mean ± SE, paired Δ ± SE vs the base, report.html
         per table (runs/repro-<recipe>/); default model: the embedded agent model. Ablations: scale (arp),
-        dpo-reference (arp), early-turn-weight (opd), clamp (opd)
+        dpo-reference (arp), early-turn-weight (opd), clamp (opd). opd --teacher DIR: a separate teacher model
+        (same tokenizer; e.g. the ARP model, runs/repro-arp/arp/model) instead of the scaffolded base
   agent-model [--out DIR] [--seed N] [--steps N] [--backend wasm|native|js]
         build the embedded agent model from nothing: scripted-player transcripts (guess-number, questworld,
         Wordle) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face dir

@@ -114,6 +114,7 @@ export async function runReproCommand(args: ParsedArgs): Promise<number> {
       } else if (r === "opd")
         result = await reproOpd(source, config, {
           ...io,
+          teacher: strFlag(f, "teacher") ? dirModelSource(strFlag(f, "teacher")!) : undefined,
           ablation: ablation as "early-turn-weight" | "clamp" | undefined,
         });
       else result = await reproOel(source, config, io);

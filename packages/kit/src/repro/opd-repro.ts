@@ -14,8 +14,10 @@ import {
   episodeSpecs,
   isSuccessful,
 } from "@kiln/rollout";
+import { LocalPolicy } from "@kiln/models";
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
+import { assertSameTokenizer } from "../recipes/cli-recipes.js";
 import { scaffoldedTeacher } from "../recipes/opd-samples.js";
 import { type OpdEvaluation, runOpdRounds } from "../recipes/opd.js";
 import type { OpdConfig } from "../recipes/presets.js";
@@ -90,8 +92,21 @@ export async function runOpdArm(
   dir: string,
   name: string,
   io: ReproIo,
+  /** A separate teacher model (same tokenizer); default: the student with the setup's scaffold note. */
+  teacherSource?: ModelSource,
 ): Promise<OpdArm> {
   const { model, codec } = await source.load();
+  let teacherModel: Policy | undefined;
+  if (teacherSource) {
+    const t = await teacherSource.load();
+    assertSameTokenizer(codec.tokenizer, t.codec.tokenizer, `teacher ${teacherSource.label}`);
+    teacherModel = new LocalPolicy({
+      id: `teacher:${teacherSource.label}`,
+      model: t.model,
+      tokenizer: t.codec.tokenizer,
+      chatTemplate: t.codec.template,
+    });
+  }
   const config = structuredClone(opd);
   if (setup.limits?.maxTurns !== undefined) config.rollout.maxTurns = setup.limits.maxTurns;
   if (config.objective.clamp === 0) config.objective.clamp = Number.POSITIVE_INFINITY;
@@ -106,7 +121,7 @@ export async function runOpdArm(
     model,
     codec,
     makeEnv: setup.makeEnv,
-    teacher: (student) => scaffoldedTeacher(student, setup.note),
+    teacher: (student) => teacherModel ?? scaffoldedTeacher(student, setup.note),
     starts: setup.starts,
     view: setup.view,
     config,
@@ -121,7 +136,7 @@ export async function runOpdArm(
       if (round === 0) {
         // The teacher at the base: the same weights with the scaffold note in the system prompt.
         const t0 = performance.now();
-        const t = await setup.evaluate(scaffoldedTeacher(policy, setup.note));
+        const t = await setup.evaluate(teacherModel ?? scaffoldedTeacher(policy, setup.note));
         teacher = phaseFromScores("teacher", t.scores, {
           success: t.success,
           errors: t.errors,
@@ -192,13 +207,19 @@ export function combinedWallTable(tables: Record<string, (string | number)[][]>)
   ];
 }
 
-export function opdTable(title: string, arm: OpdArm, notes: string[] = [], success = true): ReproTable {
+export function opdTable(
+  title: string,
+  arm: OpdArm,
+  notes: string[] = [],
+  success = true,
+  teacherLabel = "teacher (base + scaffold note)",
+): ReproTable {
   return {
     title,
     header: ["phase", "n", "score ± SE", ...(success ? ["success ± SE"] : []), "Δ score vs base ± SE", "errors"],
     rows: [
       ...arm.phases.map((p, i) => phaseRow(p.phase, p, i === 0, success)),
-      phaseRow("teacher (base + scaffold note)", arm.teacher, false, success),
+      phaseRow(teacherLabel, arm.teacher, false, success),
     ],
     notes,
   };
@@ -208,7 +229,7 @@ export function opdTable(title: string, arm: OpdArm, notes: string[] = [], succe
 export async function reproOpd(
   source: ModelSource,
   config: ReproConfig,
-  io: ReproIo & { ablation?: "early-turn-weight" | "clamp"; setup?: OpdReproSetup } = {},
+  io: ReproIo & { ablation?: "early-turn-weight" | "clamp"; setup?: OpdReproSetup; teacher?: ModelSource } = {},
 ): Promise<ReproResult> {
   const start = performance.now();
   if (config.opdEnv !== "questworld" && config.opdEnv !== "guess-number")
@@ -217,10 +238,12 @@ export async function reproOpd(
     io.setup ?? (config.opdEnv === "questworld" ? questworldReproSetup(config) : guessNumberOpdSetup(config));
   const dir = join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
   const notes = [
-    `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
+    io.teacher
+      ? `Held-out ${setup.name} instances, greedy; the teacher is the model in ${io.teacher.label} (same tokenizer), so its row is what the rounds distil towards.`
+      : `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
   ];
   if (!io.ablation) {
-    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io);
+    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, io.teacher);
     return {
       recipe: "opd",
       dir,
@@ -230,6 +253,7 @@ export async function reproOpd(
           arm,
           [...notes, `Teacher-scored turns per round: ${arm.samples.join(", ")}.`],
           setup.reportsSuccess !== false,
+          io.teacher ? `teacher (${io.teacher.label})` : undefined,
         ),
         ...combinedWallTable(arm.wallTables),
       ],
@@ -252,7 +276,7 @@ export async function reproOpd(
   for (const a of arms) {
     const opd = structuredClone(config.opd);
     (opd.objective as unknown as Record<string, number>)[a.key] = a.value;
-    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io);
+    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, io.teacher);
     for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
     finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });
   }
