@@ -110,6 +110,19 @@ describe("kiln repro at --quick size", () => {
     expect(existsSync(join(oel.dir, "report.html"))).toBe(true);
   }, 600_000);
 
+  it("OPD --teacher: a separate model is the teacher, and its row is that model's own evaluation", async () => {
+    const config = reproQuickConfig(7);
+    config.opdEnv = "guess-number";
+    const teacher = tinyChatSource(9);
+    const withTeacher = await reproOpd(tinyChatSource(7), config, { ...quiet, out: join(root, "t1"), teacher });
+    const rows = withTeacher.tables[0].rows;
+    expect(rows[rows.length - 1][0]).toBe(`teacher (${teacher.label})`);
+    // The teacher's row scores the teacher model on the same held-out games as a run whose student it is.
+    const asStudent = await reproOpd(tinyChatSource(9), config, { ...quiet, out: join(root, "t2") });
+    expect(rows[rows.length - 1][2]).toBe(asStudent.tables[0].rows[0][2]);
+    expect(withTeacher.tables[0].notes?.[0]).toContain(teacher.label);
+  });
+
   it("is deterministic for a seed: the same tables twice (guess-number OPD, ARP)", async () => {
     const config = reproQuickConfig(11);
     config.opdEnv = "guess-number";
