@@ -3,8 +3,8 @@
 // leading space, single digits, punctuation runs, whitespace), BPE merges over printable ASCII (plus any other character the corpus uses), the
 // ChatML special tokens as added tokens, and a Fuse decoder. Digits stay single tokens so numbers
 // are spelled the same way wherever they occur.
-import { Tokenizer } from "@kiln/models";
-import { CHATML_SPECIAL_TOKENS } from "../recipes/tiny-chat.js";
+import type { Tokenizer } from "@kiln/models";
+import { CHATML_SPECIAL_TOKENS, chatmlBpeTokenizer } from "../recipes/tiny-chat.js";
 
 /** The pre-tokenizer's pattern; merges never cross its pieces. */
 export const PRETOKENIZE_PATTERN = " ?[A-Za-z]+|[0-9]| ?[^A-Za-z0-9\\s]+|\\s+";
@@ -84,37 +84,12 @@ export function trainBpeTokenizer(texts: readonly string[], vocabSize: number): 
   return bpeTokenizer(Object.fromEntries(vocab), merges);
 }
 
-/** The tokenizer.json for a vocabulary and merge list (ChatML specials first). */
+/** The tokenizer.json for a vocabulary and merge list (ChatML specials first), split by PRETOKENIZE_PATTERN. */
 export function bpeTokenizer(vocab: Record<string, number>, merges: [string, string][]): Tokenizer {
-  const json = {
-    version: "1.0",
-    truncation: null,
-    padding: null,
-    added_tokens: CHATML_SPECIAL_TOKENS.map((content, i) => ({
-      id: i,
-      content,
-      single_word: false,
-      lstrip: false,
-      rstrip: false,
-      normalized: false,
-      special: true,
-    })),
-    normalizer: null,
-    pre_tokenizer: { type: "Split", pattern: { Regex: PRETOKENIZE_PATTERN }, behavior: "Isolated", invert: false },
-    post_processor: null,
-    decoder: { type: "Fuse" },
-    model: {
-      type: "BPE",
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges,
-    },
-  };
-  return new Tokenizer(json, { eos_token: "<|im_end|>", pad_token: "<|endoftext|>" });
+  return chatmlBpeTokenizer(vocab, merges, {
+    type: "Split",
+    pattern: { Regex: PRETOKENIZE_PATTERN },
+    behavior: "Isolated",
+    invert: false,
+  });
 }

@@ -18,15 +18,15 @@ export const CHATML_TOOL_TEMPLATE =
   "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}" +
   "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
-/** A character-level tokenizer: one token per printable ASCII character or newline. */
-export function charTokenizer(): Tokenizer {
-  const vocab: Record<string, number> = {};
-  CHATML_SPECIAL_TOKENS.forEach((s, i) => {
-    vocab[s] = i;
-  });
-  let id = CHATML_SPECIAL_TOKENS.length;
-  vocab["\n"] = id++;
-  for (let c = 32; c < 127; c++) vocab[String.fromCharCode(c)] = id++;
+/**
+ * A BPE tokenizer.json with the ChatML specials as added tokens (ids first) and a Fuse decoder (decode
+ * concatenates the pieces; the default joins tokens with spaces), loaded as a ChatML chat tokenizer.
+ */
+export function chatmlBpeTokenizer(
+  vocab: Record<string, number>,
+  merges: [string, string][],
+  preTokenizer: Record<string, unknown> | null = null,
+): Tokenizer {
   const json = {
     version: "1.0",
     truncation: null,
@@ -41,9 +41,8 @@ export function charTokenizer(): Tokenizer {
       special: true,
     })),
     normalizer: null,
-    pre_tokenizer: null,
+    pre_tokenizer: preTokenizer,
     post_processor: null,
-    // Fuse: decode concatenates the characters (the default joins tokens with spaces).
     decoder: { type: "Fuse" },
     model: {
       type: "BPE",
@@ -55,10 +54,22 @@ export function charTokenizer(): Tokenizer {
       byte_fallback: false,
       ignore_merges: false,
       vocab,
-      merges: [],
+      merges,
     },
   };
   return new Tokenizer(json, { eos_token: "<|im_end|>", pad_token: "<|endoftext|>" });
+}
+
+/** A character-level tokenizer: one token per printable ASCII character or newline. */
+export function charTokenizer(): Tokenizer {
+  const vocab: Record<string, number> = {};
+  CHATML_SPECIAL_TOKENS.forEach((s, i) => {
+    vocab[s] = i;
+  });
+  let id = CHATML_SPECIAL_TOKENS.length;
+  vocab["\n"] = id++;
+  for (let c = 32; c < 127; c++) vocab[String.fromCharCode(c)] = id++;
+  return chatmlBpeTokenizer(vocab, []);
 }
 
 export function chatmlTemplate(): ChatTemplate {
