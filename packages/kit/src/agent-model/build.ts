@@ -58,11 +58,18 @@ export class AgentModelBuildError extends Error {
   override name = "AgentModelBuildError";
 }
 
+// One compiled template for every document (a corpus has thousands).
+let template: ReturnType<typeof chatmlTemplate> | undefined;
+const corpusTemplate = () => {
+  template ??= chatmlTemplate();
+  return template;
+};
+
 /** The text a document trains on: a rendered conversation (no generation prompt) or plain text. */
 export function documentText(doc: CorpusDocument): string {
   if (doc.text !== undefined) return `${doc.text}<|endoftext|>`;
   if (!doc.messages) throw new AgentModelBuildError(`document of ${doc.game} has neither text nor messages`);
-  return chatmlTemplate().render(doc.messages, {});
+  return corpusTemplate().render(doc.messages, {});
 }
 
 interface Row {
@@ -76,7 +83,7 @@ export function documentRow(doc: CorpusDocument, tokenizer: Tokenizer, maxLength
   const ids = tokenizer.encode(documentText(doc));
   let lossFrom = 0;
   if (doc.lossOn === "last" && doc.messages && doc.messages.length > 1) {
-    const head = chatmlTemplate().render(doc.messages.slice(0, -1), { addGenerationPrompt: true });
+    const head = corpusTemplate().render(doc.messages.slice(0, -1), { addGenerationPrompt: true });
     lossFrom = tokenizer.encode(head).length;
   }
   // Keep the end (the reply) when a document is too long.
@@ -90,29 +97,23 @@ interface Batch {
   mask: Int32Array;
   rows: number;
   cols: number;
-  tokens: number;
 }
 
 /** Batch widths are rounded up to this many tokens, so a run sees a few shapes and reuses their memory. */
 const WIDTH_STEP = 64;
 
-function makeBatch(rowsIn: readonly (Int32Array | Row)[], padId: number): Batch {
-  const rows = rowsIn.map((r) => (r instanceof Int32Array ? r : r.ids));
+/** Right-padded rows with every token a label (the held-out perplexity's batches). */
+function paddedBatch(rows: readonly Int32Array[], padId: number): Batch {
   const cols = Math.ceil(Math.max(...rows.map((r) => r.length)) / WIDTH_STEP) * WIDTH_STEP;
   const ids = new Int32Array(rows.length * cols).fill(padId);
   const labels = new Int32Array(rows.length * cols).fill(-100);
   const mask = new Int32Array(rows.length * cols);
-  let tokens = 0;
   rows.forEach((r, b) => {
     ids.set(r, b * cols);
     labels.set(r, b * cols);
-    const from = rowsIn[b] instanceof Int32Array ? 0 : (rowsIn[b] as Row).lossFrom;
-    // The label at position t is the token t itself (the loss shifts); the first loss token is `from`.
-    labels.fill(-100, b * cols, b * cols + Math.max(0, Math.min(from, r.length)));
     mask.fill(1, b * cols, b * cols + r.length);
-    tokens += r.length;
   });
-  return { ids, labels, mask, rows: rows.length, cols, tokens };
+  return { ids, labels, mask, rows: rows.length, cols };
 }
 
 /**
@@ -151,7 +152,6 @@ function makePackedBatch(batch: readonly Row[][], batchRows: number, width: numb
   const ids = new Int32Array(batchRows * width).fill(padId);
   const labels = new Int32Array(batchRows * width).fill(-100);
   const mask = new Int32Array(batchRows * width);
-  let tokens = 0;
   batch.forEach((docs, b) => {
     let at = b * width;
     for (const d of docs) {
@@ -161,9 +161,8 @@ function makePackedBatch(batch: readonly Row[][], batchRows: number, width: numb
       at += d.ids.length;
     }
     mask.fill(1, b * width, at);
-    tokens += at - b * width;
   });
-  return { ids, labels, mask, rows: batchRows, cols: width, tokens };
+  return { ids, labels, mask, rows: batchRows, cols: width };
 }
 
 /** Mean next-token loss (nats per token) of `texts` under the model, in batches, without gradients. */
@@ -173,7 +172,7 @@ export function textPerplexity(model: Model, tokenizer: Tokenizer, texts: readon
   let count = 0;
   for (let i = 0; i < texts.length; i += 8) {
     const rows = texts.slice(i, i + 8).map((t) => Int32Array.from(tokenizer.encode(t).slice(0, maxLength)));
-    const b = makeBatch(rows, pad);
+    const b = paddedBatch(rows, pad);
     tidy(() => {
       const logits = model.chunkedLogits(new Tensor(b.ids, [b.rows, b.cols], "i32"), {
         attentionMask: new Tensor(b.mask, [b.rows, b.cols], "i32"),
