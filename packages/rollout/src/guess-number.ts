@@ -112,37 +112,56 @@ export interface GuessScriptOptions {
   exploreRate?: number;
 }
 
+/** The feasible range, the guesses so far and whether any was "lower", read from the conversation alone. */
+export function guessNumberHistory(messages: readonly Message[]): {
+  low: number;
+  high: number;
+  guesses: number[];
+  sawLower: boolean;
+} {
+  let low = 1;
+  let high = 100;
+  const opening = messages.find((m) => m.role === "user");
+  const range = /between (\d+) and (\d+)/.exec(opening?.content ?? "");
+  if (range) {
+    low = Number(range[1]);
+    high = Number(range[2]);
+  }
+  const byId = new Map<string, number>();
+  const guesses: number[] = [];
+  let sawLower = false;
+  for (const m of messages) {
+    if (m.role === "assistant") {
+      for (const tc of m.tool_calls ?? []) {
+        try {
+          const n = JSON.parse(tc.function.arguments).n;
+          if (Number.isInteger(n)) {
+            byId.set(tc.id, n);
+            guesses.push(n);
+          }
+        } catch {
+          // a malformed earlier call taught nothing
+        }
+      }
+    } else if (m.role === "tool" && m.tool_call_id && byId.has(m.tool_call_id)) {
+      const n = byId.get(m.tool_call_id)!;
+      if (m.content === "higher") low = Math.max(low, n + 1);
+      if (m.content === "lower") {
+        high = Math.min(high, n - 1);
+        sawLower = true;
+      }
+    }
+  }
+  return { low, high: Math.max(low, high), guesses, sawLower };
+}
+
 /** A bisecting player that reads the range from the conversation alone (so it is stateless). */
 export function guessNumberScript(options: GuessScriptOptions = {}): (ctx: ScriptContext) => string {
   const format = options.format ?? "hermes";
   const malformedRate = options.malformedRate ?? 0;
   const exploreRate = options.exploreRate ?? 0;
   return ({ messages, rng }) => {
-    let low = 1;
-    let high = 100;
-    const opening = messages.find((m) => m.role === "user");
-    const range = /between (\d+) and (\d+)/.exec(opening?.content ?? "");
-    if (range) {
-      low = Number(range[1]);
-      high = Number(range[2]);
-    }
-    const guesses = new Map<string, number>();
-    for (const m of messages) {
-      if (m.role === "assistant") {
-        for (const tc of m.tool_calls ?? []) {
-          try {
-            guesses.set(tc.id, JSON.parse(tc.function.arguments).n);
-          } catch {
-            // a malformed earlier call taught nothing
-          }
-        }
-      } else if (m.role === "tool" && m.tool_call_id && guesses.has(m.tool_call_id)) {
-        const n = guesses.get(m.tool_call_id)!;
-        if (m.content === "higher") low = Math.max(low, n + 1);
-        if (m.content === "lower") high = Math.min(high, n - 1);
-      }
-    }
-    if (high < low) high = low;
+    const { low, high } = guessNumberHistory(messages);
     if (rng() < malformedRate) {
       const variants = [
         '<tool_call>\n{"name": "guess", "arguments": {"n": 50,}}\n</tool_call>',

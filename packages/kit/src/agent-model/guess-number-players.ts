@@ -11,55 +11,11 @@ import {
   type ScriptContext,
   type Trajectory,
   formatToolCalls,
+  guessNumberHistory,
   messagesBeforeTurn,
 } from "@kiln/rollout";
 
 export type GuessSkill = "bisect" | "stepper" | "erratic";
-
-interface GuessHistory {
-  low: number;
-  high: number;
-  guesses: number[];
-  sawLower: boolean;
-}
-
-/** The feasible range and the guesses so far, read from the conversation (like a stateless player). */
-export function guessHistory(messages: readonly Message[]): GuessHistory {
-  let low = 1;
-  let high = 100;
-  const opening = messages.find((m) => m.role === "user");
-  const range = /between (\d+) and (\d+)/.exec(opening?.content ?? "");
-  if (range) {
-    low = Number(range[1]);
-    high = Number(range[2]);
-  }
-  const byId = new Map<string, number>();
-  const guesses: number[] = [];
-  let sawLower = false;
-  for (const m of messages) {
-    if (m.role === "assistant") {
-      for (const tc of m.tool_calls ?? []) {
-        try {
-          const n = JSON.parse(tc.function.arguments).n;
-          if (Number.isInteger(n)) {
-            byId.set(tc.id, n);
-            guesses.push(n);
-          }
-        } catch {
-          // a malformed call taught nothing
-        }
-      }
-    } else if (m.role === "tool" && m.tool_call_id && byId.has(m.tool_call_id)) {
-      const n = byId.get(m.tool_call_id)!;
-      if (m.content === "higher") low = Math.max(low, n + 1);
-      if (m.content === "lower") {
-        high = Math.min(high, n - 1);
-        sawLower = true;
-      }
-    }
-  }
-  return { low, high: Math.max(low, high), guesses, sawLower };
-}
 
 const MALFORMED = [
   '<tool_call>\n{"name": "guess", "arguments": {"n": 50,}}\n</tool_call>',
@@ -76,7 +32,7 @@ function reply(n: number): string {
 /** The next guess of a player of `skill` (the text of its reply). */
 export function guessPlayerScript(skill: GuessSkill): (ctx: ScriptContext) => string {
   return ({ messages, rng }) => {
-    const h = guessHistory(messages);
+    const h = guessNumberHistory(messages);
     if (skill === "bisect") return reply(Math.floor((h.low + h.high) / 2));
     if (skill === "stepper") {
       // Walks up in tens until overshooting, then one by one from the bottom of the range: solves
@@ -130,11 +86,11 @@ export function guessNumberDiagnose(): {
     invalidMove: (reply, traj, turn) => {
       const n = guessOf(reply);
       if (n === null) return true;
-      const h = guessHistory(messagesBeforeTurn(traj, turn));
+      const h = guessNumberHistory(messagesBeforeTurn(traj, turn));
       return n < h.low || n > h.high;
     },
     repair: (prompt, failing) => {
-      const h = guessHistory(prompt);
+      const h = guessNumberHistory(prompt);
       const n = Math.floor((h.low + h.high) / 2);
       const id = failing.message.tool_calls?.[0]?.id ?? `call_${failing.index}`;
       return {

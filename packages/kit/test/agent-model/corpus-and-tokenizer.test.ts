@@ -1,14 +1,9 @@
-import { GuessNumberEnv, ScriptedPolicy, isSuccessful, runEpisodes } from "@kiln/rollout";
+import { GuessNumberEnv, ScriptedPolicy, guessNumberHistory, isSuccessful, runEpisodes } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
 import { trainBpeTokenizer } from "../../src/agent-model/bpe.js";
 import { documentRow, documentText } from "../../src/agent-model/build.js";
 import { guessNumberCorpus } from "../../src/agent-model/corpus.js";
-import {
-  type GuessSkill,
-  guessHistory,
-  guessNumberDiagnose,
-  guessPlayerScript,
-} from "../../src/agent-model/guess-number-players.js";
+import { type GuessSkill, guessNumberDiagnose, guessPlayerScript } from "../../src/agent-model/guess-number-players.js";
 import { GUESS_NUMBER_LESSON } from "../../src/agent-model/notes.js";
 import { cleanStory } from "../../src/agent-model/plain-text.js";
 
@@ -40,7 +35,7 @@ describe("guess-number players", () => {
       content: null,
       tool_calls: [{ id, type: "function" as const, function: { name: "guess", arguments: JSON.stringify({ n }) } }],
     });
-    const h = guessHistory([
+    const h = guessNumberHistory([
       { role: "user", content: "I picked a number between 1 and 100. Make a guess." },
       call("a", 50),
       { role: "tool", tool_call_id: "a", content: "higher" },
@@ -67,7 +62,7 @@ describe("guessNumberDiagnose", () => {
     for (const t of r.trajectories)
       t.turns.forEach((turn, i) => {
         const prompt = t.prompt.concat(t.turns.slice(0, i).flatMap((x) => [x.message, ...x.observations]));
-        const h = guessHistory(prompt);
+        const h = guessNumberHistory(prompt);
         const call = turn.message.tool_calls?.[0];
         let n: number | null = null;
         try {
