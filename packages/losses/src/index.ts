@@ -32,6 +32,7 @@ export {
   type PolicyObjective,
 } from "./opd.js";
 export { tokenDivergence, type DivergenceKind, type TokenDivergenceOptions } from "./divergence.js";
+export { teacherTopKDivergence, type TeacherTopK, type TeacherTopKOptions } from "./teacher-top-k.js";
 export { reductionWeights, type ReductionOptions, type TokenReduction } from "./reduce.js";
 export {
   distillationLoss,

@@ -46,7 +46,7 @@ export {
   type GenerationOutput,
   type TokenAlternative,
 } from "./generate.js";
-export { scoreCompletions, type ScoreItem } from "./score.js";
+export { scoreCompletions, scoreCompletionsTopK, type ScoreItem, type TopLogprobs } from "./score.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";
 export {
   loadStories260K,

@@ -8,6 +8,7 @@ import {
   type Message,
   type Policy,
   type TokenLogprob,
+  type ScoreOptions,
   type TokenScores,
   type ToolSchema,
   assistantMessageFromText,
@@ -16,7 +17,7 @@ import type { CausalLM } from "./causal-lm.js";
 import { ChatTemplate } from "./chat-template.js";
 import { GenerationError } from "./errors.js";
 import { type GenerateOptions, type GenerationOutput, generate } from "./generate.js";
-import { scoreCompletions } from "./score.js";
+import { scoreCompletions, scoreCompletionsTopK } from "./score.js";
 import type { Tokenizer } from "./tokenizer.js";
 
 export interface LocalPolicyOptions {
@@ -62,10 +63,20 @@ export class LocalPolicy implements Policy {
     return this.run(ids, p, undefined, false);
   }
 
-  async score(messages: Message[], completion: string | number[], tools?: ToolSchema[]): Promise<TokenScores> {
+  async score(
+    messages: Message[],
+    completion: string | number[],
+    tools?: ToolSchema[],
+    options: ScoreOptions = {},
+  ): Promise<TokenScores> {
     const prompt = this.promptIds(messages, tools, this.options.defaults?.enableThinking);
     const tokenIds = typeof completion === "string" ? this.tokenizer.encode(completion) : [...completion];
-    const [logprobs] = scoreCompletions(this.model, [{ promptIds: prompt, completionIds: tokenIds }]);
+    const item = { promptIds: prompt, completionIds: tokenIds };
+    if (options.topLogprobs !== undefined) {
+      const r = scoreCompletionsTopK(this.model, [item], options.topLogprobs);
+      return { tokenIds, logprobs: r.logprobs[0], top: r.top[0] };
+    }
+    const [logprobs] = scoreCompletions(this.model, [item]);
     return { tokenIds, logprobs };
   }
 

@@ -1,6 +1,14 @@
 import { Tensor, concat, narrow, noGrad } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
-import { GenerationError, type Model, generate, generateAsync, loadModel, scoreCompletions } from "../src/index.js";
+import {
+  GenerationError,
+  type Model,
+  generate,
+  generateAsync,
+  loadModel,
+  scoreCompletions,
+  scoreCompletionsTopK,
+} from "../src/index.js";
 import { maxAbsDiff, tinyDir } from "./helpers.js";
 
 const models = new Map<string, Model>();
@@ -159,5 +167,40 @@ describe("scoreCompletions", () => {
       outs.map((o) => ({ promptIds: o.promptIds, completionIds: o.tokenIds })),
     );
     for (const [i, o] of outs.entries()) expect(maxAbsDiff(scores[i], o.logprobs)).toBeLessThan(1e-4);
+  });
+});
+
+describe("scoreCompletionsTopK", () => {
+  it("lists each position's k best tokens of the full log-softmax, and the same token log-probs as scoreCompletions", async () => {
+    const model = await tiny("qwen3");
+    const outs = generate(model, PROMPTS, { temperature: 1, seed: 8, maxNewTokens: 5, stopTokenIds: [] });
+    const items = outs.map((o) => ({ promptIds: o.promptIds, completionIds: o.tokenIds }));
+    const k = 4;
+    const { logprobs, top } = scoreCompletionsTopK(model, items, k, { chunkRows: 2 });
+    const plain = scoreCompletions(model, items);
+    for (const [b, it] of items.entries()) {
+      expect(maxAbsDiff(logprobs[b], plain[b])).toBeLessThan(1e-4);
+      // Reference: the full logits of prompt + completion, log-softmax in float64, sorted.
+      const seq = [...it.promptIds, ...it.completionIds];
+      const logits = noGrad(() => model.forward(new Tensor(Int32Array.from(seq), [1, seq.length], "i32")));
+      const V = logits.shape[2];
+      const z = logits.toFloat32Array();
+      expect(top[b]).toHaveLength(it.completionIds.length);
+      for (let j = 0; j < it.completionIds.length; j++) {
+        const o = (it.promptIds.length + j - 1) * V;
+        const row = Array.from(z.subarray(o, o + V));
+        const mx = Math.max(...row);
+        const lse = mx + Math.log(row.reduce((a, v) => a + Math.exp(v - mx), 0));
+        const order = row.map((v, i) => [v - lse, i] as const).sort((x, y) => y[0] - x[0]);
+        expect(top[b][j].tokenIds).toEqual(order.slice(0, k).map(([, i]) => i));
+        expect(
+          maxAbsDiff(
+            top[b][j].logprobs,
+            order.slice(0, k).map(([v]) => v),
+          ),
+        ).toBeLessThan(1e-4);
+      }
+    }
+    expect(() => scoreCompletionsTopK(model, items, 0)).toThrow(GenerationError);
   });
 });

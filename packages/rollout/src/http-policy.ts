@@ -14,6 +14,7 @@ import type {
   Message,
   Policy,
   TokenLogprob,
+  ScoreOptions,
   TokenScores,
   ToolSchema,
 } from "./types.js";
@@ -145,7 +146,12 @@ export class HttpPolicy implements Policy {
    * and the completion's tokens are those whose text offset lies at or after the rendered prompt.
    * Token-id completions need `tokenizer` (the prompt is then sent as token ids).
    */
-  async score(messages: Message[], completion: string | number[], tools: ToolSchema[] = []): Promise<TokenScores> {
+  async score(
+    messages: Message[],
+    completion: string | number[],
+    tools: ToolSchema[] = [],
+    options: ScoreOptions = {},
+  ): Promise<TokenScores> {
     const render = this.opts.renderPrompt;
     if (!render) {
       throw new PolicyCapabilityError(
@@ -153,7 +159,11 @@ export class HttpPolicy implements Policy {
       );
     }
     const prefix = render(messages, tools);
-    if (this.opts.scoring === "prompt_logprobs") return this.scorePromptLogprobs(prefix, completion);
+    if (this.opts.scoring === "prompt_logprobs") return this.scorePromptLogprobs(prefix, completion, options);
+    if (options.topLogprobs !== undefined)
+      throw new PolicyCapabilityError(
+        `HttpPolicy ${this.id}: top-k scoring needs token ids per alternative; use scoring: "prompt_logprobs" (vLLM)`,
+      );
     let prompt: string | number[];
     let fromIndex: (res: CompletionResponse) => number;
     if (typeof completion === "string") {
@@ -199,7 +209,14 @@ export class HttpPolicy implements Policy {
   }
 
   /** vLLM `prompt_logprobs`: the whole sequence goes as token ids, so the completion is the tail. */
-  private async scorePromptLogprobs(prefix: string, completion: string | number[]): Promise<TokenScores> {
+  private async scorePromptLogprobs(
+    prefix: string,
+    completion: string | number[],
+    options: ScoreOptions = {},
+  ): Promise<TokenScores> {
+    const k = options.topLogprobs;
+    if (k !== undefined && !(Number.isInteger(k) && k >= 1 && k <= 20))
+      throw new PolicyCapabilityError(`HttpPolicy ${this.id}: topLogprobs must be an integer in [1, 20], got ${k}`);
     const tok = this.opts.tokenizer;
     if (!tok) throw new PolicyCapabilityError(`HttpPolicy ${this.id}: prompt_logprobs scoring needs a tokenizer`);
     const prefixIds = tok.encode(prefix);
@@ -210,7 +227,7 @@ export class HttpPolicy implements Policy {
       prompt,
       max_tokens: 1,
       temperature: 0,
-      prompt_logprobs: 0,
+      prompt_logprobs: k ?? 0,
     })) as CompletionResponse;
     const plp = res?.choices?.[0]?.prompt_logprobs;
     if (!Array.isArray(plp) || plp.length !== prompt.length) {
@@ -232,7 +249,18 @@ export class HttpPolicy implements Policy {
       }
       return value;
     });
-    return { tokenIds: ids, logprobs };
+    if (k === undefined) return { tokenIds: ids, logprobs };
+    // vLLM lists the actual token plus the k best (k + 1 entries when the actual one is not among them).
+    const top = ids.map((_, i) => {
+      const entry = plp[prefixIds.length + i] ?? {};
+      const ranked = Object.entries(entry)
+        .map(([tokenId, v]) => ({ id: Number(tokenId), logprob: v.logprob, rank: v.rank ?? Number.POSITIVE_INFINITY }))
+        .filter((e) => Number.isInteger(e.id) && typeof e.logprob === "number")
+        .sort((a, b) => a.rank - b.rank || b.logprob - a.logprob)
+        .slice(0, k);
+      return { tokenIds: ranked.map((e) => e.id), logprobs: ranked.map((e) => e.logprob) };
+    });
+    return { tokenIds: ids, logprobs, top };
   }
 
   private pick(): Endpoint {

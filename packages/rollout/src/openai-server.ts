@@ -34,7 +34,7 @@ import {
 } from "./openai-wire.js";
 import { assistantMessageFromText } from "./parse-tool-calls.js";
 import { deriveSeed } from "./seeds.js";
-import type { GenerateParams, Generation, Message, Policy, ToolSchema } from "./types.js";
+import type { GenerateParams, Generation, Message, Policy, TokenScores, ToolSchema } from "./types.js";
 
 export interface OpenAIServerOptions {
   policy: Policy;
@@ -601,6 +601,7 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
     const promptText = typeof request.prompt === "string" ? request.prompt : tok ? tok.decode(promptIds) : "";
     const wantLogprobs = request.logprobs !== undefined && request.logprobs !== null;
     let promptScores: number[] | null = null;
+    let promptTop: TokenScores["top"] | undefined;
     const wantPromptLogprobs = request.prompt_logprobs !== undefined && request.prompt_logprobs !== null;
     if ((request.echo && wantLogprobs) || wantPromptLogprobs) {
       if (!policy.score)
@@ -611,7 +612,17 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
           "echo",
         );
       // Policy.score with no messages scores a raw token sequence (see Policy.score).
-      promptScores = (await policy.score([], promptIds)).logprobs;
+      const topK = request.prompt_logprobs ? request.prompt_logprobs : undefined;
+      const scored = await policy.score([], promptIds, undefined, topK ? { topLogprobs: topK } : undefined);
+      promptScores = scored.logprobs;
+      promptTop = topK ? scored.top : undefined;
+      if (topK && promptTop?.length !== promptIds.length)
+        throw new HttpError(
+          400,
+          `policy "${policy.id}" cannot list the top ${topK} prompt log-probs per position`,
+          "invalid_request_error",
+          "prompt_logprobs",
+        );
       if (promptScores.length !== promptIds.length) {
         throw new HttpError(
           500,
@@ -688,9 +699,20 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
                 k === 0
                   ? null
                   : {
+                      // vLLM: the k best with their ranks, plus the actual token (rank null when unknown).
+                      ...Object.fromEntries(
+                        (promptTop?.[k]?.tokenIds ?? []).map((t, r) => [
+                          String(t),
+                          {
+                            logprob: promptTop![k].logprobs[r],
+                            rank: r + 1,
+                            decoded_token: tok ? tok.tokenText(t) : null,
+                          },
+                        ]),
+                      ),
                       [String(id)]: {
                         logprob: promptScores![k],
-                        rank: null,
+                        rank: promptTop?.[k] ? promptTop[k].tokenIds.indexOf(id) + 1 || null : null,
                         decoded_token: tok ? tok.tokenText(id) : null,
                       },
                     },

@@ -88,6 +88,16 @@ export interface Generation {
 export interface TokenScores {
   tokenIds: number[];
   logprobs: number[];
+  /**
+   * Per completion position, the scorer's `topLogprobs` most likely tokens (ids and log-probs,
+   * most likely first): present when ScoreOptions.topLogprobs was asked and the policy can.
+   */
+  top?: { tokenIds: number[]; logprobs: number[] }[];
+}
+
+export interface ScoreOptions {
+  /** Also return each position's k most likely tokens (vLLM `prompt_logprobs: k`). */
+  topLogprobs?: number;
 }
 
 /** Anything that can answer a conversation: an in-process model or an HTTP server. */
@@ -100,7 +110,12 @@ export interface Policy {
    * template); the first token then has no context and its value is up to the policy. The
    * OpenAI-compatible server's `/v1/completions` echo and `prompt_logprobs` rely on this.
    */
-  score?(messages: Message[], completion: string | number[], tools?: ToolSchema[]): Promise<TokenScores>;
+  score?(
+    messages: Message[],
+    completion: string | number[],
+    tools?: ToolSchema[],
+    options?: ScoreOptions,
+  ): Promise<TokenScores>;
   /**
    * Continue a raw prompt (no chat template), as `/v1/completions` does. Optional;
    * `kiln serve` uses it for `max_tokens > 0` on the completions endpoint.

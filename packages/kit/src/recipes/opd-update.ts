@@ -1,9 +1,11 @@
 // One OPD update: learner log-probs of the sampled tokens (with gradient), then @kiln/losses'
 // opdLoss — advantage −λ(log q − log p_teacher), clamped to ±c, turn-weighted, and the
-// PPO-clipped importance-sampled objective (numerics.md §4 "Objectives").
-import { type ChunkedLogits, opdLoss, tokenLogProbs } from "@kiln/losses";
+// PPO-clipped importance-sampled objective (numerics.md §4 "Objectives"). With `divergence` the
+// update instead fits the teacher's whole top-k distribution at every student position (GKD with
+// λ = 1, numerics.md §3): the same on-policy data, an exact gradient instead of a one-sample one.
+import { type ChunkedLogits, opdLoss, teacherTopKDivergence, tokenLogProbs } from "@kiln/losses";
 import type { Model } from "@kiln/models";
-import { Tensor, reshape } from "@kiln/tensor";
+import { Tensor, div, mul, reshape, sum } from "@kiln/tensor";
 import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
 import { RecipeError } from "./errors.js";
 import type { OpdSample } from "./opd-samples.js";
@@ -20,6 +22,15 @@ export interface OpdObjectiveOptions {
   klCoef?: number;
   /** "mean" over tokens (default here, so lr does not scale with batch length) or Tinker's "sum". */
   reduction?: "sum" | "mean";
+  /**
+   * "sampled" (default, the seed's OPD): the per-token advantage −(log q − log p_teacher) of the
+   * sampled token. "reverse_kl" / "forward_kl": the divergence to the teacher's top-k
+   * distribution (plus a tail bucket) at every completion position, turn-weighted; needs samples
+   * scored with `teacherTopK`. Clamp and PPO clipping do not apply to these.
+   */
+  divergence?: "sampled" | "reverse_kl" | "forward_kl";
+  /** Teacher tokens kept per position for the full-distribution objectives (default 20, vLLM's cap). */
+  teacherTopK?: number;
 }
 
 export function turnWeights(options: OpdObjectiveOptions): number[] {
@@ -48,6 +59,9 @@ export function opdBatch(samples: readonly OpdSample[], padId = 0) {
   const teacher = new Float32Array(B * T);
   const mask = new Float32Array(B * T);
   const turn = new Float32Array(B * T);
+  const k = Math.max(1, ...samples.map((s) => Math.max(0, ...(s.teacherTop ?? []).map((t) => t.tokenIds.length))));
+  const topIds = new Int32Array(B * T * k).fill(-1);
+  const topLogps = new Float32Array(B * T * k);
   samples.forEach((s, b) => {
     const seq = [...s.promptIds, ...s.completionIds];
     ids.set(seq, b * T);
@@ -61,9 +75,14 @@ export function opdBatch(samples: readonly OpdSample[], padId = 0) {
       teacher[r] = s.teacherLogps[j];
       mask[r] = 1;
       turn[r] = s.turn;
+      const top = s.teacherTop?.[j];
+      if (top) {
+        topIds.set(top.tokenIds, r * k);
+        topLogps.set(top.logprobs, r * k);
+      }
     });
   });
-  return { B, T, ids, attention, targets, sampler, teacher, mask, turn };
+  return { B, T, ids, attention, targets, sampler, teacher, mask, turn, top: { k, ids: topIds, logprobs: topLogps } };
 }
 
 /** OPD loss of a micro-batch (gradient flows to whatever trainable tensors the model uses). */
@@ -82,6 +101,8 @@ export function opdBatchLoss(
     options,
   );
   onLogits?.(logits, b.mask);
+  const divergence = options.divergence ?? "sampled";
+  if (divergence !== "sampled") return topKBatchLoss(logits, b, samples, divergence, options);
   const policyLogps = reshape(tokenLogProbs(logits, new Tensor(b.targets, [b.B, b.T], "i32")), [b.B * b.T]);
   return opdLoss(
     {
@@ -101,4 +122,42 @@ export function opdBatchLoss(
       reduction: options.reduction ?? "mean",
     },
   );
+}
+
+function topKBatchLoss(
+  logits: ChunkedLogits,
+  b: ReturnType<typeof opdBatch>,
+  samples: readonly OpdSample[],
+  kind: "reverse_kl" | "forward_kl",
+  options: OpdObjectiveOptions,
+) {
+  const missing = samples.find((s) => s.teacherTop?.length !== s.completionIds.length);
+  if (missing)
+    throw new RecipeError(
+      `OPD ${kind}: ${missing.episodeId} turn ${missing.turn} has no teacher top-k log-probs per token (score the samples with teacherTopK)`,
+    );
+  const weights = turnWeights(options);
+  const rowWeight = new Float32Array(b.B * b.T);
+  let tokens = 0;
+  let sampledKl = 0;
+  for (let r = 0; r < rowWeight.length; r++) {
+    if (!b.mask[r]) continue;
+    rowWeight[r] = b.turn[r] < weights.length ? weights[b.turn[r]] : 1;
+    tokens++;
+    sampledKl += b.sampler[r] - b.teacher[r];
+  }
+  const perRow = reshape(teacherTopKDivergence(logits, b.top, { kind, mask: b.mask }), [b.B * b.T]);
+  const total = sum(mul(perRow, new Tensor(rowWeight, [b.B * b.T])));
+  const loss = (options.reduction ?? "mean") === "mean" ? div(total, Math.max(1, tokens)) : total;
+  let divergenceMean = 0;
+  const values = perRow.dataSync() as Float32Array;
+  for (let r = 0; r < values.length; r++) if (b.mask[r]) divergenceMean += values[r];
+  return {
+    loss,
+    metrics: {
+      teacher_kl: sampledKl / Math.max(1, tokens),
+      divergence: divergenceMean / Math.max(1, tokens),
+      "advantage/mean": Number.NaN,
+    } as Record<string, number>,
+  };
 }

@@ -178,7 +178,11 @@ export async function runOpdRounds(
       const errored = rollouts.trajectories.filter((t) => t.outcome.status === "error");
       for (const t of errored)
         log(`[kiln opd] round ${round}: episode ${t.episodeId} errored: ${t.outcome.error?.message ?? "unknown"}`);
-      const { samples, skipped } = await scoreWithTeacher(rollouts.trajectories, teacher, { view: options.view });
+      const fullDistribution = (config.objective.divergence ?? "sampled") !== "sampled";
+      const { samples, skipped } = await scoreWithTeacher(rollouts.trajectories, teacher, {
+        view: options.view,
+        topLogprobs: fullDistribution ? (config.objective.teacherTopK ?? 20) : undefined,
+      });
       run.logMetrics({
         stage: `round-${round}-samples`,
         episodes: episodes.length,

@@ -207,6 +207,12 @@ export interface OpdConfig {
     objective: "ppo" | "importance_sampling" | "cispo";
     clipLow: number;
     clipHigh: number;
+    /**
+     * "sampled": the seed's per-token advantage on the sampled token. "reverse_kl" / "forward_kl":
+     * fit the teacher's top-`teacherTopK` distribution at every position (GKD λ = 1, numerics.md §3).
+     */
+    divergence: "sampled" | "reverse_kl" | "forward_kl";
+    teacherTopK: number;
   };
   /** Merge scale of each round's adapter. */
   scale: number;
@@ -240,7 +246,16 @@ export function opdSeedConfig(): OpdConfig {
       headChunkRows: null,
       checkpointLayers: false,
     },
-    objective: { clamp: 3, earlyTurnWeight: 1.5, earlyTurns: 1, objective: "ppo", clipLow: 0.2, clipHigh: 0.2 },
+    objective: {
+      clamp: 3,
+      earlyTurnWeight: 1.5,
+      earlyTurns: 1,
+      objective: "ppo",
+      clipLow: 0.2,
+      clipHigh: 0.2,
+      divergence: "sampled",
+      teacherTopK: 20,
+    },
     scale: 1,
     rollout: { temperature: 1, maxTokens: 256, maxTurns: 30 },
     eval: { seeds: [1, 2, 3] },

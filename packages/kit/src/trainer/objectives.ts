@@ -112,7 +112,11 @@ export function opdObjective(model: Model, options: OpdObjectiveOptions & Length
     options.maxLength === undefined
       ? samples
       : samples.map((x) =>
-          fitToLength(x as OpdSample & Record<string, unknown>, options.maxLength!, ["samplerLogps", "teacherLogps"]),
+          fitToLength(
+            x as OpdSample & Record<string, unknown>,
+            options.maxLength!,
+            x.teacherTop ? ["samplerLogps", "teacherLogps", "teacherTop"] : ["samplerLogps", "teacherLogps"],
+          ),
         );
   return {
     items: (samples) => completionTokens(fit(samples)),
@@ -128,6 +132,7 @@ export function opdObjective(model: Model, options: OpdObjectiveOptions & Length
         tokens: samples.reduce((a, s) => a + s.promptIds.length + s.completionIds.length, 0),
         metrics: {
           teacher_kl: out.metrics.teacher_kl,
+          ...(out.metrics.divergence !== undefined ? { divergence: out.metrics.divergence } : {}),
           advantage_mean: out.metrics["advantage/mean"],
           clip_fraction: out.metrics.clip_fraction ?? 0,
           entropy,

@@ -112,6 +112,33 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     expect(h.every((r) => Number(r.entropy) > 0)).toBe(true);
   });
 
+  it("the top-k divergence objective: zero with policy = teacher, decreasing against another teacher", async () => {
+    const { model, adapter, policy, trajectories } = await studentRollouts(14);
+    const self = await scoreWithTeacher(trajectories, policy, { topLogprobs: 8 });
+    expect(self.samples.every((s) => s.teacherTop?.length === s.completionIds.length)).toBe(true);
+    const same = opdBatchLoss(model, self.samples, { divergence: "reverse_kl" });
+    expect(Math.abs(same.loss.item())).toBeLessThan(1e-4);
+    // Without top-k scores the objective says what is missing.
+    const plain = await scoreWithTeacher(trajectories, policy);
+    expect(() => opdBatchLoss(model, plain.samples, { divergence: "reverse_kl" })).toThrow(/teacher top-k/);
+
+    const other = setup(97);
+    const teacher = new LocalPolicy({ model: other.model, tokenizer: other.tokenizer, chatTemplate: other.template });
+    const { samples } = await scoreWithTeacher(trajectories, teacher, { topLogprobs: 8 });
+    const before = opdBatchLoss(model, samples, { divergence: "reverse_kl", earlyTurnWeight: 1 }).loss.item();
+    expect(before).toBeGreaterThan(0.01);
+    const { history: h } = await train({
+      stage: "opd-rkl",
+      adapter,
+      data: samples,
+      objective: opdObjective(model, { divergence: "reverse_kl" }),
+      config: { lr: 3e-3, maxSteps: 6, microBatchSize: 2, gradAccum: 2, shuffle: false, schedule: "constant" },
+      progress: null,
+    });
+    expect(Number(h[h.length - 1].loss)).toBeLessThan(Number(h[0].loss));
+    expect(h.every((r) => Number(r.divergence) >= 0)).toBe(true);
+  });
+
   it("runOpdRounds chains fresh LoRAs over rounds, writes each round's adapter and merged model", async () => {
     const { model, codec } = setup(14);
     const config = opdTinyConfig();
