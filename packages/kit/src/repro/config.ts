@@ -19,6 +19,11 @@ export interface ReproConfig {
   oel: OelConfig;
   /** What OPD plays: questworld (Core-3 from the quest-2 wall) or guess-number. */
   opdEnv: "questworld" | "guess-number";
+  /**
+   * OPD's teacher when --teacher names no directory: "sft" = the base after ARP's phase A (trained
+   * in the run, opd-teacher.ts), "scaffold" = the base with the environment's note in its prompt.
+   */
+  opdTeacher: "sft" | "scaffold";
   /** Held-out instances (seeds disjoint from every training seed). */
   heldout: {
     /** Questworld OPD: Core-3 evaluation seeds (held out: training starts use seeds ≥ 1,000,000). */
@@ -89,7 +94,8 @@ export function reproConfig(seed = 42): ReproConfig {
       arp,
       opd,
       oel,
-      opdEnv: "questworld",
+      opdEnv: "guess-number",
+      opdTeacher: "sft",
       heldout: {
         questworldSeeds: [0, 1, 2, 3],
         questworldStartsPerArchetype: 2,

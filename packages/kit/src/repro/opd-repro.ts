@@ -26,6 +26,7 @@ import type { ReproIo } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
+import { sftTeacherSource } from "./opd-teacher.js";
 import { questworldReproSetup } from "./questworld-setup.js";
 import { type ReproResult, secondsSince } from "./output.js";
 import { type ReproTable, fmt, fmtDelta } from "./table.js";
@@ -97,8 +98,11 @@ export async function runOpdArm(
 ): Promise<OpdArm> {
   const { model, codec } = await source.load();
   let teacherModel: Policy | undefined;
+  const seconds: Record<string, number> = {};
   if (teacherSource) {
+    const t0 = performance.now();
     const t = await teacherSource.load();
+    seconds["teacher (load or train)"] = secondsSince(t0);
     assertSameTokenizer(codec.tokenizer, t.codec.tokenizer, `teacher ${teacherSource.label}`);
     teacherModel = new LocalPolicy({
       id: `teacher:${teacherSource.label}`,
@@ -111,7 +115,6 @@ export async function runOpdArm(
   if (setup.limits?.maxTurns !== undefined) config.rollout.maxTurns = setup.limits.maxTurns;
   if (config.objective.clamp === 0) config.objective.clamp = Number.POSITIVE_INFINITY;
   const wallTables: Record<string, (string | number)[][]> = {};
-  const seconds: Record<string, number> = {};
   let teacher: PhaseEval | undefined;
   let mark = performance.now();
   const r = await runOpdRounds({
@@ -143,7 +146,7 @@ export async function runOpdArm(
           base: phaseFromScores("base", e.scores),
         });
         if (t.table) wallTables.teacher = t.table;
-        seconds["teacher (scaffold)"] = secondsSince(t0);
+        seconds["teacher eval"] = secondsSince(t0);
       }
       mark = performance.now();
       return e;
@@ -237,13 +240,24 @@ export async function reproOpd(
   const setup =
     io.setup ?? (config.opdEnv === "questworld" ? questworldReproSetup(config) : guessNumberOpdSetup(config));
   const dir = join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
+  if (config.opdTeacher !== "sft" && config.opdTeacher !== "scaffold")
+    throw new ReproError(`opdTeacher must be "sft" or "scaffold", got "${config.opdTeacher}"`);
+  if (!io.teacher && config.opdTeacher === "sft" && setup.name !== "guess-number")
+    throw new ReproError(
+      `opdTeacher "sft" is ARP's phase A on guess-number; for ${setup.name} use opdTeacher=scaffold or --teacher DIR`,
+    );
+  const teacherSource = io.teacher ?? (config.opdTeacher === "sft" ? sftTeacherSource(source, config, io) : undefined);
+  const objective = config.opd.objective;
   const notes = [
-    io.teacher
-      ? `Held-out ${setup.name} instances, greedy; the teacher is the model in ${io.teacher.label} (same tokenizer), so its row is what the rounds distil towards.`
+    teacherSource
+      ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), so its row is what the rounds distil towards.`
       : `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
+    objective.divergence === "sampled"
+      ? `Objective: the sampled-token advantage −(log q − log p_teacher), clamp ${objective.clamp}, ${objective.objective}, early-turn weight ${objective.earlyTurnWeight}.`
+      : `Objective: ${objective.divergence === "reverse_kl" ? "reverse" : "forward"} KL to the teacher's top-${objective.teacherTopK} distribution (plus a tail bucket) at every sampled position, early-turn weight ${objective.earlyTurnWeight}.`,
   ];
   if (!io.ablation) {
-    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, io.teacher);
+    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, teacherSource);
     return {
       recipe: "opd",
       dir,
@@ -253,7 +267,7 @@ export async function reproOpd(
           arm,
           [...notes, `Teacher-scored turns per round: ${arm.samples.join(", ")}.`],
           setup.reportsSuccess !== false,
-          io.teacher ? `teacher (${io.teacher.label})` : undefined,
+          teacherSource ? `teacher (${io.teacher ? io.teacher.label : "base + ARP phase A"})` : undefined,
         ),
         ...combinedWallTable(arm.wallTables),
       ],
@@ -276,7 +290,7 @@ export async function reproOpd(
   for (const a of arms) {
     const opd = structuredClone(config.opd);
     (opd.objective as unknown as Record<string, number>)[a.key] = a.value;
-    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, io.teacher);
+    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, teacherSource);
     for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
     finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });
   }

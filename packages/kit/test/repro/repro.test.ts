@@ -67,6 +67,9 @@ describe("kiln repro at --quick size", () => {
 
   it("OPD: base, r1–r3 and the teacher row with n and SE; OEL: base, consolidated, the memory bound with pass^k", async () => {
     const config = reproQuickConfig(5);
+    // Questworld's teacher is the scaffold note (ARP's phase A trains on guess-number only).
+    config.opdEnv = "questworld";
+    config.opdTeacher = "scaffold";
     const opd = await reproOpd(tinyChatSource(5), config, { ...quiet, out: join(root, "b") });
     expect(opd.tables[0].rows.map((row) => row[0])).toEqual([
       "base",
@@ -125,10 +128,11 @@ describe("kiln repro at --quick size", () => {
 
   it("is deterministic for a seed: the same tables twice (guess-number OPD, ARP)", async () => {
     const config = reproQuickConfig(11);
-    config.opdEnv = "guess-number";
+    expect(config.opdEnv).toBe("guess-number");
+    expect(config.opdTeacher).toBe("sft");
     const once = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c1") });
     const twice = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c2") });
-    expect(once.tables[0].rows.map((r) => r[0])).toEqual(["base", "r1", "r2", "r3", "teacher (base + scaffold note)"]);
+    expect(once.tables[0].rows.map((r) => r[0])).toEqual(["base", "r1", "r2", "r3", "teacher (base + ARP phase A)"]);
     expect(once.tables[0].rows[0][1]).toBe(String(config.heldout.opdEpisodes));
     expect(twice.tables.map(markdownTable)).toEqual(once.tables.map(markdownTable));
     const a1 = await reproArp(tinyChatSource(11), config, { ...quiet, out: join(root, "c1") });
