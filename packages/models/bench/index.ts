@@ -21,6 +21,12 @@ if (process.argv.includes("train-step")) {
   await runTrainStepBench(process.argv.slice(2));
   process.exit(0);
 }
+if (process.argv.includes("qwen35-step")) {
+  // A Qwen3.5-2B-shaped step within 24 GiB: bench/qwen35-step.ts.
+  const { runQwen35StepBench } = await import("./qwen35-step.js");
+  await runQwen35StepBench(process.argv.slice(2));
+  process.exit(0);
+}
 const PROMPT = 128;
 const STEPS = 64;
 const REPS = 5;
