@@ -1,5 +1,6 @@
 // Training memory at real sizes: a LoRA step on a Qwen3-0.6B-shaped model at T = 2,048 (the real
-// config's dims and vocabulary, bf16 base, LoRA r16 all-linear) never allocates a [T, V] float array.
+// config's dims and vocabulary, bf16 base where oneDNN's bf16 GEMM is available, LoRA r16 all-linear)
+// never allocates a [T, V] float array.
 // The largest single allocation of the whole step (forward, loss, backward, clipping, AdamW) is
 // measured and bounded, for SFT and for self-distillation. One decoder layer instead of 28: the layer
 // count changes how long a step takes, not the largest array it makes (a layer holds [T, hidden] and
@@ -25,6 +26,12 @@ const TV_BYTES = T * V * 4;
  */
 const BOUND_BYTES = TV_BYTES / 16;
 
+/**
+ * A step takes 20–45 s here (2 cores, oneDNN); the limit leaves room for a loaded machine and for
+ * the f32 fallback, not for a regression to minutes.
+ */
+const STEP_TIMEOUT_MS = 300_000;
+
 /** Qwen/Qwen3-0.6B config.json (numerics.md §5), but one layer. */
 const QWEN3_06B_ONE_LAYER = {
   architectures: ["Qwen3ForCausalLM"],
@@ -43,11 +50,12 @@ const QWEN3_06B_ONE_LAYER = {
 };
 
 /**
- * Random bf16 matrices (norm weights 1): bf16 bit patterns straight from a xorshift, |w| in
- * [2⁻⁸, 2⁻⁴), random signs. createModel's seeded normal init costs ~20 CPU-seconds for the
- * 155 M-entry embedding; this costs about one, and the memory question does not depend on the values.
+ * Random matrices (norm weights 1): bf16 bit patterns straight from a xorshift, |w| in [2⁻⁸, 2⁻⁴),
+ * random signs, stored as bf16 or widened to f32. createModel's seeded normal init costs ~20
+ * CPU-seconds for the 155 M-entry embedding; this costs about one, and the memory question does not
+ * depend on the values.
  */
-function randomBf16Model(): CausalLM {
+function randomModel(dtype: "bf16" | "f32"): CausalLM {
   const config = parseDecoderConfig(QWEN3_06B_ONE_LAYER);
   let x = 0x9e3779b9;
   const tensors = new Map<string, Tensor>();
@@ -62,7 +70,13 @@ function randomBf16Model(): CausalLM {
         // sign | exponent 119..122 (2⁻⁸..2⁻⁵ ≤ |w| < 2⁻⁴) | 7 mantissa bits
         bits[i] = ((x >>> 16) & 0x8000) | ((119 + (x & 3)) << 7) | ((x >>> 2) & 0x7f);
       }
-      tensors.set(name, Tensor.fromHost(bits, shape, "bf16"));
+      if (dtype === "bf16") tensors.set(name, Tensor.fromHost(bits, shape, "bf16"));
+      else {
+        const values = new Float32Array(n);
+        const words = new Uint32Array(values.buffer);
+        for (let i = 0; i < n; i++) words[i] = bits[i] << 16;
+        tensors.set(name, Tensor.fromHost(values, shape, "f32"));
+      }
     } else tensors.set(name, Tensor.fromHost(new Float32Array(n).fill(1), shape, "f32"));
   }
   return CausalLM.fromTensors(config, tensors);
@@ -170,15 +184,17 @@ async function oneStep<E>(adapter: LoraAdapter, objective: Objective<E>, example
 }
 
 /**
- * The fastest CPU path here: native with oneDNN's bf16 GEMM (PyTorch's bf16 CPU path) where
- * libdnnl loads, else whatever "auto" finds (native with widened bf16, or wasm). Only the speed
- * differs: every backend keeps its tensors in the same wasm heap or host arrays the tracker sees.
+ * The fastest CPU path here: native with oneDNN's bf16 GEMM (PyTorch's bf16 CPU path) and bf16
+ * weights where libdnnl loads; else whatever "auto" finds, with f32 weights. Widened bf16 would
+ * convert the whole 155 M-entry embedding to f32 for every head chunk (three times per chunk,
+ * 76 chunks at T = 2,048): minutes. Only the speed differs: every backend keeps its tensors in the
+ * wasm heap or host arrays the tracker sees, and the weights exist before the step.
  */
-async function fastestBackend(): Promise<BackendChoice> {
+async function fastestBackend(): Promise<{ choice: BackendChoice; weights: "bf16" | "f32" }> {
   try {
-    return await initBackend("native", { threads: 2, bf16Gemm: "onednn" });
+    return { choice: await initBackend("native", { threads: 2, bf16Gemm: "onednn" }), weights: "bf16" };
   } catch {
-    return initBackend("auto", { threads: 2 });
+    return { choice: await initBackend("auto", { threads: 2 }), weights: "f32" };
   }
 }
 
@@ -189,8 +205,9 @@ describe("training memory at Qwen3-0.6B dims (V = 151,936, T = 2,048)", () => {
   const previous = getBackend();
 
   beforeAll(async () => {
-    backendLine = (await fastestBackend()).line;
-    model = randomBf16Model();
+    const { choice, weights } = await fastestBackend();
+    backendLine = `${choice.line}; ${weights} weights`;
+    model = randomModel(weights);
     adapter = attachLora(model, { r: 16, alpha: 32, targetModules: "all-linear", seed: 1 });
   });
   afterAll(() => setBackend(previous));
@@ -208,44 +225,52 @@ describe("training memory at Qwen3-0.6B dims (V = 151,936, T = 2,048)", () => {
     expect(largest.bytes).toBeGreaterThan(BOUND_BYTES);
   });
 
-  it("an SFT step (forward, chunked-head loss, backward, AdamW) never allocates [T, V]", async () => {
-    const start = performance.now();
-    const { result: step, largest } = await largestAllocation(() => oneStep(adapter, sftOnIds(model), ids(T, 1)));
-    const seconds = (performance.now() - start) / 1000;
-    console.log(
-      `SFT step T=${T}: largest allocation ${largest.bytes} bytes (${largest.what}), bound ${BOUND_BYTES}, [T, V] f32 = ${TV_BYTES}; at most ${largest.logitRows} rows of logits at once; ${largest.heapBlocks} heap blocks; ${seconds.toFixed(1)} s`,
-    );
-    expect(Number.isFinite(step.loss)).toBe(true);
-    expect(step.grad_norm).toBeGreaterThan(0);
-    expect(largest.bytes).toBeLessThan(BOUND_BYTES);
-    // The head's chunks of logits were made and seen (so the measurement is not vacuous), and
-    // nothing with more rows of V columns than one chunk.
-    expect(largest.logitRows).toBe(defaultHeadChunkRows(V));
-  });
+  it(
+    "an SFT step (forward, chunked-head loss, backward, AdamW) never allocates [T, V]",
+    async () => {
+      const start = performance.now();
+      const { result: step, largest } = await largestAllocation(() => oneStep(adapter, sftOnIds(model), ids(T, 1)));
+      const seconds = (performance.now() - start) / 1000;
+      console.log(
+        `SFT step T=${T}: largest allocation ${largest.bytes} bytes (${largest.what}), bound ${BOUND_BYTES}, [T, V] f32 = ${TV_BYTES}; at most ${largest.logitRows} rows of logits at once; ${largest.heapBlocks} heap blocks; ${seconds.toFixed(1)} s`,
+      );
+      expect(Number.isFinite(step.loss)).toBe(true);
+      expect(step.grad_norm).toBeGreaterThan(0);
+      expect(largest.bytes).toBeLessThan(BOUND_BYTES);
+      // The head's chunks of logits were made and seen (so the measurement is not vacuous), and
+      // nothing with more rows of V columns than one chunk.
+      expect(largest.logitRows).toBe(defaultHeadChunkRows(V));
+    },
+    STEP_TIMEOUT_MS,
+  );
 
-  it("a self-distillation step (teacher = adapter off, forward KL over the full vocabulary) never allocates [T, V]", async () => {
-    // Student rows: a 1,536-token prompt and a 512-token completion (T = 2,048); the teacher's
-    // prompt is longer (it holds the note). Both sides project only the completion rows, chunk by
-    // chunk; the completion's own logits [C, V] would be four times the bound.
-    const P = 1536;
-    const C = T - P;
-    const sample: ConsolidationSample = {
-      episodeId: "e",
-      turn: 0,
-      studentPromptIds: ids(P, 3),
-      teacherPromptIds: ids(P + 32, 4),
-      completionIds: ids(C, 5),
-    };
-    const objective = consolidationObjective(model, adapter, { kind: "forward_kl" });
-    const start = performance.now();
-    const { result: step, largest } = await largestAllocation(() => oneStep(adapter, objective, sample));
-    const seconds = (performance.now() - start) / 1000;
-    console.log(
-      `self-distillation step T=${T} (${C} completion rows): largest allocation ${largest.bytes} bytes (${largest.what}), bound ${BOUND_BYTES}; at most ${largest.logitRows} rows of logits at once; ${seconds.toFixed(1)} s`,
-    );
-    expect(Number.isFinite(step.loss)).toBe(true);
-    expect(step.grad_norm).toBeGreaterThan(0);
-    expect(largest.bytes).toBeLessThan(BOUND_BYTES);
-    expect(largest.logitRows).toBe(defaultHeadChunkRows(V));
-  });
+  it(
+    "a self-distillation step (teacher = adapter off, forward KL over the full vocabulary) never allocates [T, V]",
+    async () => {
+      // Student rows: a 1,536-token prompt and a 512-token completion (T = 2,048); the teacher's
+      // prompt is longer (it holds the note). Both sides project only the completion rows, chunk by
+      // chunk; the completion's own logits [C, V] would be four times the bound.
+      const P = 1536;
+      const C = T - P;
+      const sample: ConsolidationSample = {
+        episodeId: "e",
+        turn: 0,
+        studentPromptIds: ids(P, 3),
+        teacherPromptIds: ids(P + 32, 4),
+        completionIds: ids(C, 5),
+      };
+      const objective = consolidationObjective(model, adapter, { kind: "forward_kl" });
+      const start = performance.now();
+      const { result: step, largest } = await largestAllocation(() => oneStep(adapter, objective, sample));
+      const seconds = (performance.now() - start) / 1000;
+      console.log(
+        `self-distillation step T=${T} (${C} completion rows): largest allocation ${largest.bytes} bytes (${largest.what}), bound ${BOUND_BYTES}; at most ${largest.logitRows} rows of logits at once; ${seconds.toFixed(1)} s`,
+      );
+      expect(Number.isFinite(step.loss)).toBe(true);
+      expect(step.grad_norm).toBeGreaterThan(0);
+      expect(largest.bytes).toBeLessThan(BOUND_BYTES);
+      expect(largest.logitRows).toBe(defaultHeadChunkRows(V));
+    },
+    STEP_TIMEOUT_MS,
+  );
 });
