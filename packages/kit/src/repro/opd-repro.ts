@@ -290,6 +290,8 @@ export async function reproOpd(
   for (const a of arms) {
     const opd = structuredClone(config.opd);
     (opd.objective as unknown as Record<string, number>)[a.key] = a.value;
+    // The clamp bounds the sampled-token advantage: that ablation runs the seed's objective.
+    if (io.ablation === "clamp") opd.objective.divergence = "sampled";
     const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, teacherSource);
     for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
     finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });
@@ -306,7 +308,12 @@ export async function reproOpd(
       fmtDelta(f.final.delta),
       f === ref ? "—" : fmtDelta(phaseFromScores(f.label, f.final.scores, { base: ref.final }).delta),
     ]),
-    notes: [...notes, "Every arm starts from the same base with the same seeds; only the named setting differs."],
+    notes: [
+      ...(io.ablation === "clamp"
+        ? [notes[0], "Objective: the seed's sampled-token advantage (what the clamp bounds), PPO-clipped."]
+        : notes),
+      "Every arm starts from the same base with the same seeds; only the named setting differs.",
+    ],
   });
   return {
     recipe: "opd",
