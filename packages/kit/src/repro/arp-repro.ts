@@ -104,6 +104,20 @@ export function guessNumberArpSetup() {
   };
 }
 
+/** The acquired episodes: the expert's games on the ARP config's source seeds (phase A's data). */
+export async function expertSourceEpisodes(c: ReproConfig["arp"]): Promise<Trajectory[]> {
+  const setup = guessNumberArpSetup();
+  const run = await runEpisodes({
+    makeEnv: setup.makeEnv,
+    policy: setup.expert,
+    episodes: c.data.sourceEpisodes,
+    baseSeed: c.seed,
+    limits: { maxTurns: setup.expertTurns },
+    concurrency: 1,
+  });
+  return run.trajectories as Trajectory[];
+}
+
 /** Run ARP on guess-number from the source's base with the static score per phase. */
 export async function runArpWithStatic(
   source: ModelSource,
@@ -124,14 +138,7 @@ export async function runArpWithStatic(
   const { model, codec } = await source.load();
   const setup = guessNumberArpSetup();
   let mark = performance.now();
-  const sourceRun = await runEpisodes({
-    makeEnv: setup.makeEnv,
-    policy: setup.expert,
-    episodes: c.data.sourceEpisodes,
-    baseSeed: c.seed,
-    limits: { maxTurns: setup.expertTurns },
-    concurrency: 1,
-  });
+  const sourceTrajectories = await expertSourceEpisodes(c);
   const rows: ArpRow[] = [];
   const result = await runArp({
     out: dir,
@@ -141,7 +148,7 @@ export async function runArpWithStatic(
     codec,
     makeEnv: setup.makeEnv,
     diagnose: setup.diagnose,
-    sourceTrajectories: sourceRun.trajectories as Trajectory[],
+    sourceTrajectories,
     config: c,
     baseModel: { source: source.label, dir: source.dir },
     progress: io.progress,

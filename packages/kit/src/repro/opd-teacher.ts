@@ -4,14 +4,13 @@
 // first load, with the ARP table's own SFT settings, seed and expert episodes, so `repro all`
 // and `repro opd` distil towards the same model that the ARP table reports as "A SFT".
 import { attachLora, mergeAdapter } from "@kiln/lora";
-import { type Trajectory, runEpisodes } from "@kiln/rollout";
 import type { ChatCodec } from "../recipes/batches.js";
 import { stageForward } from "../recipes/presets.js";
 import { holdoutSplit, successOnlySftSet } from "../recipes/sft-set.js";
 import { sftObjective } from "../trainer/objectives.js";
 import { train } from "../trainer/trainer.js";
 import type { Model } from "@kiln/models";
-import { guessNumberArpSetup } from "./arp-repro.js";
+import { expertSourceEpisodes } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
@@ -29,16 +28,8 @@ export function sftTeacherSource(
     load() {
       trained ??= (async () => {
         const { model, codec } = await base.load();
-        const setup = guessNumberArpSetup();
-        const source = await runEpisodes({
-          makeEnv: setup.makeEnv,
-          policy: setup.expert,
-          episodes: c.data.sourceEpisodes,
-          baseSeed: c.seed,
-          limits: { maxTurns: setup.expertTurns },
-          concurrency: 1,
-        });
-        const corpus = successOnlySftSet(source.trajectories as Trajectory[], {
+        const source = await expertSourceEpisodes(c);
+        const corpus = successOnlySftSet(source, {
           capPerEnv: c.data.capPerGame,
           seed: c.seed,
         });
