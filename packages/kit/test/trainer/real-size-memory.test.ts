@@ -240,6 +240,8 @@ describe("training memory at Qwen3-0.6B dims (V = 151,936, T = 2,048)", () => {
       // The head's chunks of logits were made and seen (so the measurement is not vacuous), and
       // nothing with more rows of V columns than one chunk.
       expect(largest.logitRows).toBe(defaultHeadChunkRows(V));
+      // The heap hook reached the allocator (it reaches into a private field: a rename must fail here).
+      expect(largest.heapBlocks).toBeGreaterThan(0);
     },
     STEP_TIMEOUT_MS,
   );
