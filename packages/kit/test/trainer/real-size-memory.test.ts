@@ -27,8 +27,8 @@ const TV_BYTES = T * V * 4;
 const BOUND_BYTES = TV_BYTES / 16;
 
 /**
- * A step takes 20–45 s here (2 cores, oneDNN); the limit leaves room for a loaded machine and for
- * the f32 fallback, not for a regression to minutes.
+ * Measured on 2 shared cores: an SFT step 45 s with oneDNN at load 3, 173 s on the f32 fallback at
+ * load 7. The limit is for such machines; the test asserts memory, never time.
  */
 const STEP_TIMEOUT_MS = 300_000;
 
