@@ -1,5 +1,5 @@
-// Sizes of the repro tables. `reproConfig()` is sized for the time budget of the issue (ARP ≲ 9 min,
-// OPD ≲ 7 min, OEL ≲ 3 min on 2 CPU cores, wasm, a 1–3M-parameter model); `reproQuickConfig()` runs
+// Sizes of the repro tables. `reproConfig()` is what the kit README's tables measured (on 2 shared CPU
+// cores, wasm, the 853k-parameter agent model: ARP ≈ 6 min, OPD ≈ 13 min, OEL ≈ 4 min); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
