@@ -20,6 +20,75 @@ export interface OpdSample {
    * `topLogprobs`): what the full-distribution objectives (OpdObjectiveOptions.divergence) fit.
    */
   teacherTop?: { tokenIds: number[]; logprobs: number[] }[];
+  /**
+   * Set on packed samples (packEpisodeTurns): 1 where a completion position is the student's own
+   * token, 0 for what the environment and the template put between turns. Absent = all 1.
+   */
+  trainMask?: number[];
+  /** Packed samples: the turn of each completion position. Absent = `turn` for all. */
+  turns?: number[];
+}
+
+/**
+ * One sample per episode instead of one per turn, where that changes nothing the loss sees: when
+ * every turn's prompt is the previous turn's prompt + completion + what came back (the chat
+ * template renders history as it was generated), the last turn's sequence holds every earlier
+ * turn's context, so one forward scores all the episode's completion tokens, each with exactly
+ * the context it had. An episode of n turns then costs one pass over its final length instead of n
+ * passes over growing prefixes. Episodes whose prompts do not extend each other stay per turn.
+ */
+export function packEpisodeTurns(samples: readonly OpdSample[]): OpdSample[] {
+  const byEpisode = new Map<string, OpdSample[]>();
+  for (const s of samples) {
+    const list = byEpisode.get(s.episodeId);
+    if (list) list.push(s);
+    else byEpisode.set(s.episodeId, [s]);
+  }
+  const out: OpdSample[] = [];
+  for (const turns of byEpisode.values()) {
+    turns.sort((a, b) => a.turn - b.turn);
+    if (turns.length < 2 || turns.some((t) => t.trainMask) || !extendsEachOther(turns)) {
+      out.push(...turns);
+      continue;
+    }
+    const first = turns[0];
+    const last = turns[turns.length - 1];
+    const full = [...last.promptIds, ...last.completionIds];
+    const n = full.length - first.promptIds.length;
+    const packed: OpdSample = {
+      episodeId: first.episodeId,
+      turn: first.turn,
+      promptIds: [...first.promptIds],
+      completionIds: full.slice(first.promptIds.length),
+      samplerLogps: new Array(n).fill(0),
+      teacherLogps: new Array(n).fill(0),
+      trainMask: new Array(n).fill(0),
+      turns: new Array(n).fill(first.turn),
+      ...(turns.every((t) => t.teacherTop) ? { teacherTop: new Array(n).fill({ tokenIds: [], logprobs: [] }) } : {}),
+    };
+    for (const t of turns) {
+      const at = t.promptIds.length - first.promptIds.length;
+      t.completionIds.forEach((_, j) => {
+        packed.samplerLogps[at + j] = t.samplerLogps[j];
+        packed.teacherLogps[at + j] = t.teacherLogps[j];
+        packed.trainMask![at + j] = 1;
+        packed.turns![at + j] = t.turn;
+        if (packed.teacherTop) packed.teacherTop[at + j] = t.teacherTop![j];
+      });
+    }
+    out.push(packed);
+  }
+  return out;
+}
+
+function extendsEachOther(turns: readonly OpdSample[]): boolean {
+  for (let k = 1; k < turns.length; k++) {
+    const before = [...turns[k - 1].promptIds, ...turns[k - 1].completionIds];
+    const prompt = turns[k].promptIds;
+    if (prompt.length < before.length) return false;
+    for (let i = 0; i < before.length; i++) if (prompt[i] !== before[i]) return false;
+  }
+  return true;
 }
 
 /** What a policy sees of a conversation (e.g. a bounded window of a long episode). */

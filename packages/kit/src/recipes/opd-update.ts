@@ -69,12 +69,13 @@ export function opdBatch(samples: readonly OpdSample[], padId = 0) {
     // Row t of the logits predicts token t+1: completion token j sits at P+j, scored by row P+j−1.
     const P = s.promptIds.length;
     s.completionIds.forEach((id, j) => {
+      if (s.trainMask && !s.trainMask[j]) return;
       const r = b * T + P + j - 1;
       targets[r] = id;
       sampler[r] = s.samplerLogps[j];
       teacher[r] = s.teacherLogps[j];
       mask[r] = 1;
-      turn[r] = s.turn;
+      turn[r] = s.turns ? s.turns[j] : s.turn;
       const top = s.teacherTop?.[j];
       if (top) {
         topIds.set(top.tokenIds, r * k);

@@ -28,7 +28,7 @@ import { opdObjective } from "../trainer/objectives.js";
 import { type TrainResult, train } from "../trainer/trainer.js";
 import type { ChatCodec } from "./batches.js";
 import { RecipeError } from "./errors.js";
-import { type OpdSample, scoreWithTeacher, viewPolicy } from "./opd-samples.js";
+import { type OpdSample, packEpisodeTurns, scoreWithTeacher, viewPolicy } from "./opd-samples.js";
 import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
 import {
   type PhaseEval,
@@ -197,7 +197,7 @@ export async function runOpdRounds(
     const result: TrainResult = await train<OpdSample>({
       stage: `round-${round}`,
       adapter,
-      data: samples,
+      data: config.packTurns ? packEpisodeTurns(samples) : samples,
       objective: opdObjective(model, { ...config.objective, ...stageForward(config.train) }),
       config: { ...config.train, seed: seed + round },
       run,

@@ -199,6 +199,12 @@ export interface OpdConfig {
   episodesPerRound: number;
   /** Seeded wall-state starts per archetype and round (questworld). */
   wallStarts: boolean;
+  /**
+   * Train on one packed sample per episode (packEpisodeTurns: every turn's tokens scored in one pass
+   * over the episode) instead of one sample per turn. The per-token loss is the same; steps hold
+   * micro-batches of episodes instead of turns.
+   */
+  packTurns: boolean;
   train: StageTrainSettings;
   objective: {
     clamp: number;
@@ -230,6 +236,7 @@ export function opdSeedConfig(): OpdConfig {
     rounds: 2,
     episodesPerRound: 64,
     wallStarts: true,
+    packTurns: false,
     train: {
       lr: 1e-4,
       microBatchSize: 4,

@@ -82,8 +82,14 @@ export function dpoObjective(
   };
 }
 
-function completionTokens(samples: readonly { completionIds: readonly number[] }[]): number {
-  return samples.reduce((a, s) => a + s.completionIds.length, 0);
+/** Tokens the loss sees: completion tokens, less a packed sample's in-between tokens (trainMask 0). */
+function completionTokens(
+  samples: readonly { completionIds: readonly number[]; trainMask?: readonly number[] }[],
+): number {
+  return samples.reduce(
+    (a, s) => a + (s.trainMask ? s.trainMask.reduce((m, v) => m + (v ? 1 : 0), 0) : s.completionIds.length),
+    0,
+  );
 }
 
 /**
@@ -112,11 +118,12 @@ export function opdObjective(model: Model, options: OpdObjectiveOptions & Length
     options.maxLength === undefined
       ? samples
       : samples.map((x) =>
-          fitToLength(
-            x as OpdSample & Record<string, unknown>,
-            options.maxLength!,
-            x.teacherTop ? ["samplerLogps", "teacherLogps", "teacherTop"] : ["samplerLogps", "teacherLogps"],
-          ),
+          fitToLength(x as OpdSample & Record<string, unknown>, options.maxLength!, [
+            "samplerLogps",
+            "teacherLogps",
+            ...(x.teacherTop ? (["teacherTop"] as const) : []),
+            ...(x.trainMask ? (["trainMask", "turns"] as const) : []),
+          ]),
         );
   return {
     items: (samples) => completionTokens(fit(samples)),

@@ -6,7 +6,12 @@ import { LocalPolicy, loadModel } from "@kiln/models";
 import { type Policy, runEpisodes } from "@kiln/rollout";
 import { Tensor, backward, disposeWasmBackend, initBackend, noGrad, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type OpdSample, scaffoldedTeacher, scoreWithTeacher } from "../../src/recipes/opd-samples.js";
+import {
+  type OpdSample,
+  packEpisodeTurns,
+  scaffoldedTeacher,
+  scoreWithTeacher,
+} from "../../src/recipes/opd-samples.js";
 import { opdBatchLoss } from "../../src/recipes/opd-update.js";
 import { runOpdRounds } from "../../src/recipes/opd.js";
 import { opdTinyConfig } from "../../src/recipes/presets.js";
@@ -137,6 +142,40 @@ describe("OPD rounds on a tiny random Qwen3", () => {
     });
     expect(Number(h[h.length - 1].loss)).toBeLessThan(Number(h[0].loss));
     expect(h.every((r) => Number(r.divergence) >= 0)).toBe(true);
+  });
+
+  it("packEpisodeTurns: one sample per episode, the same per-token loss and gradient as per-turn samples", async () => {
+    const { model, adapter, trajectories } = await studentRollouts(15);
+    const other = setup(96);
+    const teacher = new LocalPolicy({ model: other.model, tokenizer: other.tokenizer, chatTemplate: other.template });
+    const { samples } = await scoreWithTeacher(trajectories, teacher, { topLogprobs: 6 });
+    const packed = packEpisodeTurns(samples);
+    // Two episodes of two turns each: the chat template re-renders history as generated, so they pack.
+    expect(samples).toHaveLength(4);
+    expect(packed).toHaveLength(2);
+    const tokens = samples.reduce((a, s) => a + s.completionIds.length, 0);
+    expect(packed.reduce((a, s) => a + s.trainMask!.reduce((m, v) => m + v, 0), 0)).toBe(tokens);
+    for (const options of [{ clamp: 3 }, { divergence: "reverse_kl" as const }]) {
+      const grads = (batch: OpdSample[]) => {
+        for (const p of adapter.parameters()) p.grad = null;
+        const out = opdBatchLoss(model, batch, options);
+        backward(out.loss);
+        return { loss: out.loss.item(), g: adapter.parameters().map((p) => Array.from(p.grad!.dataSync())) };
+      };
+      const a = grads(samples);
+      const b = grads(packed);
+      expect(b.loss).toBeCloseTo(a.loss, 5);
+      let diff = 0;
+      let norm = 0;
+      a.g.forEach((g, i) =>
+        g.forEach((v, j) => {
+          diff = Math.max(diff, Math.abs(v - b.g[i][j]));
+          norm = Math.max(norm, Math.abs(v));
+        }),
+      );
+      expect(norm).toBeGreaterThan(0);
+      expect(diff).toBeLessThan(1e-4 * norm + 1e-6);
+    }
   });
 
   it("runOpdRounds chains fresh LoRAs over rounds, writes each round's adapter and merged model", async () => {
