@@ -167,12 +167,11 @@ describe("OPD rounds on a tiny random Qwen3", () => {
       expect(b.loss).toBeCloseTo(a.loss, 5);
       let diff = 0;
       let norm = 0;
-      a.g.forEach((g, i) =>
-        g.forEach((v, j) => {
+      for (const [i, g] of a.g.entries())
+        for (const [j, v] of g.entries()) {
           diff = Math.max(diff, Math.abs(v - b.g[i][j]));
           norm = Math.max(norm, Math.abs(v));
-        }),
-      );
+        }
       expect(norm).toBeGreaterThan(0);
       expect(diff).toBeLessThan(1e-4 * norm + 1e-6);
     }
