@@ -81,8 +81,10 @@ function systemDeps(root) {
       env: "KILN_NATIVE",
       why: "the native (CBLAS) backend's suite",
       probe: probeBlas,
-      apt: ["libopenblas0-pthread"],
-      manual: "`apt-get install libopenblas0-pthread` (Debian), `dnf install openblas` or `brew install openblas`",
+      // libdnnl2: oneDNN's bf16 GEMM, which the native backend uses for bf16 weights where it loads.
+      apt: ["libopenblas0-pthread", "libdnnl2"],
+      manual:
+        "`apt-get install libopenblas0-pthread libdnnl2` (Debian), `dnf install openblas onednn` or `brew install openblas onednn`",
     },
   ];
 }
