@@ -1,5 +1,5 @@
 // Sizes of the repro tables. `reproConfig()` is what the kit README's tables measured (on 2 shared CPU
-// cores, wasm, the 853k-parameter agent model: ARP ≈ 6 min, OPD ≈ 13 min, OEL ≈ 4 min); `reproQuickConfig()` runs
+// cores, wasm, the 853k-parameter agent model: ARP ≈ 6 min, OPD ≈ 7 min, OEL ≈ 3 min); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
