@@ -91,6 +91,23 @@ export async function branchDpoPairs(options: BranchDpoOptions): Promise<Prefere
   return pairs;
 }
 
+/** ARP's acquired episodes: `expert` plays `episodes` games of `makeEnv` from `seed` (the SFT source). */
+export async function acquireExpertEpisodes(
+  setup: { makeEnv: () => Environment; expert: Policy; expertTurns: number },
+  episodes: number,
+  seed: number,
+): Promise<Trajectory[]> {
+  const run = await runEpisodes({
+    makeEnv: setup.makeEnv,
+    policy: setup.expert,
+    episodes,
+    baseSeed: seed,
+    limits: { maxTurns: setup.expertTurns },
+    concurrency: 1,
+  });
+  return run.trajectories as Trajectory[];
+}
+
 export interface ArpOptions extends RecipeIo {
   model: Model;
   codec: ChatCodec;

@@ -14,12 +14,11 @@ import {
   type Policy,
   ScriptedPolicy,
   guessNumberScript,
-  runEpisodes,
 } from "@kiln/rollout";
 import { type BackendName, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { type ParsedArgs, UsageError, intFlag, strFlag } from "../cli-main.js";
 import type { RunMode } from "../run-dir.js";
-import { runArp } from "./arp.js";
+import { acquireExpertEpisodes, runArp } from "./arp.js";
 import type { ChatCodec } from "./batches.js";
 import type { DiagnoseOptions } from "./diagnose.js";
 import { runOel } from "./oel.js";
@@ -193,14 +192,7 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
     if (command === "arp") {
       const c = config as ArpConfig;
       const setup = arpEnvironment(env);
-      const sourceRun = await runEpisodes({
-        makeEnv: setup.makeEnv,
-        policy: setup.expert,
-        episodes: c.data.sourceEpisodes,
-        baseSeed: c.seed,
-        limits: { maxTurns: setup.expertTurns },
-        concurrency: 1,
-      });
+      const sourceTrajectories = await acquireExpertEpisodes(setup, c.data.sourceEpisodes, c.seed);
       const r = await runArp({
         ...io,
         model,
@@ -208,7 +200,7 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
         makeEnv: setup.makeEnv,
         makeEvalEnv: setup.makeEvalEnv,
         diagnose: setup.diagnose,
-        sourceTrajectories: sourceRun.trajectories,
+        sourceTrajectories,
         config: c,
         baseModel,
       });

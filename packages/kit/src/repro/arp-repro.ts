@@ -7,12 +7,12 @@
 import { join } from "node:path";
 import { loadAdapter, mergeAdapter } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
-import { GuessNumberEnv, ScriptedPolicy, type Trajectory, episodeSpecs, runEpisodes } from "@kiln/rollout";
+import { GuessNumberEnv, ScriptedPolicy, type Trajectory, episodeSpecs } from "@kiln/rollout";
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { guessNumberDiagnose, guessPlayerScript } from "../agent-model/guess-number-players.js";
 import { agentModelHeldoutPath } from "../agent-model/paths.js";
 import type { ChatCodec } from "../recipes/batches.js";
-import { runArp } from "../recipes/arp.js";
+import { acquireExpertEpisodes, runArp } from "../recipes/arp.js";
 import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
@@ -105,17 +105,8 @@ export function guessNumberArpSetup() {
 }
 
 /** The acquired episodes: the expert's games on the ARP config's source seeds (phase A's data). */
-export async function expertSourceEpisodes(c: ReproConfig["arp"]): Promise<Trajectory[]> {
-  const setup = guessNumberArpSetup();
-  const run = await runEpisodes({
-    makeEnv: setup.makeEnv,
-    policy: setup.expert,
-    episodes: c.data.sourceEpisodes,
-    baseSeed: c.seed,
-    limits: { maxTurns: setup.expertTurns },
-    concurrency: 1,
-  });
-  return run.trajectories as Trajectory[];
+export function expertSourceEpisodes(c: ReproConfig["arp"]): Promise<Trajectory[]> {
+  return acquireExpertEpisodes(guessNumberArpSetup(), c.data.sourceEpisodes, c.seed);
 }
 
 /** Run ARP on guess-number from the source's base with the static score per phase. */
