@@ -85,11 +85,6 @@ export function teacherTopKDivergence(student: Logits, teacher: TeacherTopK, opt
   return reshape(dense(op, flat, ids, lp, k, mask, reverse), lead);
 }
 
-function listedAll(bucket: Int32Array, V: number, k: number): boolean {
-  for (let v = 0; v < V; v++) if (bucket[v] === k) return false;
-  return true;
-}
-
 function dense(
   op: string,
   student: Tensor,
@@ -118,6 +113,7 @@ function dense(
     for (let v = 0; v < V; v++) sum += Math.exp(z[o + v] - mx);
     const lse = mx + Math.log(sum);
     let teacherMass = 0;
+    let listed = 0; // distinct ids (checked), so listed = V means there is no tail
     let tailSum = 0; // Σ over tail tokens of e^{z − mx}, summed directly (no 1 − Σ cancellation)
     for (let j = 0; j < k; j++) {
       const id = ids[r * k + j];
@@ -131,6 +127,7 @@ function dense(
         pB[j] = Number.NEGATIVE_INFINITY;
         continue;
       }
+      listed++;
       sB[j] = z[o + id] - lse;
       pB[j] = lp[r * k + j];
       teacherMass += Math.exp(pB[j]);
@@ -139,7 +136,7 @@ function dense(
     pB[k] = Math.log(Math.max(1 - teacherMass, MIN_TAIL_MASS));
     let loss = 0;
     // Every token listed: there is no tail bucket (its floored teacher mass would face S = 0).
-    const buckets = listedAll(bucket, V, k) ? k : k + 1;
+    const buckets = listed === V ? k : k + 1;
     for (let b = 0; b < buckets; b++) {
       if (b < k && ids[r * k + b] < 0) continue;
       const S = Math.exp(sB[b]);
