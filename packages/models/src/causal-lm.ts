@@ -205,6 +205,10 @@ export class CausalLM {
 function maskRowsFrom(mask: NonNullable<ForwardOptions["attentionMask"]>, B: number): Uint8Array[] {
   if (Array.isArray(mask))
     return (mask as readonly (readonly number[])[]).map((r) => Uint8Array.from(r, (v) => (v ? 1 : 0)));
+  if ("dtype" in (mask as object) && !(mask as Tensor).storage.backend.hostVisible)
+    throw new GenerationError(
+      `forward: attentionMask is a tensor on backend "${(mask as Tensor).backend}", which the host cannot read without waiting; pass it as a Uint8Array or number[][]`,
+    );
   const flat = "dtype" in (mask as object) ? (mask as Tensor).toFloat32Array() : (mask as Uint8Array | Int32Array);
   if (flat.length % B !== 0)
     throw new GenerationError(`forward: attentionMask has ${flat.length} entries, not a multiple of batch ${B}`);

@@ -36,3 +36,23 @@ export class ChatTemplateError extends ModelsError {}
 
 /** Invalid generation or scoring arguments (sampling parameters, prompts, stop strings). */
 export class GenerationError extends ModelsError {}
+
+/**
+ * A synchronous helper (`generate`, `scoreCompletions`, …) was called where its tensors live in memory the
+ * host cannot read without waiting (WebGPU). The message names the async variant that works on every backend.
+ */
+export class SyncReadError extends ModelsError {
+  constructor(
+    /** The helper that was called, e.g. "generate". */
+    readonly helper: string,
+    /** The variant to call instead, e.g. "generateAsync". */
+    readonly asyncVariant: string,
+    /** The backend whose memory could not be read. */
+    readonly backend: string,
+  ) {
+    super(
+      `${helper}() reads tensors synchronously, but backend "${backend}" keeps them in memory the host cannot ` +
+        `read without waiting; call \`await ${asyncVariant}(…)\` instead (same arguments and result, every backend)`,
+    );
+  }
+}

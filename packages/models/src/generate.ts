@@ -2,9 +2,10 @@
 // token per step per unfinished row. Log-probs are the model's own (log-softmax of the raw
 // logits, before penalty/temperature/filters), i.e. what `scoreCompletions` returns for the
 // same tokens — the quantity RL and distillation need.
-import { Rng, Tensor, noGrad } from "@kiln/tensor";
+import { Rng, Tensor } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { GenerationError } from "./errors.js";
+import { type HostReads, readAsync, readSync } from "./host-read.js";
 import {
   type SamplingParams,
   applyRepetitionPenalty,
@@ -80,7 +81,7 @@ function* generationSteps(
   model: CausalLM,
   prompts: readonly (readonly number[])[],
   options: GenerateOptions,
-): Generator<Tensor, GenerationOutput[], Float32Array> {
+): HostReads<GenerationOutput[]> {
   checkSamplingParams(options);
   const B = prompts.length;
   if (B === 0) return [];
@@ -191,21 +192,16 @@ function* generationSteps(
 }
 
 /**
- * Generate completions for token prompts (synchronous: needs a backend whose memory the host reads without
- * waiting, js or wasm; use `generateAsync` on every backend).
+ * Generate completions for token prompts, reading each step's logits synchronously: js and wasm. On a
+ * backend whose memory the host cannot read without waiting (WebGPU) it throws SyncReadError before any
+ * work; `generateAsync` works on every backend.
  */
 export function generate(
   model: CausalLM,
   prompts: readonly (readonly number[])[],
   options: GenerateOptions = {},
 ): GenerationOutput[] {
-  const steps = generationSteps(model, prompts, options);
-  let data: Float32Array | undefined;
-  for (;;) {
-    const r = noGrad(() => steps.next(data as Float32Array));
-    if (r.done) return r.value;
-    data = r.value.toFloat32Array();
-  }
+  return readSync("generate", "generateAsync", () => generationSteps(model, prompts, options));
 }
 
 /** `generate` on every backend: each step's logits are read with an async host read (WebGPU). */
@@ -214,13 +210,7 @@ export async function generateAsync(
   prompts: readonly (readonly number[])[],
   options: GenerateOptions = {},
 ): Promise<GenerationOutput[]> {
-  const steps = generationSteps(model, prompts, options);
-  let data: Float32Array | undefined;
-  for (;;) {
-    const r = noGrad(() => steps.next(data as Float32Array));
-    if (r.done) return r.value;
-    data = await r.value.toFloat32ArrayAsync();
-  }
+  return readAsync(() => generationSteps(model, prompts, options));
 }
 
 function firstStop(text: string, stops: readonly string[]): { index: number; stop: string } | null {

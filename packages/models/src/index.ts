@@ -46,7 +46,14 @@ export {
   type GenerationOutput,
   type TokenAlternative,
 } from "./generate.js";
-export { scoreCompletions, scoreCompletionsTopK, type ScoreItem, type TopLogprobs } from "./score.js";
+export {
+  scoreCompletions,
+  scoreCompletionsAsync,
+  scoreCompletionsTopK,
+  scoreCompletionsTopKAsync,
+  type ScoreItem,
+  type TopLogprobs,
+} from "./score.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";
 export {
   loadStories260K,

@@ -1,8 +1,9 @@
 // Teacher scoring: log-probs of given continuation tokens in one forward pass per batch.
-import { Tensor, narrow, noGrad } from "@kiln/tensor";
+import { Tensor, narrow } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { headTokenLogProbs } from "./chunked-head.js";
 import { GenerationError } from "./errors.js";
+import { type HostReads, readAsync, readSync } from "./host-read.js";
 
 export interface ScoreItem {
   promptIds: readonly number[];
@@ -24,9 +25,19 @@ function checkItems(op: string, model: CausalLM, items: readonly ScoreItem[]): v
 /**
  * log p(completion_t | prompt, completion_<t) for each item, all items in one left-padded
  * forward. Completions are right-aligned, so only the last (longest completion) positions go
- * through the vocabulary projection, and those in row chunks.
+ * through the vocabulary projection, and those in row chunks. Synchronous: js and wasm; on a backend
+ * whose memory the host cannot read without waiting (WebGPU) a SyncReadError names `scoreCompletionsAsync`.
  */
 export function scoreCompletions(model: CausalLM, items: readonly ScoreItem[]): number[][] {
+  return readSync("scoreCompletions", "scoreCompletionsAsync", () => scoreSteps(model, items));
+}
+
+/** `scoreCompletions` on every backend. */
+export async function scoreCompletionsAsync(model: CausalLM, items: readonly ScoreItem[]): Promise<number[][]> {
+  return readAsync(() => scoreSteps(model, items));
+}
+
+function* scoreSteps(model: CausalLM, items: readonly ScoreItem[]): HostReads<number[][]> {
   if (items.length === 0) return [];
   checkItems("score", model, items);
   const C = Math.max(...items.map((it) => it.completionIds.length));
@@ -44,16 +55,14 @@ export function scoreCompletions(model: CausalLM, items: readonly ScoreItem[]): 
     const n = it.completionIds.length;
     targets.set(it.completionIds, b * C + C - n);
   });
-  return noGrad(() => {
-    // The head runs in row chunks (headTokenLogProbs): no [B, C, V] logits for long completions.
-    const hidden = model.hiddenStates(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, logitsToKeep: C + 1 });
-    const lp = headTokenLogProbs(
-      model.lmHead,
-      narrow(hidden, 1, 0, C),
-      new Tensor(targets, [B, C], "i32"),
-    ).toFloat32Array();
-    return items.map((it, b) => Array.from(lp.subarray(b * C + C - it.completionIds.length, (b + 1) * C)));
-  });
+  // The head runs in row chunks (headTokenLogProbs): no [B, C, V] logits for long completions.
+  const hidden = model.hiddenStates(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, logitsToKeep: C + 1 });
+  const lp: Float32Array = yield headTokenLogProbs(
+    model.lmHead,
+    narrow(hidden, 1, 0, C),
+    new Tensor(targets, [B, C], "i32"),
+  );
+  return items.map((it, b) => Array.from(lp.subarray(b * C + C - it.completionIds.length, (b + 1) * C)));
 }
 
 /** A position's k most likely tokens under the model, most likely first. */
@@ -66,7 +75,7 @@ export interface TopLogprobs {
  * scoreCompletions plus, per completion position, the model's `k` most likely tokens with their
  * log-probs (what vLLM's `prompt_logprobs: k` returns): the teacher side of a top-k distillation
  * (numerics.md §3). The head runs over `chunkRows` positions at a time; only k values per position
- * are kept.
+ * are kept. Synchronous: js and wasm; elsewhere a SyncReadError names `scoreCompletionsTopKAsync`.
  */
 export function scoreCompletionsTopK(
   model: CausalLM,
@@ -74,6 +83,25 @@ export function scoreCompletionsTopK(
   k: number,
   options: { chunkRows?: number } = {},
 ): { logprobs: number[][]; top: TopLogprobs[][] } {
+  return readSync("scoreCompletionsTopK", "scoreCompletionsTopKAsync", () => topKSteps(model, items, k, options));
+}
+
+/** `scoreCompletionsTopK` on every backend. */
+export async function scoreCompletionsTopKAsync(
+  model: CausalLM,
+  items: readonly ScoreItem[],
+  k: number,
+  options: { chunkRows?: number } = {},
+): Promise<{ logprobs: number[][]; top: TopLogprobs[][] }> {
+  return readAsync(() => topKSteps(model, items, k, options));
+}
+
+function* topKSteps(
+  model: CausalLM,
+  items: readonly ScoreItem[],
+  k: number,
+  options: { chunkRows?: number },
+): HostReads<{ logprobs: number[][]; top: TopLogprobs[][] }> {
   const V = model.config.vocabSize;
   if (!(Number.isInteger(k) && k >= 1 && k <= V))
     throw new GenerationError(`scoreCompletionsTopK: k must be an integer in [1, ${V}], got ${k}`);
@@ -92,25 +120,23 @@ export function scoreCompletionsTopK(
     mask.fill(1, b * L + L - seq.length, (b + 1) * L);
   });
   const chunk = options.chunkRows ?? Math.max(1, Math.floor((4 << 20) / V));
-  noGrad(() => {
-    const hidden = model.hiddenStates(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, logitsToKeep: C + 1 });
-    for (let b = 0; b < B; b++) {
-      const n = items[b].completionIds.length;
-      // Row C − n + j of this item's kept positions predicts completion token j.
-      const rows = narrow(narrow(hidden, 0, b, b + 1), 1, C - n, C);
-      for (let s = 0; s < n; s += chunk) {
-        const e = Math.min(s + chunk, n);
-        const logits = model.lmHead.forward(narrow(rows, 1, s, e));
-        const z = logits.toFloat32Array();
-        logits.dispose();
-        for (let r = 0; r < e - s; r++) {
-          const lse = rowLogSumExp(z, r * V, V);
-          logprobs[b].push(z[r * V + items[b].completionIds[s + r]] - lse);
-          top[b].push(rowTopK(z, r * V, V, k, lse));
-        }
+  const hidden = model.hiddenStates(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, logitsToKeep: C + 1 });
+  for (let b = 0; b < B; b++) {
+    const n = items[b].completionIds.length;
+    // Row C − n + j of this item's kept positions predicts completion token j.
+    const rows = narrow(narrow(hidden, 0, b, b + 1), 1, C - n, C);
+    for (let s = 0; s < n; s += chunk) {
+      const e = Math.min(s + chunk, n);
+      const logits = model.lmHead.forward(narrow(rows, 1, s, e));
+      const z: Float32Array = yield logits;
+      logits.dispose();
+      for (let r = 0; r < e - s; r++) {
+        const lse = rowLogSumExp(z, r * V, V);
+        logprobs[b].push(z[r * V + items[b].completionIds[s + r]] - lse);
+        top[b].push(rowTopK(z, r * V, V, k, lse));
       }
     }
-  });
+  }
   return { logprobs, top };
 }
 

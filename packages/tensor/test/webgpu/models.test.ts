@@ -5,7 +5,15 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // Relative imports: @kiln/tensor has no dependency on the packages built on it.
 import { attachLora } from "../../../lora/src/index.js";
-import { type CausalLM, loadStories260K } from "../../../models/src/index.js";
+import {
+  type CausalLM,
+  SyncReadError,
+  generate,
+  generateAsync,
+  loadStories260K,
+  scoreCompletions,
+  scoreCompletionsAsync,
+} from "../../../models/src/index.js";
 import * as T from "../../src/index.js";
 import { openWebGPU, reportMissing } from "./setup.js";
 
@@ -66,6 +74,28 @@ if (!reportMissing(suite)) {
       const js = await greedy(await loadOn("js"), "js", c.prompt_ids, steps);
       expect(gpu).toEqual(js);
       expect(gpu).toEqual(c.greedy_ids.slice(0, steps));
+    });
+
+    it("generate() refuses with SyncReadError naming generateAsync; generateAsync and scoreCompletionsAsync equal js", async () => {
+      const c = greedyFixture.cases[1];
+      const options = { greedy: true, maxNewTokens: 12, stopTokenIds: [] };
+      const gpuModel = await loadOn("webgpu");
+      const jsModel = await loadOn("js");
+      const want = generate(jsModel, [c.prompt_ids], options);
+      T.setBackend("webgpu");
+      try {
+        expect(() => generate(gpuModel, [c.prompt_ids], options)).toThrow(SyncReadError);
+        expect(() => generate(gpuModel, [c.prompt_ids], options)).toThrow(/await generateAsync/);
+        const got = await generateAsync(gpuModel, [c.prompt_ids], options);
+        expect(got[0].tokenIds).toEqual(want[0].tokenIds);
+        const items = [{ promptIds: c.prompt_ids, completionIds: want[0].tokenIds }];
+        expect(() => scoreCompletions(gpuModel, items)).toThrow(/await scoreCompletionsAsync/);
+        const scores = await scoreCompletionsAsync(gpuModel, items);
+        const ref = T.withBackend("js", () => scoreCompletions(jsModel, items));
+        for (const [j, v] of ref[0].entries()) expect(Math.abs(scores[0][j] - v)).toBeLessThan(1e-3);
+      } finally {
+        T.setBackend("js");
+      }
     });
 
     const seq = 32;
