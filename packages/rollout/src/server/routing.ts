@@ -1,0 +1,103 @@
+// Routing: one handler per request that authorizes, dispatches by path, validates before
+// queueing, holds a slot while the policy works, and turns every failure into an OpenAI error
+// (a JSON body, or an error event when a stream has already started).
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  type ChatCompletionRequest,
+  type CompletionRequest,
+  chatCompletionRequestSchema,
+  completionRequestSchema,
+} from "../openai-wire.js";
+import type { Admission } from "./admission.js";
+import { chatCompletion, completion } from "./generation.js";
+import { errorBody, HttpError, readBody, sendError, sendJson, toHttpError } from "./http.js";
+import type { ServerConfig } from "./options.js";
+import { streamChat } from "./streaming.js";
+import { checkChat, checkCompletion, validate } from "./validation.js";
+
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+export function createRequestHandler(config: ServerConfig, admission: Admission): RequestHandler {
+  const authorized = (req: IncomingMessage): boolean => {
+    if (!config.keyDigest) return true;
+    const header = req.headers.authorization ?? "";
+    const m = /^Bearer\s+(.+)$/i.exec(header);
+    if (!m) return false;
+    // Compare digests so the comparison takes the same time whatever the key's length.
+    return timingSafeEqual(createHash("sha256").update(m[1].trim()).digest(), config.keyDigest);
+  };
+
+  const models = () => ({
+    object: "list",
+    data: [
+      {
+        id: config.modelId,
+        object: "model",
+        created: 0,
+        owned_by: "kiln",
+        ...(config.contextLength !== undefined ? { max_model_len: config.contextLength } : {}),
+      },
+    ],
+  });
+
+  return async (req, res) => {
+    const t0 = performance.now();
+    const path = (req.url ?? "/").split("?")[0];
+    // Aborted when the client goes away before the response is complete: generation stops.
+    const abort = new AbortController();
+    res.on("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    try {
+      if (req.method === "GET" && path === "/health") return sendJson(res, 200, { status: "ok" });
+      if (path.startsWith("/v1/") && !authorized(req)) {
+        req.resume();
+        throw new HttpError(
+          401,
+          "missing or invalid API key (send Authorization: Bearer <key>)",
+          "authentication_error",
+        );
+      }
+      if (req.method === "GET" && path === "/v1/models") return sendJson(res, 200, models());
+      const route = path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
+      if (!route) throw new HttpError(404, `no route ${req.method} ${path}`, "not_found_error");
+      if (req.method !== "POST") throw new HttpError(405, `${path} accepts POST only`);
+      const body = await readBody(req, config.maxBodyBytes);
+      let json: unknown;
+      try {
+        json = JSON.parse(body);
+      } catch (err) {
+        throw new HttpError(400, `request body is not valid JSON: ${(err as Error).message}`);
+      }
+      // Validate before queueing: a bad request never waits for (or holds) a slot.
+      const request =
+        route === "chat"
+          ? checkChat(config, validate(chatCompletionRequestSchema, json))
+          : checkCompletion(config, validate(completionRequestSchema, json));
+      await admission.acquire(abort.signal);
+      try {
+        if (route === "chat") {
+          const chat = request as ChatCompletionRequest;
+          if (chat.stream) await streamChat(config, chat, res, abort.signal);
+          else sendJson(res, 200, await chatCompletion(config, chat, abort.signal));
+        } else sendJson(res, 200, await completion(config, request as CompletionRequest, abort.signal));
+        admission.recordServed();
+      } finally {
+        admission.release();
+      }
+    } catch (err) {
+      const e = toHttpError(err);
+      if (abort.signal.aborted) {
+        // The client is gone: nothing to answer.
+      } else if (!res.headersSent && !res.destroyed) {
+        sendError(res, e);
+      } else if (!res.destroyed) {
+        // Mid-stream failure: tell the client in the stream, then end it.
+        res.end(`data: ${JSON.stringify(errorBody(e))}\n\ndata: [DONE]\n\n`);
+      }
+    } finally {
+      config.log?.(`${req.method} ${path} ${res.statusCode} ${(performance.now() - t0).toFixed(1)}ms`);
+    }
+  };
+}

@@ -1,0 +1,164 @@
+// Streaming (SSE): chat completion chunks sent as the policy produces text, with backpressure;
+// a client that goes away ends the stream quietly (and its AbortSignal stops the generation).
+import { randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import type { ChatCompletionRequest } from "../openai-wire.js";
+import type { Generation } from "../types.js";
+import { chatInputs, chatParams, choiceSeed, requestSeed, toChoice, usageOf } from "./generation.js";
+import type { ServerConfig } from "./options.js";
+
+const STREAM_MARKERS = ["<think>", "<tool_call>"];
+
+/** An SSE response: `write` sends a frame now (headers first, once); `send` also waits for the client to drain. */
+export class SseWriter {
+  private started = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly frame: (chunk: object) => string,
+  ) {}
+
+  /** Whether the client is still there to write to. */
+  get open(): boolean {
+    return !this.res.destroyed && !this.res.writableEnded;
+  }
+
+  private start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.res.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+    });
+  }
+
+  write(chunk: object): void {
+    this.start();
+    this.res.write(this.frame(chunk));
+  }
+
+  /** Sends `chunk`, waiting out backpressure; false when the client went away (stop quietly). */
+  async send(chunk: object): Promise<boolean> {
+    const res = this.res;
+    if (res.destroyed || res.writableEnded) return false;
+    this.start();
+    if (!res.write(this.frame(chunk)))
+      await new Promise<void>((r) => {
+        const done = () => {
+          res.off("drain", done);
+          res.off("close", done);
+          r();
+        };
+        res.on("drain", done);
+        res.on("close", done);
+      });
+    return !res.destroyed;
+  }
+
+  end(): void {
+    if (!this.res.destroyed) this.res.end("data: [DONE]\n\n");
+  }
+}
+
+export async function streamChat(
+  config: ServerConfig,
+  request: ChatCompletionRequest,
+  res: ServerResponse,
+  signal: AbortSignal,
+): Promise<void> {
+  const { messages, tools } = chatInputs(request);
+  const baseSeed = requestSeed(request.seed);
+  const id = `chatcmpl-${randomUUID()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = request.model ?? config.modelId;
+  const out = new SseWriter(
+    res,
+    (chunk) => `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, ...chunk })}\n\n`,
+  );
+  // Text is sent as it is generated unless the reply may turn into something else once parsed
+  // (tool calls, a <think> block) or needs token-aligned log-probs; the last characters are held
+  // back until the end so that a stop string is never sent before it is cut.
+  const stops = request.stop === undefined ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+  const holdBack = Math.max(0, ...stops.map((s) => s.length - 1));
+  const live = !(request.tools && request.tools.length > 0) && !request.logprobs;
+  const gens: Generation[] = [];
+  const n = request.n ?? 1;
+  for (let index = 0; index < n; index++) {
+    if (!(await out.send({ choices: [{ index, delta: { role: "assistant", content: "" }, finish_reason: null }] })))
+      return;
+    let raw = "";
+    let sent = "";
+    let liveOk = live;
+    const onText = (piece: string) => {
+      if (!liveOk || !out.open) return;
+      raw += piece;
+      const head = raw.trimStart();
+      if (head === "") return;
+      // A reply opening with a marker is reasoning or a tool call, parsed at the end: not streamed live.
+      if (sent === "" && STREAM_MARKERS.some((m) => head.startsWith(m))) {
+        liveOk = false;
+        return;
+      }
+      if (sent === "" && STREAM_MARKERS.some((m) => m.startsWith(head))) return; // may still become one
+      // Text after a stop string is never sent, even from a policy that generates past it.
+      const stopAt = stops.reduce((at, st) => {
+        const i = st === "" ? -1 : raw.indexOf(st);
+        return i >= 0 && (at < 0 || i < at) ? i : at;
+      }, -1);
+      if (stopAt >= 0) {
+        raw = raw.slice(0, stopAt);
+        liveOk = false;
+      }
+      const safe = stopAt >= 0 ? raw : raw.slice(0, Math.max(0, raw.length - holdBack));
+      if (safe.length > sent.length) {
+        const delta = safe.slice(sent.length);
+        sent = safe;
+        out.write({ choices: [{ index, delta: { content: delta }, logprobs: null, finish_reason: null }] });
+      }
+    };
+    const gen = await config.policy.generate(messages, tools, {
+      ...chatParams(request, choiceSeed(baseSeed, index), signal),
+      onText,
+    });
+    gens.push(gen);
+    const choice = toChoice(gen, index, messages, tools, request);
+    if (choice.message.reasoning_content !== undefined && sent === "") {
+      if (
+        !(await out.send({
+          choices: [{ index, delta: { reasoning_content: choice.message.reasoning_content }, finish_reason: null }],
+        }))
+      )
+        return;
+    }
+    const content = choice.message.content ?? "";
+    let pieces: string[];
+    if (sent !== "") {
+      // The streamed text is a prefix of the final content (see holdBack); send the rest.
+      pieces = content.startsWith(sent) && content.length > sent.length ? [content.slice(sent.length)] : [];
+    } else {
+      // Content in token-sized pieces when token texts are known, else one piece.
+      pieces =
+        choice.message.tool_calls || !gen.logprobs || gen.logprobs.map((l) => l.token).join("") !== content
+          ? content === ""
+            ? []
+            : [content]
+          : gen.logprobs.map((l) => l.token);
+    }
+    for (const [k, piece] of pieces.entries()) {
+      const lp =
+        sent === "" && choice.logprobs && pieces.length === choice.logprobs.content.length
+          ? { content: [choice.logprobs.content[k]] }
+          : null;
+      if (!(await out.send({ choices: [{ index, delta: { content: piece }, logprobs: lp, finish_reason: null }] })))
+        return;
+    }
+    if (choice.message.tool_calls) {
+      const delta = { tool_calls: choice.message.tool_calls.map((tc, i) => ({ index: i, ...tc })) };
+      if (!(await out.send({ choices: [{ index, delta, finish_reason: null }] }))) return;
+    }
+    if (!(await out.send({ choices: [{ index, delta: {}, finish_reason: choice.finish_reason }] }))) return;
+  }
+  if (request.stream_options?.include_usage && !(await out.send({ choices: [], usage: usageOf(gens) }))) return;
+  out.end();
+}
