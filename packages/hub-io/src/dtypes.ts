@@ -1,5 +1,5 @@
 // safetensors dtypes and float conversions.
-// Source: huggingface/safetensors `safetensors/src/tensor.rs` enum `Dtype` (numerics.md §1). The
+// Source: huggingface/safetensors `safetensors/src/tensor.rs` enum `Dtype` (docs/NUMERICS.md §1.1). The
 // declaration order below IS the reference's `Ord` on Dtype, which the writer sorts by.
 
 import { SafetensorsError } from "./errors.js";

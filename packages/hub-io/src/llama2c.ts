@@ -189,7 +189,7 @@ export function llama2cToHfWeights(ckpt: Llama2cCheckpoint): HfLlamaWeights {
     tensors.set(`${p}mlp.up_proj.weight`, { shape: [c.hiddenDim, c.dim], values: layer(w.w3, l, c.hiddenDim * c.dim) });
   }
   tensors.set("model.norm.weight", { shape: [c.dim], values: w.rmsFinal });
-  // Tied classifier: transformers drops lm_head.weight from the file (numerics.md §1).
+  // Tied classifier: transformers drops lm_head.weight from the file (docs/NUMERICS.md §1.2).
   if (!c.sharedClassifier && w.wcls) tensors.set("lm_head.weight", { shape: [c.vocabSize, c.dim], values: w.wcls });
   return { tensors };
 }

@@ -1,6 +1,6 @@
 // PEFT LoRA adapter directories: adapter_config.json + adapter_model.safetensors, with PEFT's key
 // names and shapes (huggingface/peft `tuners/lora/config.py`, `utils/save_and_load.py`,
-// `config.py` save_pretrained; numerics.md §2 "Files").
+// `config.py` save_pretrained; docs/NUMERICS.md §2.5).
 
 import { readFileBytes, readFileText } from "./atomic-file.js";
 import { type TensorData, isDtype, toFloat32 } from "./dtypes.js";

@@ -1,6 +1,6 @@
 // Parsing and validating a safetensors header, rule for rule as the Rust reference
 // (huggingface/safetensors `safetensors/src/tensor.rs`: `read_metadata`, `Metadata::validate`;
-// numerics.md §1 "Reader / validation rules").
+// docs/NUMERICS.md §1.3).
 
 import { type Dtype, dtypeBits, isDtype } from "./dtypes.js";
 import { SafetensorsError } from "./errors.js";

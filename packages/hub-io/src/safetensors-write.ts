@@ -1,5 +1,5 @@
 // safetensors writer with the reference layout (huggingface/safetensors `tensor.rs` `prepare`,
-// numerics.md §1 "Writer rules"): tensors sorted by dtype descending in enum order then by name
+// docs/NUMERICS.md §1.2): tensors sorted by dtype descending in enum order then by name
 // (byte-wise, as Rust's String Ord), contiguous offsets from 0, compact JSON with `__metadata__`
 // first and keys `dtype, shape, data_offsets`, header right-padded with spaces to a multiple of 8.
 

@@ -1,6 +1,6 @@
 // Sharded safetensors checkpoints: `model-0000k-of-0000n.safetensors` + `model.safetensors.index.json`.
 // Splitting follows huggingface_hub `serialization/_base.py` (split_state_dict_into_shards_factory);
-// the index is written as transformers' save_pretrained does (numerics.md §1 "Sharded checkpoints").
+// the index is written as transformers' save_pretrained does (docs/NUMERICS.md §1.4).
 
 import { readFileText, writeFileAtomic } from "./atomic-file.js";
 import { byteSize } from "./dtypes.js";

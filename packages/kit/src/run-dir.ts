@@ -1,4 +1,4 @@
-// A run directory (architecture.md "Run directory"): config.json, metadata.json,
+// A run directory (docs/ARCHITECTURE.md §Run directory): config.json, metadata.json,
 // metrics.jsonl, checkpoints/<stage>/step-N/, rollouts/, report files and SHA256SUMS.
 // JSON files are written atomically (temp + rename); metrics are appended line by line.
 import { execFileSync } from "node:child_process";

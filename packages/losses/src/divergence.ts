@@ -1,5 +1,5 @@
 // Token-level distillation over the full vocabulary (TRL GKD generalized_jsd_loss, SDFT/SDPO
-// full_logits and topk_logits modes; numerics.md §3). One fused op, and no [tokens × vocab]
+// full_logits and topk_logits modes; docs/NUMERICS.md §3.3). One fused op, and no [tokens × vocab]
 // temporary exists besides the gradient: in training, forward / reverse KL (kl-kernels.ts) and
 // the full-vocabulary JSD (jsd-rows.ts) write the gradient in the forward; top-k, and a second
 // backward through a retained graph, keep per-row statistics and rebuild it row by row.

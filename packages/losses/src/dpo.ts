@@ -1,4 +1,4 @@
-// DPO family (TRL dpo_trainer ≥ v0.29; numerics.md §3 "DPO"). One fused op per batch: the
+// DPO family (TRL dpo_trainer ≥ v0.29; docs/NUMERICS.md §3.2). One fused op per batch: the
 // per-pair loss and its derivative with respect to the policy log-probs are closed forms, so
 // no intermediate tensors are recorded. Reference log-probs are constants.
 import { Tensor, narrow, noGrad, record } from "@kiln/tensor";

@@ -1,4 +1,4 @@
-// On-policy distillation (Tinker cookbook train_on_policy + rl losses; numerics.md §4):
+// On-policy distillation (Tinker cookbook train_on_policy + rl losses; docs/NUMERICS.md §4):
 // per-token advantage from the teacher's log-probs of the student's own samples, then an
 // importance-sampled policy-gradient objective against the sampler's log-probs.
 import { Tensor, noGrad, record } from "@kiln/tensor";
@@ -21,7 +21,7 @@ export interface OpdAdvantageOptions {
   /** KL penalty coefficient λ (Tinker `kl_penalty_coef`). Default 1. */
   klCoef?: number;
   /**
-   * Bound each advantage to [−c, c] (ours, numerics.md §4 "Advantage clamp": not in the reference,
+   * Bound each advantage to [−c, c] (ours, docs/NUMERICS.md §4.2: not in the reference,
    * off by default; the seed used 3). Applied before turn weights.
    */
   clamp?: number;
@@ -34,7 +34,7 @@ export interface OpdAdvantageOptions {
   discount?: number;
   /**
    * With a discount, set the advantages of positions outside the mask back to 0. Default false:
-   * like the Tinker cookbook (numerics.md §4 "Advantage", step 4), the discounted sum runs over the
+   * like the Tinker cookbook (docs/NUMERICS.md §4.1, step 4), the discounted sum runs over the
    * masked vector without re-masking, so a prompt or tool-output token before a completion token
    * carries γ-weighted advantage from it. A policy-gradient loss with the same mask ignores them
    * either way; this matters to code that reads the advantages themselves.

@@ -1,5 +1,5 @@
 // Per-sequence log-probabilities for preference losses (TRL dpo_trainer: logits shifted by
-// one, prompt and padding excluded, summed over completion tokens — numerics.md §3 DPO).
+// one, prompt and padding excluded, summed over completion tokens — docs/NUMERICS.md §3.2).
 import { type Tensor, div, reshape, sum, tensor } from "@kiln/tensor";
 import { LossInputError } from "./errors.js";
 import { type Logits, isChunkedLogits, logitsLayout } from "./chunked-logits.js";

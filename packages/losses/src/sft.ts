@@ -1,5 +1,5 @@
 // SFT objective: masked next-token cross-entropy (transformers ForCausalLMLoss, TRL SFTTrainer;
-// numerics.md §3 "SFT loss masking").
+// docs/NUMERICS.md §3.1).
 import { type Tensor, mul, noGrad, reshape, sum } from "@kiln/tensor";
 import { LossInputError, LossOptionError } from "./errors.js";
 import { type Logits, isChunkedLogits, logitsLayout } from "./chunked-logits.js";

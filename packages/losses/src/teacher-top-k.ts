@@ -1,10 +1,10 @@
 // Token-level divergence to a teacher known only by its top-k log-probs per position (what a
 // scoring server returns: vLLM `prompt_logprobs: k`, OpenAI `top_logprobs`), with one tail bucket
 // holding the rest of each distribution (the SDFT/SDPO topk_logits + tail construction of
-// numerics.md §3, but on the *teacher's* k ids, since the teacher's logits are not at hand).
-// On-policy with the student's own samples this is GKD with λ = 1 (numerics.md §3): the full-
+// docs/NUMERICS.md §3.3, but on the *teacher's* k ids, since the teacher's logits are not at hand).
+// On-policy with the student's own samples this is GKD with λ = 1 (docs/NUMERICS.md §3.3): the full-
 // distribution form of OPD's per-token reverse KL, whose sampled estimate −(log q − log p) only
-// moves the one sampled token per position (numerics.md §4).
+// moves the one sampled token per position (docs/NUMERICS.md §4).
 //
 // Per row, student log-softmax s over V, buckets B = the k teacher ids and the tail:
 //   S_B = Σ_{v∈B} e^{s_v},  P_B = e^{p_B} (tail: 1 − Σ_k P_k, floored like tailLog in divergence.ts)

@@ -24,7 +24,7 @@ function pairs(seed: number) {
   };
 }
 
-/** float64 transcription of TRL's per-pair losses (numerics.md §3). */
+/** float64 transcription of TRL's per-pair losses (docs/NUMERICS.md §3.2). */
 function refLoss(
   type: DpoLossType,
   beta: number,

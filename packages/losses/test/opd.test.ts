@@ -24,7 +24,7 @@ function data(seed: number) {
   };
 }
 
-/** float64 transcription of the Tinker objectives (numerics.md §4). */
+/** float64 transcription of the Tinker objectives (docs/NUMERICS.md §4). */
 function refPg(
   obj: PolicyObjective,
   lp: number[],
@@ -90,7 +90,7 @@ describe("opdAdvantages", () => {
         },
         { discount: 0.5, zeroMaskedAfterDiscount },
       );
-    // float64 hand computation of numerics.md §4 step 4: x = −λ·mask·rkl, then γ-sums per row of 3
+    // float64 hand computation of docs/NUMERICS.md §4.1 step 4: x = −λ·mask·rkl, then γ-sums per row of 3
     const x = q.map((v, i) => (m[i] ? p[i] - v : 0));
     const tinker = [
       x[0] + 0.5 * x[1] + 0.25 * x[2],

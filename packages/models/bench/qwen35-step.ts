@@ -16,7 +16,7 @@ const BUDGET_BYTES = 24 * GIB;
 
 /**
  * Qwen/Qwen3.5-2B's text dims: 24 layers (every 4th full attention, 6 in all), hidden 2,048, 8 query /
- * 2 KV heads of 256 (numerics.md §5 for the family's layout, head size, vocabulary and partial rotary;
+ * 2 KV heads of 256 (docs/NUMERICS.md §5 for the family's layout, head size, vocabulary and partial rotary;
  * the model's own card for layers, hidden size and head counts). The FFN width (6,144) and the
  * linear-attention heads (16 key / 16 value heads of 128, as Qwen3.5-0.8B) are not in those sources:
  * they are the values a 2B total implies, not read from the checkpoint.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch peer for `pnpm bench models`: the same Llama-architecture weights (config.json +
 model.safetensors written by bench/index.ts), fp32, 1 torch thread, eager attention with a
-KV cache (transformers LlamaForCausalLM semantics, numerics.md §5).
+KV cache (transformers LlamaForCausalLM semantics, docs/NUMERICS.md §5).
 
 usage: torch_decoder.py MODEL_DIR PROMPT_LEN DECODE_STEPS
 Prints a JSON line with the torch version once loaded (after a warm-up rep), then, for each

@@ -17,7 +17,7 @@ import { argmaxOf, createModel } from "../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** Qwen/Qwen3-0.6B config.json dims (numerics.md §5). */
+/** Qwen/Qwen3-0.6B config.json dims (docs/NUMERICS.md §5). */
 export function qwen3_06b(layers: number): Record<string, unknown> {
   return {
     architectures: ["Qwen3ForCausalLM"],

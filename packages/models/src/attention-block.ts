@@ -1,4 +1,4 @@
-// The pre-norm transformer block of Llama / Qwen2 / Qwen3 (numerics.md §5):
+// The pre-norm transformer block of Llama / Qwen2 / Qwen3 (docs/NUMERICS.md §5.1):
 // h = x + Attn(RMSNorm(x)); out = h + MLP(RMSNorm(h)).
 // A Qwen3.5 Gated DeltaNet layer is a sibling DecoderBlock with the same two-norm shape.
 import { type Tensor, add, rmsNorm } from "@kiln/tensor";

@@ -1,5 +1,5 @@
 // Softmax self-attention of Llama / Qwen2 / Qwen3 (transformers LlamaAttention, Qwen2Attention,
-// Qwen3Attention; numerics.md §5): projections, optional per-head q/k RMSNorm (Qwen3) before
+// Qwen3Attention; docs/NUMERICS.md §5.1): projections, optional per-head q/k RMSNorm (Qwen3) before
 // rotate-half RoPE, GQA scaled dot-product attention, output projection. Qwen3.5 (Qwen3_5Attention)
 // adds an output gate carried in a doubled q_proj: o_proj(attn ⊙ σ(gate)), and rotates only the
 // first partial_rotary_factor of each head.

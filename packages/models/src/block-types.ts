@@ -1,5 +1,5 @@
 // Block types by config `layer_types` entry. Dense models use "full_attention" only; the
-// Qwen3.5 hybrid adds "linear_attention" (Gated DeltaNet, numerics.md §5) by registering a
+// Qwen3.5 hybrid adds "linear_attention" (Gated DeltaNet, docs/NUMERICS.md §5.2) by registering a
 // BlockType here: its parameter shapes, and how to build it from HF-named tensors. The
 // decoder stack, loader, namedLinears/namedParameters and the KV cache (LayerCache kinds)
 // need no change for a new block type.

@@ -1,5 +1,5 @@
 // Chat templates through @huggingface/jinja, with transformers' rendering environment
-// (numerics.md §6: trim_blocks/lstrip_blocks semantics are the template's own `-` markers;
+// (docs/NUMERICS.md §6: trim_blocks/lstrip_blocks semantics are the template's own `-` markers;
 // `tojson` keeps key order, ", "/": " separators and non-ASCII text, raise_exception and
 // strftime_now are provided by the library).
 import { Template } from "@huggingface/jinja";

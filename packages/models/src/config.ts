@@ -1,4 +1,4 @@
-// config.json → a normalised decoder config (numerics.md §5). Field names and defaults follow
+// config.json → a normalised decoder config (docs/NUMERICS.md §5.1). Field names and defaults follow
 // transformers' configuration_llama.py / configuration_qwen2.py / configuration_qwen3.py /
 // configuration_qwen3_5.py (read at commit 8116e632367180f6edec221d17cd36513334d169).
 import { hasBlockType, registeredBlockTypes } from "./block-types.js";
@@ -61,7 +61,7 @@ export interface DecoderConfig {
   numLayers: number;
   numHeads: number;
   numKvHeads: number;
-  /** Per-head dim; independent of hiddenSize/numHeads for Qwen3 (numerics.md §5). */
+  /** Per-head dim; independent of hiddenSize/numHeads for Qwen3 (docs/NUMERICS.md §5.1). */
   headDim: number;
   rmsNormEps: number;
   ropeTheta: number;
@@ -142,7 +142,7 @@ export function resolveArchitecture(raw: Record<string, unknown>): Architecture 
 }
 
 function parseRopeScaling(raw: Record<string, unknown>): { theta: number; scaling: RopeScaling } {
-  // Newer transformers store theta and scaling together under rope_parameters (numerics.md §5).
+  // Newer transformers store theta and scaling together under rope_parameters (docs/NUMERICS.md §5.1).
   const params = (raw.rope_parameters ?? null) as Record<string, unknown> | null;
   const rs = (raw.rope_scaling ?? params ?? null) as Record<string, unknown> | null;
   const theta = num(raw, "rope_theta", (params?.rope_theta as number | undefined) ?? 10000);

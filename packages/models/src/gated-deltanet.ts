@@ -1,6 +1,6 @@
 // Qwen3.5's Gated DeltaNet linear-attention layer (transformers Qwen3_5GatedDeltaNet, read at
 // huggingface/transformers commit d8c1e2844cbfeae1e342a1723d7f4e69ff1adcc0,
-// src/transformers/models/qwen3_5/modeling_qwen3_5.py; numerics.md §5 "Qwen3.5"):
+// src/transformers/models/qwen3_5/modeling_qwen3_5.py; docs/NUMERICS.md §5.2):
 //
 //   qkv = conv1d_causal(in_proj_qkv(x)) → SiLU → split q, k, v (per head; q/k L2-normalised)
 //   z = in_proj_z(x), β = σ(in_proj_b(x)), g = −exp(A_log) · softplus(in_proj_a(x) + dt_bias)

@@ -1,4 +1,4 @@
-// The HF state-dict keys and shapes a config implies (numerics.md §5 "Weight names/shapes").
+// The HF state-dict keys and shapes a config implies (docs/NUMERICS.md §5.3).
 import { blockType } from "./block-types.js";
 import type { DecoderConfig } from "./config.js";
 

@@ -74,7 +74,7 @@ export interface TopLogprobs {
 /**
  * scoreCompletions plus, per completion position, the model's `k` most likely tokens with their
  * log-probs (what vLLM's `prompt_logprobs: k` returns): the teacher side of a top-k distillation
- * (numerics.md §3). The head runs over `chunkRows` positions at a time; only k values per position
+ * (docs/NUMERICS.md §3.3). The head runs over `chunkRows` positions at a time; only k values per position
  * are kept. Synchronous: js and wasm; elsewhere a SyncReadError names `scoreCompletionsTopKAsync`.
  */
 export function scoreCompletionsTopK(

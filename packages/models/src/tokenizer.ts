@@ -1,4 +1,4 @@
-// tokenizer.json + tokenizer_config.json through @huggingface/tokenizers (numerics.md §7),
+// tokenizer.json + tokenizer_config.json through @huggingface/tokenizers (docs/NUMERICS.md §7),
 // plus the special-token facts generation and chat templates need.
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { TokenizerError } from "./errors.js";

@@ -46,7 +46,7 @@ describe("Qwen3 tokenizer (real tokenizer.json)", () => {
   });
 });
 
-describe("Qwen3 chat template (fixtures from numerics.md §6)", () => {
+describe("Qwen3 chat template (fixtures from docs/NUMERICS.md §6)", () => {
   const tok = qwen3Tokenizer();
   const template = ChatTemplate.fromTokenizer(tok);
   for (const c of renderCases) {

@@ -1,4 +1,4 @@
-// A compact ChatML renderer in the shape of the Qwen3 template (numerics.md §6): tools in the
+// A compact ChatML renderer in the shape of the Qwen3 template (docs/NUMERICS.md §6.1): tools in the
 // first system turn, Hermes tool calls after assistant content, consecutive tool results grouped
 // in one user turn inside <tool_response> tags, generation prompt `<|im_start|>assistant\n`.
 // It is what toy policies condition on; real models render with their own template (@kiln/models).

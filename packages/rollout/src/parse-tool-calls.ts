@@ -1,5 +1,5 @@
 // Reads tool calls out of raw model text, in both formats the seeds' models emit
-// (numerics.md §6):
+// (docs/NUMERICS.md §6):
 //   Hermes / Qwen3:  <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
 //   Qwen3.5 (XML):   <tool_call>\n<function=f>\n<parameter=p>\nVALUE\n</parameter>\n</function>\n</tool_call>
 // and classifies every malformed call (ToolCallErrorKind) so the "malformed tool-call
@@ -207,7 +207,7 @@ function parseXmlCall(body: string, tools: Map<string, ToolSchema>): CallResult 
       return { kind: "unclosed_tag", name, message: `<parameter=${pname}> in ${name} is never closed by </parameter>` };
     }
     if (pname === "") return { kind: "bad_arguments", name, message: `a <parameter=> of ${name} has no name` };
-    // The template writes "\nVALUE\n" between the tags (numerics.md §6): drop exactly one newline each side.
+    // The template writes "\nVALUE\n" between the tags (docs/NUMERICS.md §6.2): drop exactly one newline each side.
     let value = inner.slice(close + 1, stop);
     if (value.startsWith("\n")) value = value.slice(1);
     if (value.endsWith("\n")) value = value.slice(0, -1);

@@ -1,5 +1,5 @@
 // `json.dumps(x, ensure_ascii=False)` as Python prints it, which is what the Qwen chat
-// templates' `tojson` filter produces (numerics.md §6: transformers overrides tojson so JSON
+// templates' `tojson` filter produces (docs/NUMERICS.md §6.3: transformers overrides tojson so JSON
 // uses ", " and ": " separators, keeps key order and non-ASCII characters). Used to render
 // tool calls exactly as the models saw them in training.
 

@@ -66,7 +66,7 @@ describe("tool-call ids and normalisation", () => {
     }
   });
 
-  it("renders Hermes calls with Python json.dumps separators (numerics.md §6)", () => {
+  it("renders Hermes calls with Python json.dumps separators (docs/NUMERICS.md §6)", () => {
     expect(formatToolCalls([{ name: "f", arguments: { a: [1, 2], b: { c: "é" } } }], "hermes")).toBe(
       '<tool_call>\n{"name": "f", "arguments": {"a": [1, 2], "b": {"c": "é"}}}\n</tool_call>',
     );

@@ -1,4 +1,4 @@
-// ARP — Acquire, Repair, Preserve (architecture.md "The three recipes"), stage by stage as the
+// ARP — Acquire, Repair, Preserve (docs/ARCHITECTURE.md §Recipes), stage by stage as the
 // seed system ran it:
 //   A  broad SFT on the success-only corpus (per-game cap, seeded holdout) → merge (f32)
 //   B1 turn-local DPO on repeat / length failures of the current policy → merge

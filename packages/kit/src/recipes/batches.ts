@@ -1,6 +1,6 @@
 // Collation for the recipes: conversations → token rows with per-token masks, right padded.
 // Labels come from the chat template's assistant spans (renderForTraining), so only the
-// model's own tokens are trained on (TRL assistant_only_loss; numerics.md §3 "SFT loss masking").
+// model's own tokens are trained on (TRL assistant_only_loss; docs/NUMERICS.md §3.1).
 import type { ChatTemplate, Tokenizer } from "@kiln/models";
 import type { Message, ToolSchema } from "@kiln/rollout";
 import { renderForTraining } from "@kiln/models";

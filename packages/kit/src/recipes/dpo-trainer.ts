@@ -1,5 +1,5 @@
 // DPO on a LoRA adapter (one micro-batch; training runs through trainer/trainer.ts): the reference policy is the same model with the adapter disabled
-// (TRL, PEFT model without ref_model; numerics.md §3 DPO), computed under noGrad. The loss and
+// (TRL, PEFT model without ref_model; docs/NUMERICS.md §3.2), computed under noGrad. The loss and
 // its metrics (rewards/chosen|rejected|margins|accuracies) are @kiln/losses' dpoLossFromLogits.
 import { dpoLossFromLogits, type DpoOptions } from "@kiln/losses";
 import type { LoraAdapter } from "@kiln/lora";

@@ -1,9 +1,9 @@
-// OEL (architecture.md "The three recipes"): deploy → consolidate → merge → evaluate.
+// OEL (docs/ARCHITECTURE.md §Recipes): deploy → consolidate → merge → evaluate.
 // Deploy: the student plays each task without its memory; turns are recorded with their tokens.
 // Consolidate: the same turns are re-scored by the same model (adapter off = the model being
 // consolidated) with the task's memory in its system prompt; those logits are the teacher's,
 // and the student (adapter on, no memory) is fitted to them with a token-level full-vocabulary
-// divergence (@kiln/losses distillationLoss; TRL SDFT/GKD full_logits, numerics.md §3).
+// divergence (@kiln/losses distillationLoss; TRL SDFT/GKD full_logits, docs/NUMERICS.md §3.3).
 // Merge the adapter in fp32, then evaluate pass^k with standard errors (tau2's estimator).
 import { tau2 } from "@kiln/benchmarks";
 import { type ChunkedLogits, type DivergenceKind, type Logits, distillationLoss } from "@kiln/losses";

@@ -1,6 +1,6 @@
 // OPD data: every student turn with its sampled tokens and sampler log-probs, plus the teacher's
 // log-probs of the same tokens (Tinker train_on_policy: the teacher scores the student's sequence;
-// numerics.md §4 "Advantage" steps 1–2).
+// docs/NUMERICS.md §4.1 steps 1–2).
 import type { Message, Policy, ScoreOptions, TokenScores, ToolSchema, Trajectory } from "@kiln/rollout";
 import { messagesBeforeTurn } from "@kiln/rollout";
 import { RecipeError } from "./errors.js";

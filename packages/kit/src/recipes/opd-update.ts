@@ -1,8 +1,8 @@
 // One OPD update: learner log-probs of the sampled tokens (with gradient), then @kiln/losses'
 // opdLoss — advantage −λ(log q − log p_teacher), clamped to ±c, turn-weighted, and the
-// PPO-clipped importance-sampled objective (numerics.md §4 "Objectives"). With `divergence` the
+// PPO-clipped importance-sampled objective (docs/NUMERICS.md §4.3). With `divergence` the
 // update instead fits the teacher's whole top-k distribution at every student position (GKD with
-// λ = 1, numerics.md §3): the same on-policy data, an exact gradient instead of a one-sample one.
+// λ = 1, docs/NUMERICS.md §3.3): the same on-policy data, an exact gradient instead of a one-sample one.
 import { type ChunkedLogits, opdLoss, teacherTopKDivergence, tokenLogProbs } from "@kiln/losses";
 import type { Model } from "@kiln/models";
 import { Tensor, div, mul, reshape, sum } from "@kiln/tensor";
@@ -11,7 +11,7 @@ import { RecipeError } from "./errors.js";
 import type { OpdSample } from "./opd-samples.js";
 
 export interface OpdObjectiveOptions {
-  /** Advantage clamp c (project choice, numerics.md §4 "Advantage clamp"; the seed used 3). */
+  /** Advantage clamp c (project choice, docs/NUMERICS.md §4.2; the seed used 3). */
   clamp?: number;
   /** Weight of the first `earlyTurns` turns' tokens (default 1.5 for turn 0). */
   earlyTurnWeight?: number;

@@ -1,4 +1,4 @@
-// OPD rounds (architecture.md "The three recipes"; numerics.md §4): each round the current policy
+// OPD rounds (docs/ARCHITECTURE.md §Recipes; docs/NUMERICS.md §4): each round the current policy
 // plays (plus seeded wall-state starts), the teacher scores the same tokens, the per-token
 // advantage −(log q_student − log p_teacher) is clamped to ±c and early turns are weighted, a
 // fresh LoRA (r 64, α 64, no rsLoRA) on the merged previous round is updated with the PPO-clipped

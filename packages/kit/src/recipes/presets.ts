@@ -215,7 +215,7 @@ export interface OpdConfig {
     clipHigh: number;
     /**
      * "sampled": the seed's per-token advantage on the sampled token. "reverse_kl" / "forward_kl":
-     * fit the teacher's top-`teacherTopK` distribution at every position (GKD λ = 1, numerics.md §3).
+     * fit the teacher's top-`teacherTopK` distribution at every position (GKD λ = 1, docs/NUMERICS.md §3.3).
      */
     divergence: "sampled" | "reverse_kl" | "forward_kl";
     teacherTopK: number;

@@ -1,4 +1,4 @@
-// The one training loop (architecture.md "Where concepts live"): SFT, DPO, OPD, self-distillation
+// The one training loop (docs/ARCHITECTURE.md §Trainer): SFT, DPO, OPD, self-distillation
 // and user objectives all run through `train`. It only schedules; the maths is the objective's.
 //
 // - data: a fixed list of examples read as a stream of epochs, each a seeded permutation

@@ -32,7 +32,7 @@ const BOUND_BYTES = TV_BYTES / 16;
  */
 const STEP_TIMEOUT_MS = 300_000;
 
-/** Qwen/Qwen3-0.6B config.json (numerics.md §5), but one layer. */
+/** Qwen/Qwen3-0.6B config.json (docs/NUMERICS.md §5), but one layer. */
 const QWEN3_06B_ONE_LAYER = {
   architectures: ["Qwen3ForCausalLM"],
   model_type: "qwen3",

@@ -1,5 +1,5 @@
 // Row-wise KL divergence between S = softmax(c·s) and P = softmax(c·t) over the full vocabulary,
-// with the direction of its gradient w.r.t. c·s, in two exps per element (numerics.md §3, TRL
+// with the direction of its gradient w.r.t. c·s, in two exps per element (docs/NUMERICS.md §3.3, TRL
 // GKD's β = 0 / β = 1 cases):
 //   forward KL(P‖S) = (1/Σe_t)·Σ e_t (c·t − c·s) − lse_t + lse_s,   gradient direction S − P
 //   reverse KL(S‖P) = (1/Σe_s)·Σ e_s (c·s − c·t) − lse_s + lse_t,   gradient direction S·(log S − log P − KL)

@@ -1,5 +1,5 @@
 // Row-wise and elementwise kernels: RMSNorm (fwd/bwd), RoPE (fwd/bwd), SwiGLU (fwd/bwd), AdamW.
-// Semantics follow the js reference kernels (src/backends/js); numerics.md gives the formulas.
+// Semantics follow the js reference kernels (src/backends/js); the kernel contract is docs/ARCHITECTURE.md §Kernels.
 import type { AdamWStep, RopeShape } from "../../../backend.js";
 import { ShapeError } from "../../../errors.js";
 import type { GpuArray, WebGPURuntime } from "../runtime.js";
