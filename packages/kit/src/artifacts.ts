@@ -1,10 +1,14 @@
 // What a recipe ships: the merged model as a Hugging Face directory (config.json, model.safetensors
-// in the recipe's dtype, tokenizer files, chat template, generation_config.json, a model card with
-// the run's metrics and every file's SHA-256) and adapters beside it. Also the `kiln merge` and
-// `kiln scale` operations on directories.
-import { mkdirSync, readdirSync, statSync } from "node:fs";
+// in the recipe's dtype, tokenizer files, chat template, generation_config.json) and PEFT adapters
+// beside it, each with a README.md model card as the Hub and PEFT write them (YAML front matter:
+// base_model, library_name, tags), saying the base, the recipe, the code and data revisions, the
+// run's metrics and every file's SHA-256. Also the `kiln merge` and `kiln scale` operations on
+// directories.
+import { mkdirSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
+  ADAPTER_CONFIG_FILE,
+  type LoraAdapterConfig,
   makeModelCard,
   readPeftAdapter,
   sha256File,
@@ -13,19 +17,115 @@ import {
   writePeftAdapter,
   writeSafetensorsFile,
 } from "@kiln/hub-io";
-import { loadAdapter, mergeAdapter } from "@kiln/lora";
+import { type LoraAdapter, loadAdapter, mergeAdapter, toPeftAdapter } from "@kiln/lora";
 import type { ChatTemplate, Model, Tokenizer } from "@kiln/models";
 import { loadModel, loadTokenizer } from "@kiln/models";
 import { f32ToBf16Bits } from "@kiln/tensor";
 import { RecipeError } from "./recipes/errors.js";
+import type { RunMetadata } from "./run-dir.js";
 
-export interface MergedModelOptions {
+/**
+ * The base model's identity as PEFT's `base_model_name_or_path` and a card's `base_model` take it: a
+ * Hub repo id or the directory it was loaded from. A description of an in-memory model (it contains
+ * spaces: "kiln tinyChat (random …)") is no identity: null, and the card says it in words.
+ */
+export function baseModelId(source: string | undefined): string | null {
+  if (!source || /\s/.test(source)) return null;
+  return source;
+}
+
+/** What a model card says about where weights came from, beside its title and sections. */
+export interface CardProvenance {
+  /** Where the base model came from: a Hub id, a directory, or a description of an in-memory model. */
+  baseModel: string;
+  /** The recipe and step that made the weights, e.g. "ARP (SFT → turn-DPO ×2 → branch-DPO → merge)". */
+  recipe?: string;
+  /** The run's metadata.json: code revision, data files' SHA-256s, seeds, base model files. */
+  run?: RunMetadata;
+}
+
+function provenanceSection(p: CardProvenance): string {
+  const lines = [`- Base model: ${baseModelId(p.baseModel) ? `\`${p.baseModel}\`` : p.baseModel}`];
+  const baseFiles = Object.entries(p.run?.baseModel?.files ?? {}).filter(([n]) => /\.(safetensors|bin|gguf)$/.test(n));
+  for (const [n, h] of baseFiles) lines.push(`  - ${n}: \`${h}\``);
+  if (p.recipe) lines.push(`- Recipe: ${p.recipe}`);
+  if (p.run) {
+    const r = p.run;
+    const code = r.codeSha
+      ? `\`${r.codeSha}\`${r.dirtyTree ? " (with uncommitted changes)" : ""}`
+      : "not a git checkout";
+    lines.push(`- Code revision: ${code}; @kiln/kit ${r.packages["@kiln/kit"] ?? "unknown"}`);
+    if (Object.keys(r.seeds).length)
+      lines.push(
+        `- Seeds: ${Object.entries(r.seeds)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(", ")}`,
+      );
+    const data = Object.entries(r.datasets);
+    lines.push(
+      data.length ? "- Data revision (SHA-256 of each file the run trained or evaluated on):" : "- Data: none recorded",
+    );
+    for (const [n, h] of data) lines.push(`  - ${n}: \`${h}\``);
+  }
+  return `## Provenance\n\n${lines.join("\n")}\n`;
+}
+
+function filesSection(hashes: Record<string, string>): string {
+  const rows = Object.entries(hashes).map(([n, h]) => `| ${n} | \`${h}\` |`);
+  return `## Files\n\n| file | SHA-256 |\n|---|---|\n${rows.join("\n")}\n`;
+}
+
+export interface AdapterCardOptions extends CardProvenance {
+  title: string;
+  /** Markdown sections after the provenance (evaluation tables, hyperparameters). */
+  body?: string;
+  tags?: string[];
+}
+
+/**
+ * Write `adapter` as a PEFT directory (adapter_config.json with `base_model_name_or_path` set to the
+ * base's identity, adapter_model.safetensors) and its README.md model card, as PEFT's save_pretrained
+ * writes one (library_name: peft, tags base_model:adapter:<base>, lora), with the weights' SHA-256s.
+ */
+export async function writeAdapterDir(
+  adapter: LoraAdapter,
+  dir: string,
+  card: AdapterCardOptions,
+): Promise<Record<string, string>> {
+  const peft = toPeftAdapter(adapter);
+  const id = baseModelId(card.baseModel);
+  await writePeftAdapter(dir, { config: { ...peft.config, base_model_name_or_path: id }, layers: peft.layers });
+  return writeAdapterCard(dir, card);
+}
+
+/**
+ * (Re)write the README.md model card of the PEFT adapter directory `dir` (e.g. once the evaluation
+ * its body reports is known); returns the SHA-256 of its other files, which the card lists.
+ */
+export async function writeAdapterCard(dir: string, card: AdapterCardOptions): Promise<Record<string, string>> {
+  const config = JSON.parse(readFileSync(join(dir, ADAPTER_CONFIG_FILE), "utf8")) as LoraAdapterConfig;
+  const hashes = await directoryHashes(dir);
+  delete hashes["README.md"];
+  const [r, alpha] = [config.r, config.lora_alpha];
+  const id = baseModelId(card.baseModel);
+  const text = makeModelCard(
+    {
+      base_model: id ?? undefined,
+      library_name: "peft",
+      pipeline_tag: "text-generation",
+      tags: [...(id ? [`base_model:adapter:${id}`] : []), "lora", "kiln", ...(card.tags ?? [])],
+    },
+    `# ${card.title}\n\nA LoRA adapter (r = ${r}, alpha = ${alpha}) in PEFT's format: \`PeftModel.from_pretrained(base, "<this directory>")\` or \`kiln serve --adapter\`.\n\n${provenanceSection(card)}\n${card.body ? `${card.body.trim()}\n\n` : ""}${filesSection(hashes)}`,
+  );
+  await writeFileAtomic(join(dir, "README.md"), text);
+  return hashes;
+}
+
+export interface MergedModelOptions extends CardProvenance {
   tokenizer: Tokenizer;
   template?: ChatTemplate;
   /** Storage dtype of the weights (ARP: f32, the seeds' fp32 merge). */
   dtype?: "f32" | "bf16";
-  /** Where the base model came from (a path, a hub id, or "random tiny Qwen3"). */
-  baseModel: string;
   /** Title line of the model card. */
   title: string;
   /** Markdown sections after the title (phase tables, hyperparameters). */
@@ -99,12 +199,15 @@ export async function writeMergedModel(
   );
   const hashes = await directoryHashes(dir);
   delete hashes["README.md"];
-  const table = Object.entries(hashes)
-    .map(([n, h]) => `| ${n} | \`${h}\` |`)
-    .join("\n");
+  const id = baseModelId(options.baseModel);
   const card = makeModelCard(
-    { base_model: options.baseModel, library_name: "kiln", tags: ["kiln", ...(options.tags ?? [])] },
-    `# ${options.title}\n\nWeights stored as ${torchDtype}; base model: ${options.baseModel}.\n\n${options.body ?? ""}\n\n## Files\n\n| file | SHA-256 |\n|---|---|\n${table}\n`,
+    {
+      base_model: id ?? undefined,
+      library_name: "transformers",
+      pipeline_tag: "text-generation",
+      tags: ["kiln", ...(options.tags ?? [])],
+    },
+    `# ${options.title}\n\nWeights stored as ${torchDtype} (\`AutoModelForCausalLM.from_pretrained("<this directory>")\`, \`kiln serve\`).\n\n${provenanceSection(options)}\n${options.body ? `${options.body.trim()}\n\n` : ""}${filesSection(hashes)}`,
   );
   await writeFileAtomic(join(dir, "README.md"), card);
   return hashes;
@@ -132,6 +235,13 @@ export async function scaleAdapterDir(source: string, out: string, scale: number
     }),
   );
   await writePeftAdapter(out, { config: peft.config, layers });
+  const base = peft.config.base_model_name_or_path;
+  await writeAdapterCard(out, {
+    baseModel: base ?? "not recorded in the source adapter's adapter_config.json",
+    recipe: `\`kiln scale\`: the adapter ${source} with its delta multiplied by ${scale} (folded into lora_B)`,
+    title: `${source} scaled by ${scale}`,
+    tags: ["scaled"],
+  });
 }
 
 /**
@@ -155,6 +265,8 @@ export async function mergeAdapterDirs(options: {
     tokenizer,
     dtype: options.dtype ?? "f32",
     baseModel: options.base,
+    recipe: `\`kiln merge\` in f32: W = W₀ + ${options.adapters.map((a) => `${a.scale}·ΔW(${a.dir})`).join(" + ")}`,
     title: `${options.base} merged with ${options.adapters.map((a) => `${a.dir} (×${a.scale})`).join(", ")}`,
+    tags: ["lora-merged"],
   });
 }

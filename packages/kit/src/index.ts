@@ -34,10 +34,15 @@ export {
 } from "./trainer/objectives.js";
 export { trainingLogits } from "./trainer/training-logits.js";
 export {
+  baseModelId,
   directoryHashes,
   mergeAdapterDirs,
   scaleAdapterDir,
+  writeAdapterCard,
+  writeAdapterDir,
   writeMergedModel,
+  type AdapterCardOptions,
+  type CardProvenance,
   type MergedModelOptions,
 } from "./artifacts.js";
 export { reportHtml, svgCurve, writeReport, type ReportContent } from "./report.js";

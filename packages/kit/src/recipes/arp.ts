@@ -18,7 +18,6 @@ import {
   combineAdapters,
   mergeAdapter,
   parameterReport,
-  saveAdapter,
 } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
 import {
@@ -36,7 +35,7 @@ import {
   turnLocalPairs,
 } from "@kiln/rollout";
 import { noGrad } from "@kiln/tensor";
-import { writeMergedModel } from "../artifacts.js";
+import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { type RunDir, RunDir as RunDirClass, type RunMode } from "../run-dir.js";
 import { dpoObjective, sftObjective } from "../trainer/objectives.js";
@@ -279,6 +278,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
       targetModules: lora.targetModules ?? "all-linear",
       seed: seed + offset,
       name: stage,
+      baseModelNameOrPath: baseModelId(options.baseModel?.source),
     });
   };
   const progress = options.progress === false ? null : undefined;
@@ -416,7 +416,16 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     "arp-scaled",
   );
   const adapterDir = run.file("adapter");
-  await saveAdapter(scaled, adapterDir);
+  const baseModel = options.baseModel?.source ?? "in-memory model";
+  const recipe = `ARP (SFT → turn-DPO ×2 → branch-DPO; the stages' adapters concatenated, scaled by s = ${config.scale})`;
+  const adapterCard = {
+    baseModel,
+    recipe,
+    run: run.metadata,
+    title: `${options.name ?? "arp"}: ARP adapter`,
+    tags: ["arp"],
+  };
+  await writeAdapterDir(scaled, adapterDir, adapterCard);
   const report = mergeAdapter(scaled, { scale: 1, dtype: config.mergeDtype, keepOriginal: false });
   await run.stage("merge", async () => {
     run.logMetrics({
@@ -438,10 +447,16 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     tokenizer: codec.tokenizer,
     template: codec.template,
     dtype: config.mergeDtype,
-    baseModel: options.baseModel?.source ?? "in-memory model",
+    baseModel,
+    recipe: `${recipe}, merged in f32 as W₀ + s·ΣΔ`,
+    run: run.metadata,
     title: `${options.name ?? "arp"}: ARP (SFT → turn-DPO ×2 → branch-DPO → s = ${config.scale} merge)`,
     body: `## Evaluation (held-out, greedy)\n\n${table}\n\n## Configuration\n\n\`\`\`json\n${JSON.stringify(config, null, 2)}\n\`\`\`\n`,
     tags: ["arp", "lora-merged"],
+  });
+  await writeAdapterCard(adapterDir, {
+    ...adapterCard,
+    body: `## Evaluation (held-out, greedy; the merged model)\n\n${table}\n`,
   });
   const result: ArpResult = {
     runDir: run.path,

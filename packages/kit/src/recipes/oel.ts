@@ -7,7 +7,7 @@
 // Merge the adapter in fp32, then evaluate pass^k with standard errors (tau2's estimator).
 import { tau2 } from "@kiln/benchmarks";
 import { type ChunkedLogits, type DivergenceKind, type Logits, distillationLoss } from "@kiln/losses";
-import { attachLora, mergeAdapter, saveAdapter } from "@kiln/lora";
+import { attachLora, mergeAdapter } from "@kiln/lora";
 import { LocalPolicy, type Model, defaultHeadChunkRows } from "@kiln/models";
 import {
   type EpisodeLimits,
@@ -21,7 +21,7 @@ import {
   runEpisodes,
 } from "@kiln/rollout";
 import { Tensor, embedding, isTensor, noGrad, reshape } from "@kiln/tensor";
-import { writeMergedModel } from "../artifacts.js";
+import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
 import { consolidationObjective } from "../trainer/objectives.js";
@@ -368,6 +368,7 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
     targetModules: lora.targetModules ?? "all-linear",
     seed,
     name: "oel",
+    baseModelNameOrPath: baseModelId(options.baseModel?.source),
   });
   const result = await train<ConsolidationSample>({
     stage: "consolidate",
@@ -384,7 +385,16 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
     resume: run.resumed,
     progress: options.progress === false ? null : undefined,
   });
-  await saveAdapter(adapter, run.file("adapter"));
+  const baseModel = options.baseModel?.source ?? "in-memory model";
+  const recipe = `OEL (deploy with the memory in the prompt → consolidate by ${config.divergence} → merge at scale ${config.scale})`;
+  const adapterCard = {
+    baseModel,
+    recipe,
+    run: run.metadata,
+    title: `${options.name ?? "oel"}: OEL adapter`,
+    tags: ["oel"],
+  };
+  await writeAdapterDir(adapter, run.file("adapter"), adapterCard);
   const report = mergeAdapter(adapter, { scale: config.scale, dtype: "f32", keepOriginal: false });
   await run.stage("merge", async () => {
     run.logMetrics({ stage: "merge", scale: config.scale, mean_bf16_delta_loss: report.meanBf16DeltaLoss });
@@ -398,7 +408,9 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
     tokenizer: codec.tokenizer,
     template: codec.template,
     dtype: "f32",
-    baseModel: options.baseModel?.source ?? "in-memory model",
+    baseModel,
+    recipe,
+    run: run.metadata,
     title: `${options.name ?? "oel"}: OEL (deploy → consolidate → merge)`,
     body: `## Evaluation
 
@@ -409,6 +421,10 @@ pass^k before: ${JSON.stringify(before)}
 pass^k after: ${JSON.stringify(after)}
 `,
     tags: ["oel"],
+  });
+  await writeAdapterCard(run.file("adapter"), {
+    ...adapterCard,
+    body: `## Evaluation (the model with this adapter merged)\n\n${table}\n\npass^k before: ${JSON.stringify(before)}\n\npass^k after: ${JSON.stringify(after)}\n`,
   });
   const h = result.history;
   const out: OelResult = {

@@ -9,7 +9,7 @@
 // The sampler log-probs are those LocalPolicy records: log-softmax of the raw logits (before
 // temperature or top-k/p), i.e. the rollout policy's own log-probs, the PPO "old policy". At the
 // default temperature 1 without truncation they are also the sampling distribution's.
-import { AdapterChain, saveAdapter } from "@kiln/lora";
+import { AdapterChain } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
 import {
   type EpisodeLimits,
@@ -21,7 +21,7 @@ import {
   episodeSpecs,
   runEpisodes,
 } from "@kiln/rollout";
-import { writeMergedModel } from "../artifacts.js";
+import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
 import { opdObjective } from "../trainer/objectives.js";
@@ -156,6 +156,7 @@ export async function runOpdRounds(
     targetModules: config.lora.targetModules ?? "all-linear",
     seed,
     name: "opd",
+    baseModelNameOrPath: baseModelId(options.baseModel?.source),
   });
   const results: OpdRoundResult[] = [];
   for (let round = 1; round <= config.rounds; round++) {
@@ -205,7 +206,17 @@ export async function runOpdRounds(
       progress: options.progress === false ? null : undefined,
     });
     const adapterDir = run.file("rounds", `r${round}`, "adapter");
-    await saveAdapter(adapter, adapterDir);
+    const baseModel = options.baseModel?.source ?? "in-memory model";
+    const recipe = `OPD round ${round} of ${config.rounds}: on-policy distillation towards the teacher, each earlier round merged at scale ${config.scale}`;
+    const adapterCard = {
+      // Round r's adapter applies to the model with rounds 1 … r − 1 merged, shipped beside it.
+      baseModel: round === 1 ? baseModel : run.file("rounds", `r${round - 1}`, "model"),
+      recipe,
+      run: run.metadata,
+      title: `${options.name ?? "opd"} round ${round} (OPD adapter)`,
+      tags: ["opd"],
+    };
+    await writeAdapterDir(adapter, adapterDir, adapterCard);
     await chain.advance({ scale: config.scale });
     const modelDir = run.file("rounds", `r${round}`, "model");
     const ev = await evalRound(round);
@@ -215,10 +226,16 @@ export async function runOpdRounds(
       tokenizer: codec.tokenizer,
       template: codec.template,
       dtype: "f32",
-      baseModel: options.baseModel?.source ?? "in-memory model",
+      baseModel,
+      recipe: `${recipe}; this round merged too`,
+      run: run.metadata,
       title: `${options.name ?? "opd"} round ${round} (OPD, merged)`,
       body: `## Evaluation\n\n${phaseTable(phases)}\n`,
       tags: ["opd"],
+    });
+    await writeAdapterCard(adapterDir, {
+      ...adapterCard,
+      body: `## Evaluation (the model with this round merged)\n\n${phaseTable(phases)}\n`,
     });
     chain.current.enable();
     const h = result.history;

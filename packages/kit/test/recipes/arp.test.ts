@@ -155,6 +155,7 @@ describe("ARP on a tiny random Qwen3", () => {
       "model/generation_config.json",
       "model/README.md",
       "adapter/adapter_config.json",
+      "adapter/README.md",
       "report.html",
       "checkpoints/sft/step-2/optimizer.safetensors",
       "checkpoints/turn-dpo-1/step-2/trainer_state.json",
@@ -183,6 +184,11 @@ describe("ARP on a tiny random Qwen3", () => {
     expect(meta.datasets["rollouts/source.jsonl.gz"]).toMatch(/^[0-9a-f]{64}$/);
     expect(typeof meta.dirtyTree === "boolean" || meta.dirtyTree === null).toBe(true);
     expect(meta.baseModel.source).toBe("in-memory model");
+    // The adapter's card reports the shipped model's evaluation and the run's data revision.
+    const adapterCard = readFileSync(join(res.runDir, "adapter/README.md"), "utf8");
+    expect(adapterCard).toMatch(/^---\nlibrary_name: peft\n/);
+    expect(adapterCard).toContain("## Evaluation");
+    expect(adapterCard).toContain(`rollouts/source.jsonl.gz: \`${meta.datasets["rollouts/source.jsonl.gz"]}\``);
 
     // The same name again is refused; resuming the finished run replays no training and ships the same bytes.
     await expect(runArp({ ...options, model: setup(4).model })).rejects.toThrow(/already exists/);
