@@ -7,114 +7,36 @@
 //   letters, `..` segments: "zip-slip"), never follows a link already in the destination, and
 //   writes nothing until the whole archive has been read and checked.
 
-import { Gunzip, gzipSync, Inflate, strFromU8, strToU8, zipSync } from "fflate";
+import { gzipSync, strFromU8, strToU8, zipSync } from "fflate";
 import { readFileBytes, writeFileAtomic } from "./atomic-file.js";
 import { ArchiveError } from "./errors.js";
-
-/**
- * Compressed bytes to feed the inflater next. Deflate expands at most ~1032×, and fflate holds about
- * five times one push's output while producing it, so the slice shrinks with the remaining budget:
- * one push can pass the budget by at most an eighth of it (and by ~2 MB when the budget is small),
- * while ordinary data still inflates in 64 KiB slices. Memory therefore stays within about 1.6× the cap.
- */
-function checkCap(maxBytes: number): void {
-  if (!(typeof maxBytes === "number" && maxBytes >= 0))
-    throw new ArchiveError(`maxBytes must be a non-negative number, got ${String(maxBytes)}`, "Unsupported");
-}
-
-function nextSlice(remainingBudget: number): number {
-  return Math.max(2048, Math.min(65_536, Math.floor(remainingBudget / (1032 * 8))));
-}
-
-let crcTable: Uint32Array | null = null;
-
-/** Continues a CRC-32 (ISO-HDLC; RFC 1952 §8, APPNOTE 4.4.7) over `data`. */
-export function crc32Update(crc: number, data: Uint8Array): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let c = ~crc >>> 0;
-  for (let i = 0; i < data.length; i++) c = crcTable[(c ^ data[i]) & 0xff] ^ (c >>> 8);
-  return ~c >>> 0;
-}
+import { checkByteBudget, concatBytes, crc32, inflateRawBounded, readGzipMembers } from "./gzip-stream.js";
 
 /** gzip bytes (level 6, as gzip's default). */
 export function gzip(data: Uint8Array, level: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 = 6): Uint8Array {
   return gzipSync(data, { level, mtime: 0 });
 }
 
-function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
-  if (chunks.length === 1 && chunks[0].length === length) return chunks[0];
-  const out = new Uint8Array(length);
-  let off = 0;
-  for (const p of chunks) {
-    out.set(p, off);
-    off += p.byteLength;
-  }
-  return out;
-}
-
 /**
  * gunzip (one or more members), refusing to inflate more than `maxBytes` (default 4 GiB): the
- * budget is checked as the output grows, so a gzip bomb stops soon after the cap (see nextSlice). Each
- * member's CRC-32 and ISIZE are verified; a truncated stream, a missing trailer and bytes after
- * the last member throw ArchiveError.
+ * budget is checked as the output grows, so a gzip bomb stops soon after the cap. Each member's
+ * CRC-32 and ISIZE are verified; a truncated stream or a missing trailer is `Corrupt`, bytes after
+ * the last member are `TrailingData` at the byte where they begin (see readGzipMembers).
  */
 export function gunzip(data: Uint8Array, maxBytes = 2 ** 32): Uint8Array {
-  checkCap(maxBytes);
-  if (data.length < 18 || data[0] !== 0x1f || data[1] !== 0x8b)
-    throw new ArchiveError("not a gzip stream (needs the magic 1f 8b and at least 18 bytes)", "Corrupt", 0);
-  const members = [{ start: 0, length: 0, crc: 0 }];
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const g = new Gunzip((chunk) => {
-    total += chunk.length;
-    if (total > maxBytes)
-      throw new ArchiveError(
-        `gzip stream inflates beyond ${maxBytes} bytes`,
-        "TooLarge",
-        members[members.length - 1].start,
-      );
-    if (chunk.length === 0) return;
-    const m = members[members.length - 1];
-    m.length += chunk.length;
-    m.crc = crc32Update(m.crc, chunk);
-    chunks.push(chunk);
-  });
-  g.onmember = (start) => members.push({ start, length: 0, crc: 0 });
-  try {
-    for (let o = 0; o < data.length; ) {
-      const end = Math.min(o + nextSlice(maxBytes - total), data.length);
-      g.push(data.subarray(o, end), end === data.length);
-      o = end;
-    }
-  } catch (e) {
-    if (e instanceof ArchiveError) throw e;
-    const at = members[members.length - 1].start;
-    throw new ArchiveError(`not a valid gzip stream (member at byte ${at}): ${(e as Error).message}`, "Corrupt", at);
-  }
-  members.forEach((m, i) => {
-    const last = i === members.length - 1;
-    const end = last ? data.length : members[i + 1].start;
-    if (end - m.start < 18) throw new ArchiveError(`gzip member at byte ${m.start} is truncated`, "Corrupt", m.start);
-    const trailer = new DataView(data.buffer, data.byteOffset + end - 8, 8);
-    if (trailer.getUint32(0, true) !== m.crc || trailer.getUint32(4, true) !== m.length >>> 0) {
-      throw new ArchiveError(
-        `gzip member at byte ${m.start}: CRC-32/ISIZE trailer does not match the data${
-          last ? " (damaged data, a missing trailer, or bytes after the end of the stream)" : ""
-        }`,
-        "Checksum",
-        end - 8,
-      );
-    }
-  });
-  return concat(chunks, total);
+  const members = readGzipMembers(data, maxBytes);
+  if (members.length === 1) return members[0].payload;
+  let length = 0;
+  for (const m of members) length += m.payload.length;
+  return concatBytes(
+    members.map((m) => m.payload),
+    length,
+  );
 }
+
+/** Longest entry path (bytes of UTF-8) and path component extraction accepts: Linux's PATH_MAX and NAME_MAX. */
+export const MAX_ENTRY_PATH_BYTES = 4095;
+export const MAX_ENTRY_COMPONENT_BYTES = 255;
 
 /**
  * Normalize an archive entry name to a safe relative "/" path, or throw: absolute paths, drive
@@ -129,7 +51,21 @@ export function safeEntryPath(name: string): string {
   const parts = n.split("/").filter((p) => p !== "" && p !== ".");
   if (parts.includes("..")) throw refuse('".." refused (path would leave the destination)');
   if (parts.length === 0) throw refuse("empty path");
-  return parts.join("/");
+  const path = parts.join("/");
+  const tooLong = (why: string) =>
+    new ArchiveError(
+      `entry ${JSON.stringify(name.slice(0, 80))}${name.length > 80 ? "…" : ""}: ${why}`,
+      "NameTooLong",
+      undefined,
+      name,
+    );
+  const bytes = (t: string) => new TextEncoder().encode(t).length;
+  if (bytes(path) > MAX_ENTRY_PATH_BYTES)
+    throw tooLong(`path of ${bytes(path)} bytes is longer than ${MAX_ENTRY_PATH_BYTES} (PATH_MAX)`);
+  const long = parts.find((p) => bytes(p) > MAX_ENTRY_COMPONENT_BYTES);
+  if (long !== undefined)
+    throw tooLong(`a path component of ${bytes(long)} bytes is longer than ${MAX_ENTRY_COMPONENT_BYTES} (NAME_MAX)`);
+  return path;
 }
 
 /** Zip files (name → bytes or UTF-8 text); names are checked like extraction checks them. */
@@ -150,12 +86,17 @@ interface ZipEntry {
   size: number;
   localOffset: number;
   centralOffset: number;
+  /** Host system of "version made by" (APPNOTE 4.4.2.2): 0 MS-DOS, 3 Unix, 10 NTFS, 19 OS X, … */
+  madeBy: number;
+  externalAttributes: number;
+  /** A link target in the PKWARE Unix extra field 0x000d (APPNOTE 4.5.7), when present. */
+  unixLinkTarget: boolean;
 }
 
 const U32_MAX = 0xffffffff;
 
 /** The central directory (APPNOTE 4.3.12–4.3.16, with Zip64 4.3.14–4.3.15 and 4.5.3). */
-function readCentralDirectory(data: Uint8Array): ZipEntry[] {
+function readCentralDirectory(data: Uint8Array): { entries: ZipEntry[]; cdOffset: number } {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const bad = (why: string, at?: number, rule: "Corrupt" | "TrailingData" | "Unsupported" = "Corrupt") =>
     new ArchiveError(`not a valid zip archive: ${why}`, rule, at);
@@ -190,6 +131,8 @@ function readCentralDirectory(data: Uint8Array): ZipEntry[] {
     cdOffset = Number(view.getBigUint64(z64 + 48, true));
   }
   if (cdOffset + cdSize > eocd) throw bad(`central directory [${cdOffset}, +${cdSize}) overlaps its end record`, eocd);
+  // Each central entry takes at least 46 bytes: a count the directory cannot hold is a lie.
+  if (count > cdSize / 46) throw bad(`${count} entries cannot fit in a central directory of ${cdSize} bytes`, eocd);
   const entries: ZipEntry[] = [];
   let p = cdOffset;
   for (let k = 0; k < count; k++) {
@@ -209,12 +152,15 @@ function readCentralDirectory(data: Uint8Array): ZipEntry[] {
       size: view.getUint32(p + 24, true),
       localOffset: view.getUint32(p + 42, true),
       centralOffset: p,
+      madeBy: data[p + 5],
+      externalAttributes: view.getUint32(p + 38, true),
+      unixLinkTarget: false,
     };
-    // Zip64 extended information: present, in this order, only for fields that overflowed.
     for (let e = p + 46 + nameLength; e + 4 <= p + 46 + nameLength + extraLength; ) {
       const id = view.getUint16(e, true);
       const len = view.getUint16(e + 2, true);
       if (id === 0x0001) {
+        // Zip64 extended information: present, in this order, only for fields that overflowed.
         let f = e + 4;
         const next = () => {
           if (f + 8 > e + 4 + len) throw bad(`entry ${JSON.stringify(entry.name)}: short Zip64 field`, e);
@@ -225,97 +171,117 @@ function readCentralDirectory(data: Uint8Array): ZipEntry[] {
         if (entry.size === U32_MAX) entry.size = next();
         if (entry.compressedSize === U32_MAX) entry.compressedSize = next();
         if (entry.localOffset === U32_MAX) entry.localOffset = next();
+      } else if (id === 0x000d && len > 12) {
+        // PKWARE Unix: atime, mtime, uid, gid, then the "linked to" name of a hard or symbolic link.
+        entry.unixLinkTarget = true;
       }
       e += 4 + len;
     }
     entries.push(entry);
     p = end;
   }
-  return entries;
+  return { entries, cdOffset };
 }
 
-/** Inflates raw deflate data under a budget: stops as soon as the output passes `limit`. */
-function inflateBounded(data: Uint8Array, limit: number, onOver: () => ArchiveError): Uint8Array {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  const inflater = new Inflate((chunk) => {
-    length += chunk.length;
-    if (length > limit) throw onOver();
-    if (chunk.length > 0) chunks.push(chunk);
-  });
-  for (let o = 0; o < data.length; ) {
-    const end = Math.min(o + nextSlice(limit - length), data.length);
-    inflater.push(data.subarray(o, end), false);
-    o = end;
-  }
-  inflater.push(new Uint8Array(0), true);
-  return concat(chunks, length);
+/** What an entry is, from its Unix mode (hosts Unix and OS X), DOS attributes and link fields. */
+function entryKind(e: ZipEntry): "file" | "directory" | "symlink" | "hardlink" | "FIFO" | "device" | "socket" {
+  const unixHost = e.madeBy === 3 || e.madeBy === 19;
+  const type = unixHost ? (e.externalAttributes >>> 16) & 0o170000 : 0;
+  if (type === 0o120000) return "symlink";
+  if (e.unixLinkTarget) return "hardlink";
+  if (type === 0o010000) return "FIFO";
+  if (type === 0o020000 || type === 0o060000) return "device";
+  if (type === 0o140000) return "socket";
+  // MS-DOS / NTFS / VFAT attributes: FILE_ATTRIBUTE_REPARSE_POINT marks a Windows link or junction.
+  if ((e.madeBy === 0 || e.madeBy === 10 || e.madeBy === 14) && e.externalAttributes & 0x400) return "symlink";
+  if (type === 0o040000 || e.name.endsWith("/") || e.name.endsWith("\\")) return "directory";
+  return "file";
 }
 
 /**
- * Unzip in memory. Throws ArchiveError on unsafe or duplicate names, encrypted or unsupported
- * entries, a declared total beyond `maxBytes` (checked before anything is inflated), an entry
- * whose data inflates past its declared size (inflation stops there), a CRC-32 mismatch, or bytes
- * after the end of the archive.
+ * Unzip in memory. Throws ArchiveError on unsafe, over-long (`NameTooLong`) or duplicate names;
+ * entries that are not regular files or directories (`NotRegularFile`: symlink, hard link, FIFO,
+ * device, socket); entries whose bytes overlap another entry's or the central directory
+ * (`Overlap`: the shared-data zip bomb); encrypted or unsupported entries; a declared total beyond
+ * `maxBytes` (checked before anything is inflated) and a running total beyond it as entries
+ * inflate; an entry whose data inflates past its declared size (inflation stops there); a CRC-32
+ * mismatch; bytes after the end of the archive.
  */
 export function unzipSafe(data: Uint8Array, maxBytes = 2 ** 32): Map<string, Uint8Array> {
-  checkCap(maxBytes);
-  const entries = readCentralDirectory(data);
+  checkByteBudget(maxBytes);
+  const { entries, cdOffset } = readCentralDirectory(data);
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   let declared = 0;
-  const files: ZipEntry[] = [];
+  const files: { entry: ZipEntry; path: string; dataStart: number }[] = [];
+  const spans: { from: number; to: number; entry: ZipEntry }[] = [];
   const seen = new Set<string>();
   for (const e of entries) {
+    const refuse = (why: string, rule: ArchiveError["rule"], at = e.centralOffset) =>
+      new ArchiveError(`entry ${JSON.stringify(e.name)}: ${why}`, rule, at, e.name);
     const path = safeEntryPath(e.name);
-    if (e.name.endsWith("/") || e.name.endsWith("\\")) continue; // directory entry
-    if (seen.has(path))
-      throw new ArchiveError(
-        `entry ${JSON.stringify(e.name)}: duplicate path ${path}`,
-        "Duplicate",
-        e.centralOffset,
-        e.name,
+    const kind = entryKind(e);
+    if (kind !== "file" && kind !== "directory")
+      throw refuse(`is a ${kind}; only regular files and directories are extracted`, "NotRegularFile");
+    if (e.localOffset + 30 > data.length || view.getUint32(e.localOffset, true) !== 0x04034b50)
+      throw refuse(`no local header at byte ${e.localOffset}`, "Corrupt", e.localOffset);
+    const dataStart =
+      e.localOffset + 30 + view.getUint16(e.localOffset + 26, true) + view.getUint16(e.localOffset + 28, true);
+    const dataEnd = dataStart + e.compressedSize;
+    if (dataEnd > cdOffset)
+      throw refuse(
+        `data [${dataStart}, +${e.compressedSize}) runs into the central directory at byte ${cdOffset}`,
+        "Overlap",
+        e.localOffset,
       );
+    spans.push({ from: e.localOffset, to: dataEnd, entry: e });
+    if (kind === "directory") {
+      if (e.size !== 0) throw refuse(`a directory entry that carries ${e.size} bytes of data`, "TypeClash");
+      continue;
+    }
+    if (seen.has(path)) throw refuse(`duplicate path ${path}`, "Duplicate");
     seen.add(path);
-    if (e.flags & 1)
-      throw new ArchiveError(`entry ${JSON.stringify(e.name)}: encrypted`, "Unsupported", e.centralOffset, e.name);
+    if (e.flags & 1) throw refuse("encrypted", "Unsupported");
     if (e.method !== 0 && e.method !== 8)
-      throw new ArchiveError(
-        `entry ${JSON.stringify(e.name)}: compression method ${e.method} is not supported (stored, deflate)`,
-        "Unsupported",
-        e.centralOffset,
-        e.name,
-      );
+      throw refuse(`compression method ${e.method} is not supported (stored, deflate)`, "Unsupported");
     declared += e.size;
-    if (declared > maxBytes)
+    if (declared > maxBytes) throw refuse(`zip declares more than ${maxBytes} bytes of content`, "TooLarge");
+    files.push({ entry: e, path, dataStart });
+  }
+  // Each entry owns [local header, end of its data); two entries sharing bytes is how a 30 KB
+  // zip expands to gigabytes (one compressed stream referenced by every entry).
+  spans.sort((x, y) => x.from - y.from);
+  for (let i = 1; i < spans.length; i++) {
+    const [a, b] = [spans[i - 1], spans[i]];
+    if (b.from < a.to)
       throw new ArchiveError(
-        `zip declares more than ${maxBytes} bytes of content`,
-        "TooLarge",
-        e.centralOffset,
-        e.name,
+        `entry ${JSON.stringify(b.entry.name)} (local header at byte ${b.from}) overlaps the bytes of entry ${JSON.stringify(a.entry.name)} [${a.from}, ${a.to}); entries must not share data`,
+        "Overlap",
+        b.from,
+        b.entry.name,
       );
-    files.push(e);
   }
   const out = new Map<string, Uint8Array>();
-  for (const e of files) {
+  let produced = 0;
+  for (const { entry: e, path, dataStart: start } of files) {
     const fail = (why: string, rule: "Corrupt" | "Checksum" | "TooLarge" = "Corrupt", at = e.localOffset) =>
       new ArchiveError(`entry ${JSON.stringify(e.name)}: ${why}`, rule, at, e.name);
-    if (e.localOffset + 30 > data.length || view.getUint32(e.localOffset, true) !== 0x04034b50)
-      throw fail(`no local header at byte ${e.localOffset}`);
-    const start =
-      e.localOffset + 30 + view.getUint16(e.localOffset + 26, true) + view.getUint16(e.localOffset + 28, true);
-    if (start + e.compressedSize > data.length)
-      throw fail(`data [${start}, +${e.compressedSize}) runs past the end of the archive`);
     const raw = data.subarray(start, start + e.compressedSize);
+    const budget = Math.min(e.size, maxBytes - produced);
     let bytes: Uint8Array;
     if (e.method === 0) {
       if (e.compressedSize !== e.size)
         throw fail(`stored entry: compressed size ${e.compressedSize} ≠ size ${e.size}`, "Checksum");
+      if (e.size > budget) throw fail(`the archive inflates beyond ${maxBytes} bytes`, "TooLarge");
       bytes = raw.slice();
     } else {
       try {
-        bytes = inflateBounded(raw, e.size, () =>
-          fail(`inflates beyond its declared size of ${e.size} bytes`, "Checksum", start),
+        const inflated = inflateRawBounded(raw, budget, () =>
+          budget < e.size
+            ? fail(`the archive inflates beyond ${maxBytes} bytes`, "TooLarge", start)
+            : fail(`inflates beyond its declared size of ${e.size} bytes`, "Checksum", start),
         );
+        if (inflated.end < 0) throw fail("deflate data ends before the stream does (truncated)", "Corrupt", start);
+        bytes = concatBytes(inflated.chunks, inflated.length);
       } catch (err) {
         if (err instanceof ArchiveError) throw err;
         throw fail(`deflate data does not inflate: ${(err as Error).message}`, "Corrupt", start);
@@ -323,8 +289,9 @@ export function unzipSafe(data: Uint8Array, maxBytes = 2 ** 32): Map<string, Uin
       if (bytes.length !== e.size)
         throw fail(`inflates to ${bytes.length} bytes, declared ${e.size}`, "Checksum", start);
     }
-    if (crc32Update(0, bytes) !== e.crc) throw fail("CRC-32 mismatch", "Checksum", start);
-    out.set(safeEntryPath(e.name), bytes);
+    if (crc32(bytes) !== e.crc) throw fail("CRC-32 mismatch", "Checksum", start);
+    produced += bytes.length;
+    out.set(path, bytes);
   }
   return out;
 }
@@ -478,8 +445,7 @@ export async function writeJsonlGz(path: string, records: Iterable<unknown>): Pr
  * cap allows is refused before it is read. */
 export async function readJsonlGz(path: string, maxBytes = JSONL_DEFAULT_MAX): Promise<unknown[]> {
   const { stat } = await import("node:fs/promises");
-  if (!(typeof maxBytes === "number" && maxBytes >= 0))
-    throw new ArchiveError(`maxBytes must be a non-negative number, got ${String(maxBytes)}`, "Unsupported");
+  checkByteBudget(maxBytes);
   const size = (await stat(path)).size;
   // deflate cannot make data larger by more than 5 bytes per 16 KiB stored block, plus headers.
   if (size > maxBytes + Math.ceil(maxBytes / 16384) * 5 + 1024 * 1024)

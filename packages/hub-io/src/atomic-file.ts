@@ -1,4 +1,5 @@
-// Atomic file writes (temp file in the same directory + rename), Node only.
+// Atomic file writes (temp file in the same directory + rename), Node only: the one home of
+// writeFileAtomic and syncDirectory for every package (docs/ARCHITECTURE.md, "Where concepts live").
 // A reader never sees a half-written checkpoint: either the old file or the complete new one.
 // Commit fsyncs the file before the rename and the directory after it, so after a power loss
 // the path holds either the old file or the complete new one, never an empty or partial file.
@@ -14,11 +15,16 @@ export interface AtomicWriter {
 
 let counter = 0;
 
+/** A temporary name beside `path`, unique within this process and across processes. */
+function tempNameFor(path: string): string {
+  return `${path}.tmp-${process.pid}-${Date.now().toString(36)}-${counter++}`;
+}
+
 export async function openAtomic(path: string): Promise<AtomicWriter> {
   const fs = await import("node:fs/promises");
   const { dirname } = await import("node:path");
   await fs.mkdir(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}-${Date.now().toString(36)}-${counter++}`;
+  const tmp = tempNameFor(path);
   const handle = await fs.open(tmp, "w");
   let done = false;
   return {
@@ -78,6 +84,50 @@ export async function writeFileAtomic(path: string, data: Uint8Array | string): 
     await w.abort();
     throw e;
   }
+}
+
+/**
+ * writeFileAtomic for synchronous callers (report writers that run inside synchronous code): the
+ * same temp + fsync + rename + directory fsync, with `node:fs` passed in because a synchronous
+ * function cannot import it lazily and this package must still load in browsers.
+ */
+export function writeFileAtomicSync(fs: SyncFs, path: string, data: Uint8Array | string): void {
+  const dir = path.slice(0, Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\")) + 1) || ".";
+  fs.mkdirSync(dir, { recursive: true });
+  const tmp = tempNameFor(path);
+  const fd = fs.openSync(tmp, "w");
+  try {
+    try {
+      fs.writeFileSync(fd, data);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tmp, path);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  let dirFd: number | undefined;
+  try {
+    dirFd = fs.openSync(dir, "r");
+    fs.fsyncSync(dirFd);
+  } catch {
+    // As syncDirectory: not every platform can open or sync a directory; the rename stands.
+  } finally {
+    if (dirFd !== undefined) fs.closeSync(dirFd);
+  }
+}
+
+/** The part of `node:fs` writeFileAtomicSync uses. */
+export interface SyncFs {
+  mkdirSync(path: string, options: { recursive: true }): unknown;
+  openSync(path: string, flags: string): number;
+  writeFileSync(fd: number, data: Uint8Array | string): void;
+  fsyncSync(fd: number): void;
+  closeSync(fd: number): void;
+  renameSync(from: string, to: string): void;
+  rmSync(path: string, options: { force: true }): void;
 }
 
 /** Read a whole file (Node). */

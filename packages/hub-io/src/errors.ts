@@ -57,7 +57,10 @@ export class ManifestError extends HubIoError {}
  * Rules of the archive readers: `TooLarge` (inflation would pass the caller's cap), `Corrupt` (not
  * a valid stream or archive), `Checksum` (CRC-32 or size disagrees with the data), `TrailingData`
  * (bytes after the end), `UnsafePath` (zip-slip names), `Duplicate`, `TypeClash` (a file where a
- * directory is needed or the reverse), `Symlink` (a link in the destination path), `Unsupported`.
+ * directory is needed or the reverse), `Symlink` (a link in the destination path), `Unsupported`,
+ * `Overlap` (zip entries sharing bytes with each other or the central directory), `NotRegularFile`
+ * (a zip entry that is a symlink, hard link, FIFO, device or socket), `NameTooLong` (an entry path
+ * past PATH_MAX / NAME_MAX).
  */
 export type ArchiveRule =
   | "TooLarge"
@@ -68,7 +71,10 @@ export type ArchiveRule =
   | "Duplicate"
   | "TypeClash"
   | "Symlink"
-  | "Unsupported";
+  | "Unsupported"
+  | "Overlap"
+  | "NotRegularFile"
+  | "NameTooLong";
 
 /** gzip/zip archives (including zip-slip refusals). */
 export class ArchiveError extends HubIoError {

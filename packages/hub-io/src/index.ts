@@ -14,6 +14,7 @@ export * from "./model-card.js";
 export * from "./peft.js";
 export * from "./sha256.js";
 export * from "./manifest.js";
+export * from "./gzip-stream.js";
 export * from "./archive.js";
 export * from "./hub-download.js";
 export * from "./llama2c.js";
@@ -22,6 +23,8 @@ export * from "./llama2c-convert.js";
 export {
   openAtomic,
   writeFileAtomic,
+  writeFileAtomicSync,
+  type SyncFs,
   readFileBytes,
   readFileText,
   syncDirectory,

@@ -10,47 +10,16 @@
 // to cut); anything else — a member that fails its CRC, a size field that disagrees with the
 // data, bytes that are not a member — is corruption and is never cut silently.
 
-import { deflateSync, Gunzip, Inflate } from "fflate";
+import { ArchiveError, concatBytes, crc32, inflateRawBounded, readGzipMembers } from "@kiln/hub-io";
+import { deflateSync } from "fflate";
 import { TrajectoryFileError } from "./errors.js";
 
 const HEADER_BYTES = 10 + 2 + 4 + 4; // fixed header, XLEN, subfield id+len, uint32 size
 const TRAILER_BYTES = 8;
 /** The first 16 bytes of every member this module writes (the 4 size bytes follow). */
 const MEMBER_PREFIX = new Uint8Array([0x1f, 0x8b, 8, 0x04, 0, 0, 0, 0, 0, 255, 8, 0, 0x4b, 0x4c, 4, 0]);
-/**
- * Compressed bytes to feed the inflater next. Deflate expands at most ~1032×, and fflate holds about
- * five times one push's output while producing it, so the slice shrinks with the remaining budget:
- * one push can pass the budget by at most an eighth of it (and by ~2 MB when the budget is small),
- * while ordinary data still inflates in 64 KiB slices. Memory therefore stays within about 1.6× the cap.
- */
-function nextSlice(remainingBudget: number): number {
-  if (Number.isNaN(remainingBudget)) throw new TrajectoryFileError("inflation cap is not a number", "usage");
-  return Math.max(2048, Math.min(65_536, Math.floor(remainingBudget / (1032 * 8))));
-}
 /** Default cap on one inflated member (one episode). */
 export const DEFAULT_MAX_MEMBER_BYTES = 256 * 1024 * 1024;
-
-let crcTable: Uint32Array | null = null;
-
-/** Continues a CRC-32 (ISO-HDLC, the gzip trailer's checksum; RFC 1952 §8) over `data`. */
-export function crc32Update(crc: number, data: Uint8Array): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let c = ~crc >>> 0;
-  for (let i = 0; i < data.length; i++) c = crcTable[(c ^ data[i]) & 0xff] ^ (c >>> 8);
-  return ~c >>> 0;
-}
-
-/** CRC-32 of `data` (RFC 1952 §8). */
-export function crc32(data: Uint8Array): number {
-  return crc32Update(0, data);
-}
 
 /** One gzip member holding `data`, with its total size in the "KL" extra subfield. */
 export function encodeGzipMember(data: Uint8Array, level: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 = 6): Uint8Array {
@@ -95,47 +64,6 @@ const corrupt = (at: MemberPlace, what: string): TrajectoryFileError =>
     at.episode,
   );
 
-/**
- * Inflates raw deflate data slice by slice, stopping as soon as the output passes `maxBytes`,
- * so the cap bounds memory (a bomb never materialises). `final` false leaves the stream open:
- * used to test whether bytes are a prefix of a valid stream.
- */
-export function inflateCapped(
-  data: Uint8Array,
-  maxBytes: number,
-  onTooLarge: () => Error,
-  final = true,
-): { chunks: Uint8Array[]; length: number } {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  const inflater = new Inflate((chunk) => {
-    length += chunk.length;
-    if (length > maxBytes) throw onTooLarge();
-    if (chunk.length > 0) chunks.push(chunk);
-  });
-  for (let o = 0; o < data.length; ) {
-    const end = Math.min(o + nextSlice(maxBytes - length), data.length);
-    inflater.push(data.subarray(o, end), false);
-    o = end;
-  }
-  if (final) inflater.push(new Uint8Array(0), true);
-  return { chunks, length };
-}
-
-function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(length);
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
-}
-
-/** fflate's error code for input that ends before the deflate stream does. */
-const FLATE_UNEXPECTED_EOF = 0;
-
 export type SizedMemberRead =
   /** A complete, verified member of `length` bytes. */
   | { kind: "member"; length: number; payload: Uint8Array }
@@ -169,40 +97,45 @@ export function readSizedMember(
   const size = sizedMemberLength(bytes);
   if (size === null) throw corrupt(at, "not a sized gzip member");
   if (size < HEADER_BYTES + TRAILER_BYTES) throw corrupt(at, `size field ${size} is impossible`);
-  if (size <= bytes.length) {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, size);
-    let inflated: { chunks: Uint8Array[]; length: number };
+  const inflate = (body: Uint8Array) => {
     try {
-      inflated = inflateCapped(bytes.subarray(HEADER_BYTES, size - TRAILER_BYTES), maxBytes, tooLarge);
+      return inflateRawBounded(body, maxBytes, tooLarge);
     } catch (err) {
       if (err instanceof TrajectoryFileError) throw err;
       throw corrupt(at, `deflate data does not inflate (${(err as Error).message})`);
     }
-    const payload = concat(inflated.chunks, inflated.length);
+  };
+  if (size <= bytes.length) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, size);
+    const inflated = inflate(bytes.subarray(HEADER_BYTES, size - TRAILER_BYTES));
+    if (inflated.end !== size - TRAILER_BYTES - HEADER_BYTES)
+      throw corrupt(
+        at,
+        inflated.end < 0
+          ? `size field ${size} cuts the deflate data short`
+          : `size field ${size} disagrees with the deflate data, which ends at byte ${at.offset + HEADER_BYTES + inflated.end}`,
+      );
+    const payload = concatBytes(inflated.chunks, inflated.length);
     if (view.getUint32(size - 8, true) !== crc32(payload)) throw corrupt(at, "CRC-32 mismatch");
     if (view.getUint32(size - 4, true) !== payload.length >>> 0) throw corrupt(at, "ISIZE mismatch");
     return { kind: "member", length: size, payload };
   }
-  // The declared size runs past the end of the data. A torn tail inflates as an unfinished
-  // stream; a complete member (the size field is what is wrong) finishes and carries its trailer.
+  // The declared size runs past the end of the data. A torn tail is a strict prefix of a valid
+  // member: its deflate stream is unfinished, or finished and followed by part of its own trailer.
   // Compressed data cannot exceed the cap by more than deflate's stored-block overhead.
   if (bytes.length > maxBytes + (maxBytes >>> 6) + 65_536) throw corrupt(at, `size field ${size} is past the end`);
-  let inflated: { chunks: Uint8Array[]; length: number };
-  try {
-    inflated = inflateCapped(bytes.subarray(HEADER_BYTES), maxBytes, tooLarge);
-  } catch (err) {
-    if (err instanceof TrajectoryFileError) throw err;
-    if ((err as { code?: number }).code === FLATE_UNEXPECTED_EOF) return { kind: "torn" };
-    throw corrupt(at, `deflate data does not inflate (${(err as Error).message})`);
-  }
-  const payload = concat(inflated.chunks, inflated.length);
+  const inflated = inflate(bytes.subarray(HEADER_BYTES));
+  if (inflated.end < 0) return { kind: "torn" };
+  const payload = concatBytes(inflated.chunks, inflated.length);
   const trailer = new Uint8Array(8);
   const tv = new DataView(trailer.buffer);
   tv.setUint32(0, crc32(payload), true);
   tv.setUint32(4, payload.length >>> 0, true);
-  if (indexOfBytes(bytes, trailer, HEADER_BYTES) >= 0) {
+  const after = bytes.subarray(HEADER_BYTES + inflated.end);
+  for (let i = 0; i < Math.min(8, after.length); i++)
+    if (after[i] !== trailer[i]) throw corrupt(at, i < 4 ? "CRC-32 mismatch" : "ISIZE mismatch");
+  if (after.length >= 8)
     throw corrupt(at, `size field ${size} disagrees with the member's data (which ends inside the file)`);
-  }
   return { kind: "torn" };
 }
 
@@ -301,43 +234,11 @@ export function gunzipMembers(
 ): Uint8Array[] {
   const name = options.name ?? "gzip data";
   const base = options.baseOffset ?? 0;
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_MEMBER_BYTES;
-  const fail = (what: string, offset: number, problem: "corrupt" | "too-large" = "corrupt") =>
-    new TrajectoryFileError(`${name}: gzip member at byte ${base + offset}: ${what}`, problem, base + offset);
-  const members = [{ start: 0, chunks: [] as Uint8Array[], length: 0, crc: 0 }];
-  let total = 0;
-  const g = new Gunzip((chunk) => {
-    const m = members[members.length - 1];
-    total += chunk.length;
-    if (total > maxBytes) throw fail(`inflates beyond the cap of ${maxBytes} bytes`, m.start, "too-large");
-    if (chunk.length === 0) return;
-    m.chunks.push(chunk);
-    m.length += chunk.length;
-    m.crc = crc32Update(m.crc, chunk);
-  });
-  g.onmember = (start) => members.push({ start, chunks: [], length: 0, crc: 0 });
   try {
-    for (let o = 0; o < data.length; ) {
-      const end = Math.min(o + nextSlice(maxBytes - total), data.length);
-      g.push(data.subarray(o, end), end === data.length);
-      o = end;
-    }
+    return readGzipMembers(data, options.maxBytes ?? DEFAULT_MAX_MEMBER_BYTES, base).map((m) => m.payload);
   } catch (err) {
-    if (err instanceof TrajectoryFileError) throw err;
-    throw fail(`not a valid gzip stream (${(err as Error).message})`, members[members.length - 1].start);
+    if (!(err instanceof ArchiveError)) throw err;
+    const problem = err.rule === "TooLarge" ? "too-large" : err.rule === "TrailingData" ? "garbage" : "corrupt";
+    throw new TrajectoryFileError(`${name}: ${err.message.replace(/^\[\w+\] /, "")}`, problem, err.byteOffset);
   }
-  members.forEach((m, i) => {
-    const end = i + 1 < members.length ? members[i + 1].start : data.length;
-    if (end - m.start < 18) throw fail("too short to be a gzip member", m.start);
-    const view = new DataView(data.buffer, data.byteOffset + end - 8, 8);
-    if (view.getUint32(0, true) !== m.crc || view.getUint32(4, true) !== m.length >>> 0) {
-      throw fail(
-        i + 1 < members.length
-          ? "CRC-32/ISIZE mismatch"
-          : "CRC-32/ISIZE mismatch (damaged data, a missing trailer or bytes after the last member)",
-        m.start,
-      );
-    }
-  });
-  return members.map((m) => concat(m.chunks, m.length));
 }

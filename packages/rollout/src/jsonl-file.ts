@@ -2,21 +2,14 @@
 // ".gz". For datasets and collections written at once (TRL rows, seeded starts); trajectory
 // logs that grow episode by episode use trajectory-file.ts. Node only (node:fs).
 
-import { open, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
+import { readFile } from "node:fs/promises";
+import { writeFileAtomic } from "@kiln/hub-io";
 import { TrajectoryFileError } from "./errors.js";
 import { decodeJsonl, encodeJsonl, isGzipPath } from "./jsonl.js";
 
+/** Temp file + fsync + rename + directory fsync (hub-io's writeFileAtomic). */
 export async function writeJsonlFile(path: string, records: readonly unknown[]): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
-  try {
-    await writeFile(tmp, encodeJsonl(records, isGzipPath(path)), { flush: true });
-    await rename(tmp, path);
-    await syncDirectory(dirname(path));
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
+  await writeFileAtomic(path, encodeJsonl(records, isGzipPath(path)));
 }
 
 export async function readJsonlFile(path: string): Promise<unknown[]> {
@@ -28,17 +21,4 @@ export async function readJsonlFile(path: string): Promise<unknown[]> {
       decoded.validBytes,
     );
   return decoded.records;
-}
-
-/** fsync a directory so a rename in it survives a power loss (a no-op where directories cannot be opened). */
-export async function syncDirectory(dir: string): Promise<void> {
-  let handle: Awaited<ReturnType<typeof open>> | undefined;
-  try {
-    handle = await open(dir, "r");
-    await handle.sync();
-  } catch {
-    // Windows cannot open directories; there the rename is as durable as the OS makes it.
-  } finally {
-    await handle?.close();
-  }
 }

@@ -5,6 +5,7 @@
 
 import { appendFile, mkdir, open, readFile, rename, rm, stat, truncate } from "node:fs/promises";
 import { dirname } from "node:path";
+import { syncDirectory } from "@kiln/hub-io";
 import { strFromU8, strToU8 } from "fflate";
 import { TrajectoryFileError } from "./errors.js";
 import {
@@ -15,7 +16,6 @@ import {
   readSizedMember,
   sizedMemberLength,
 } from "./gzip-members.js";
-import { syncDirectory } from "./jsonl-file.js";
 import { encodeJsonl, isGzipPath } from "./jsonl.js";
 import { TRAJECTORY_SCHEMA_VERSION, type Trajectory, trajectorySchema } from "./trajectory.js";
 

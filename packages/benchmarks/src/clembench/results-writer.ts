@@ -1,15 +1,13 @@
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import * as fs from "node:fs";
 import { dirname, join } from "node:path";
+import { writeFileAtomicSync } from "@kiln/hub-io";
 import type { EpisodeResult } from "./episode.js";
 import type { EpisodeSpec } from "./instances.js";
 import { pyJsonDumps } from "./py.js";
 
-/** Write a file atomically (temp file in the same directory, then rename). */
-export function writeFileAtomic(path: string, content: string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  writeFileSync(tmp, content);
-  renameSync(tmp, path);
+/** Write a results file atomically (hub-io's temp + fsync + rename). */
+export function writeResultFile(path: string, content: string): void {
+  writeFileAtomicSync(fs, path, content);
 }
 
 /** clemcore 3.x episode directory: `<results>/<model>/<game>/<experiment>/instance_<game_id:05d>`. */
@@ -26,13 +24,13 @@ export function episodeDir(resultsDir: string, modelDir: string, spec: EpisodeSp
  */
 export function writeEpisode(resultsDir: string, modelDir: string, spec: EpisodeSpec, result: EpisodeResult): string {
   const dir = episodeDir(resultsDir, modelDir, spec);
-  writeFileAtomic(join(dirname(dir), "experiment.json"), pyJsonDumps(spec.experiment));
-  writeFileAtomic(join(dir, "instance.json"), pyJsonDumps(spec.instance));
+  writeResultFile(join(dirname(dir), "experiment.json"), pyJsonDumps(spec.experiment));
+  writeResultFile(join(dir, "instance.json"), pyJsonDumps(spec.instance));
   if (result.interactions) {
     result.interactions.meta.results_folder = modelDir;
-    writeFileAtomic(join(dir, "interactions.json"), pyJsonDumps(result.interactions));
+    writeResultFile(join(dir, "interactions.json"), pyJsonDumps(result.interactions));
   }
-  if (result.scores) writeFileAtomic(join(dir, "scores.json"), pyJsonDumps(result.scores));
-  if (result.error) writeFileAtomic(join(dir, "error.json"), pyJsonDumps({ error: result.error }));
+  if (result.scores) writeResultFile(join(dir, "scores.json"), pyJsonDumps(result.scores));
+  if (result.error) writeResultFile(join(dir, "error.json"), pyJsonDumps({ error: result.error }));
   return dir;
 }

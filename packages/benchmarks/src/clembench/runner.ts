@@ -16,7 +16,7 @@ import type { GameDefinition } from "./game.js";
 import { type EpisodeSpec, type InstanceFilter, listEpisodes, loadInstances } from "./instances.js";
 import { type PlayerBackend, PolicyBackend } from "./player.js";
 import { getGame } from "./registry.js";
-import { writeEpisode, writeFileAtomic } from "./results-writer.js";
+import { writeEpisode, writeResultFile } from "./results-writer.js";
 import { join } from "node:path";
 
 export interface ProgressEvent {
@@ -131,10 +131,10 @@ function rowsFromResults(results: EpisodeResult[], model: string) {
 
 /** Write raw.csv, results.csv (with std columns), results.md and stats.md (n and standard errors). */
 export function writeEvaluation(dir: string, rows: ReturnType<typeof addPlayedRows>, table: ClemTable): void {
-  writeFileAtomic(join(dir, "raw.csv"), formatRawCsv(rows));
-  writeFileAtomic(join(dir, "results.csv"), formatResultsCsv(table, true));
-  writeFileAtomic(join(dir, "results.md"), formatResultsMarkdown(table));
-  writeFileAtomic(join(dir, "stats.md"), formatStatsMarkdown(table));
+  writeResultFile(join(dir, "raw.csv"), formatRawCsv(rows));
+  writeResultFile(join(dir, "results.csv"), formatResultsCsv(table, true));
+  writeResultFile(join(dir, "results.md"), formatResultsMarkdown(table));
+  writeResultFile(join(dir, "stats.md"), formatStatsMarkdown(table));
 }
 
 /** clemcore's `perform_evaluation`: aggregate every scores.json under `resultsDir` and write the tables there. */

@@ -1,5 +1,6 @@
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { writeFileAtomicSync } from "@kiln/hub-io";
 import type { Tau2EpisodeResult } from "./episode.js";
 import type { PassHatKSummary } from "./pass-k.js";
 
@@ -14,13 +15,7 @@ export interface Tau2RunResult {
   durationMs: number;
 }
 
-/** Write `text` to `path` via a temp file and rename. */
-export function writeFileAtomic(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
-}
+const writeFileAtomic = (path: string, text: string) => writeFileAtomicSync(fs, path, text);
 
 const pct = (x: number) => (100 * x).toFixed(1);
 
