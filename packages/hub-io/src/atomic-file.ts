@@ -1,5 +1,5 @@
 // Atomic file writes (temp file in the same directory + rename), Node only: the one home of
-// writeFileAtomic and syncDirectory for every package (docs/ARCHITECTURE.md, "Where concepts live").
+// writeFileAtomic and syncDirectory for every package (docs/ARCHITECTURE.md §Concepts).
 // A reader never sees a half-written checkpoint: either the old file or the complete new one.
 // Commit fsyncs the file before the rename and the directory after it, so after a power loss
 // the path holds either the old file or the complete new one, never an empty or partial file.

@@ -1,6 +1,6 @@
 // CRC-32, raw inflate under a running output budget, and gzip members (RFC 1952) walked one by
-// one: the one home of these for hub-io's archives and @kiln/rollout's trajectory files (see
-// docs/ARCHITECTURE.md, "Where concepts live"). Pure: fflate only, browser-safe.
+// one: the one home of these for hub-io's archives and @kiln/rollout's trajectory files
+// (docs/ARCHITECTURE.md §Concepts). Pure: fflate only, browser-safe.
 //
 // Why walk members here instead of fflate's Gunzip: Gunzip does not say where a member ends, so
 // bytes after the last member were reported as a corrupt stream at offset 0 (or as a bad trailer).
