@@ -2,7 +2,7 @@
 // (its inputs and a backward closure); `backward` walks the tape in reverse
 // topological order and sums gradients. Gradients are defined once per op in
 // terms of other ops, so every backend inherits them.
-import { kernel } from "./backend.js";
+import { activeStorage, kernel } from "./backend.js";
 import { AutogradError, ShapeError, fmtShape } from "./errors.js";
 import { sameShape } from "./shape.js";
 import type { Storage } from "./storage.js";
@@ -155,11 +155,27 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
       if (eager && !seeds.has(g)) g.dispose();
     }
   };
+  // A pending gradient only the tape refers to (one pending use, the only tensor on backend-owned storage of
+  // the active backend, not a seed) takes the next contribution in place instead of a fresh sum. The values
+  // are the same: prev + g either way.
+  const exclusive = (p: Tensor) =>
+    eager &&
+    p.dtype === "f32" &&
+    uses.get(p) === 1 &&
+    !seeds.has(p) &&
+    p.storage.refs === 1 &&
+    p.storage.owned &&
+    p.storage.backend === activeStorage();
   const push = (target: Tensor, g: Tensor) => {
     const prev = pending.get(target);
     hold(g);
     if (!prev) {
       pending.set(target, g);
+      return;
+    }
+    if (prev !== g && exclusive(prev)) {
+      addInPlace(prev, g);
+      drop(g);
       return;
     }
     const sum = addGrads(prev, g);
@@ -221,8 +237,14 @@ export function backwardMany(roots: Tensor[], gradients: Tensor[], options: Back
   }
 }
 
+/** a += b (same shape, contiguous f32). */
+function addInPlace(a: Tensor, b: Tensor): void {
+  const x = argOf(a) as Float32Array;
+  kernel("binary")("add", x, argOf(b) as Float32Array, x, { shape: [a.size], aStrides: [1], bStrides: [1] });
+}
+
 function addGrads(a: Tensor, b: Tensor): Tensor {
-  const out = Tensor.output(a.shape);
+  const out = Tensor.empty(a.shape);
   kernel("binary")("add", argOf(a) as Float32Array, argOf(b) as Float32Array, argOf(out) as Float32Array, {
     shape: [a.size],
     aStrides: [1],

@@ -48,6 +48,11 @@ export interface StorageBackend<N = unknown, A = unknown> {
   readonly epoch: number;
   alloc(dtype: DType, size: number): N;
   /**
+   * Optional: like `alloc` but the contents are unspecified (pooled memory is not re-zeroed), for outputs a
+   * kernel overwrites completely (`Tensor.empty`). Backends without it get `alloc`.
+   */
+  allocEmpty?(dtype: DType, size: number): N;
+  /**
    * Optional: zero-filled storage for an op output made outside `tidy()`, which nobody is expected to
    * dispose. wasm returns a host array here (reclaimed by the garbage collector, copied per kernel call), as
    * heap blocks released only by finalizers would pile up: V8 does not see wasm memory as heap pressure.

@@ -110,11 +110,26 @@ export class Tensor {
     return new Tensor(new Storage(backend, backend.allocTransient(dtype, size), dtype, size, false), shape, dtype);
   }
 
+  /**
+   * An op output whose every element the caller's kernel overwrites: placed like `output`, but inside `tidy()`
+   * its memory is NOT zeroed (a reused pool block holds whatever was there before). Use `output` where a
+   * kernel accumulates into its output or leaves elements unwritten.
+   */
+  static empty(shape: Shape, dtype: DType = "f32"): Tensor {
+    const backend = activeStorage();
+    const size = sizeOf(shape);
+    if (scopes.length > 0 || !backend.allocTransient) {
+      const native = backend.allocEmpty ? backend.allocEmpty(dtype, size) : backend.alloc(dtype, size);
+      return new Tensor(new Storage(backend, native, dtype, size, true), shape, dtype);
+    }
+    return new Tensor(new Storage(backend, backend.allocTransient(dtype, size), dtype, size, false), shape, dtype);
+  }
+
   /** An op-internal tensor holding a copy of `host` (placed like `output`). */
   static outputFrom(host: StorageArray, shape: Shape, dtype: DType = "f32"): Tensor {
     const backend = activeStorage();
     if (!backend.hostVisible) return Tensor.fromHost(host, shape, dtype);
-    const t = Tensor.output(shape, dtype);
+    const t = Tensor.empty(shape, dtype);
     t.dataSync().set(host);
     return t;
   }
@@ -252,7 +267,7 @@ export class Tensor {
 
   /** A deep copy of the values (no history) on the active backend. */
   clone(): Tensor {
-    const out = Tensor.output(this.shape, this.dtype);
+    const out = Tensor.empty(this.shape, this.dtype);
     kernel("copy")(argOf(this) as StorageArray, argOf(out) as StorageArray, {
       shape: [this.size],
       srcOffset: 0,
@@ -266,7 +281,7 @@ export class Tensor {
   /** Convert storage dtype (no gradient flows through a dtype change to bf16/f16/i32). */
   to(dtype: DType): Tensor {
     if (dtype === this.dtype) return this;
-    const out = Tensor.output(this.shape, dtype);
+    const out = Tensor.empty(this.shape, dtype);
     kernel("cast")(argOf(this) as StorageArray, argOf(out) as StorageArray, this.size, this.dtype, dtype);
     return out;
   }

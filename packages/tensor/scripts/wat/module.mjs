@@ -4,6 +4,7 @@
 import { adamwWat } from "./adamw.mjs";
 import { attentionWat } from "./attention.mjs";
 import { crossEntropyWat } from "./cross-entropy.mjs";
+import { elementwiseWat } from "./elementwise.mjs";
 import { resetLabels } from "./dsl.mjs";
 import { gemmWat } from "./gemm.mjs";
 import { gemvWat } from "./gemv.mjs";
@@ -34,6 +35,7 @@ ${swigluWat()}
 ${adamwWat()}
 ${ropeWat()}
 ${rmsNormBackwardWat()}
+${elementwiseWat()}
 )
 `;
 }

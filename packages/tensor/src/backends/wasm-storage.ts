@@ -38,10 +38,18 @@ export class WasmStorage implements StorageBackend<WasmNative, StorageArray> {
   }
 
   alloc(dtype: DType, size: number): WasmNative {
+    return this.allocBlock(dtype, size, true);
+  }
+
+  allocEmpty(dtype: DType, size: number): WasmNative {
+    return this.allocBlock(dtype, size, false);
+  }
+
+  private allocBlock(dtype: DType, size: number, zero: boolean): WasmNative {
     const bytes = size * bytesPerElement(dtype);
     if (this.resident) {
       try {
-        return { ptr: this.heap.alloc(bytes, true), bytes };
+        return { ptr: this.heap.alloc(bytes, zero), bytes };
       } catch {
         // The memory's limit: keep going on host arrays (copied per kernel call).
       }
@@ -55,7 +63,7 @@ export class WasmStorage implements StorageBackend<WasmNative, StorageArray> {
   }
 
   upload(host: StorageArray, dtype: DType): WasmNative {
-    const native = this.alloc(dtype, host.length);
+    const native = this.allocEmpty(dtype, host.length);
     this.view(native, dtype, 0, host.length).set(host);
     return native;
   }

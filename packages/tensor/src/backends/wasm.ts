@@ -6,6 +6,7 @@ import { registerBackend, unregisterBackend } from "../backend.js";
 import type { InitBackendOptions } from "../init-backend.js";
 import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../wasm/index.js";
 import { makeGemmAttention } from "./attention-gemm.js";
+import { jsKernels } from "./js/index.js";
 import { WasmStorage } from "./wasm-storage.js";
 
 let instance: WasmKernels | null = null;
@@ -60,6 +61,22 @@ export async function initWasmBackend(options: InitBackendOptions): Promise<void
     swigluForward: k.swiglu.bind(k),
     swigluBackward: k.swigluBackward.bind(k),
     adamwUpdate: k.adamw.bind(k),
+    // Resident operands run in the module (SIMD, memory.copy); anything else (host arrays, shapes the module
+    // does not cover, other ops) takes the js kernel on the same arrays.
+    binary: (op, a, b, out, s) => {
+      if (!k.binaryResident(op, a, b, out, s.shape, s.aStrides, s.bStrides)) jsKernels.binary(op, a, b, out, s);
+    },
+    copy: (x, out, s) => {
+      if (!k.copyResident(x, out, s.shape, s.srcOffset, s.srcStrides, s.dstOffset, s.dstStrides))
+        jsKernels.copy(x, out, s);
+    },
+    cast: (x, out, n, from, to) => {
+      const f32 = x as Float32Array;
+      const bits = out as Uint16Array;
+      if (from === "bf16" && to === "f32" && k.bf16Resident("widen", x as Uint16Array, out as Float32Array, n)) return;
+      if (from === "f32" && to === "bf16" && k.bf16Resident("round", f32, bits, n)) return;
+      jsKernels.cast(x, out, n, from, to);
+    },
     attentionForward: (q, kk, v, mask, out, lse, s) =>
       mask ? tiled.attentionForward(q, kk, v, mask, out, lse, s) : k.attentionForward(q, kk, v, out, lse, wasmShape(s)),
     attentionBackward: (q, kk, v, mask, out, lse, dOut, dq, dk, dv, s) =>

@@ -56,8 +56,8 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   const qf = floatTensor("attention", q);
   const kf = floatTensor("attention", k);
   const vf = floatTensor("attention", v);
-  const out = Tensor.output(q.shape);
-  const lse = Tensor.output([B * H * tq]);
+  const out = Tensor.empty(q.shape);
+  const lse = Tensor.empty([B * H * tq]);
   const f32 = (t: Tensor) => argOf(t) as Float32Array;
   kernel("attentionForward")(f32(qf), f32(kf), f32(vf), mask, f32(out), f32(lse), shape);
   return record(
@@ -65,9 +65,9 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
     "attention",
     [q, k, v],
     (g) => {
-      const dq = Tensor.output(q.shape);
-      const dk = Tensor.output(k.shape);
-      const dv = Tensor.output(v.shape);
+      const dq = Tensor.empty(q.shape);
+      const dk = Tensor.empty(k.shape);
+      const dv = Tensor.empty(v.shape);
       kernel("attentionBackward")(
         f32(qf),
         f32(kf),

@@ -21,9 +21,14 @@ export function floatData(op: string, t: Tensor): Float32Array {
   return argOf(floatTensor(op, t)) as Float32Array;
 }
 
-/** A fresh f32 output on the active backend. */
+/** A fresh zero-filled f32 output on the active backend. */
 export function outF32(shape: readonly number[]): Tensor {
   return Tensor.output(shape, "f32");
+}
+
+/** A fresh f32 output whose every element the caller's kernel writes (not zeroed; see `Tensor.empty`). */
+export function emptyF32(shape: readonly number[]): Tensor {
+  return Tensor.empty(shape, "f32");
 }
 
 /** Materialise `t` broadcast to `shape` (a copy unless the shape already matches); float result. */
@@ -34,7 +39,7 @@ export function broadcastTo(t: Tensor, shape: readonly number[]): Tensor {
     throw new ShapeError(`broadcastTo: cannot broadcast ${fmtShape(t.shape)} to ${fmtShape(shape)}`);
   }
   const src = floatTensor("broadcastTo", t);
-  const out = outF32(shape);
+  const out = emptyF32(shape);
   kernel("copy")(argOf(src) as Float32Array, argOf(out) as Float32Array, {
     shape,
     srcOffset: 0,
@@ -74,7 +79,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
     for (let d = 0; d < r; d++) outer *= curDims[d];
     let inner = 1;
     for (let d = r + 1; d < curDims.length; d++) inner *= curDims[d];
-    const next = outF32([outer * inner]);
+    const next = emptyF32([outer * inner]);
     kernel("reduce")("sum", argOf(cur) as Float32Array, argOf(next) as Float32Array, outer, curDims[r], inner);
     if (cur !== g) cur.dispose();
     cur = next;
@@ -91,23 +96,23 @@ function scalarTensor(value: number): Tensor {
 function binary(op: BinaryOp, a: TensorLike, b: TensorLike): { out: Tensor; ta: Tensor | null; tb: Tensor | null } {
   if (typeof a === "number" && typeof b === "number") {
     const x = scalarTensor(a);
-    const out = outF32([]);
+    const out = emptyF32([]);
     kernel("binaryScalar")(op, argOf(x) as Float32Array, b, argOf(out) as Float32Array, 1, false);
     return { out, ta: null, tb: null };
   }
   if (typeof a === "number") {
     const bt = b as Tensor;
-    const out = outF32(bt.shape);
+    const out = emptyF32(bt.shape);
     kernel("binaryScalar")(op, floatData(op, bt), a, argOf(out) as Float32Array, bt.size, true);
     return { out, ta: null, tb: bt };
   }
   if (typeof b === "number") {
-    const out = outF32(a.shape);
+    const out = emptyF32(a.shape);
     kernel("binaryScalar")(op, floatData(op, a), b, argOf(out) as Float32Array, a.size, false);
     return { out, ta: a, tb: null };
   }
   const shape = broadcastShapes(op, a.shape, b.shape);
-  const out = outF32(shape);
+  const out = emptyF32(shape);
   const x = floatData(op, a);
   const y = floatData(op, b);
   kernel("binary")(op, x, y, argOf(out) as Float32Array, {
@@ -227,14 +232,14 @@ function gradsOf(a: Tensor | null, b: Tensor | null, ga: () => Tensor, gb: () =>
 
 function unary(op: UnaryOp, a: Tensor): Tensor {
   const x = floatTensor(op, a);
-  const out = outF32(a.shape);
+  const out = emptyF32(a.shape);
   kernel("unary")(op, argOf(x) as Float32Array, argOf(out) as Float32Array, a.size);
   return record(
     out,
     op,
     [a],
     (g) => {
-      const dx = outF32(a.shape);
+      const dx = emptyF32(a.shape);
       kernel("unaryBackward")(
         op,
         argOf(x) as Float32Array,
@@ -275,19 +280,19 @@ export function clamp(a: Tensor, min?: number, max?: number): Tensor {
   const hi = max ?? Number.POSITIVE_INFINITY;
   if (lo > hi) throw new ShapeError(`clamp: min ${lo} > max ${hi}`);
   const x = floatTensor("clamp", a);
-  const out = outF32(a.shape);
+  const out = emptyF32(a.shape);
   kernel("clamp")(argOf(x) as Float32Array, argOf(out) as Float32Array, a.size, lo, hi);
   return record(
     out,
     "clamp",
     [a],
     (g) => {
-      const inside = outF32(a.shape);
+      const inside = emptyF32(a.shape);
       const k = kernel("binaryScalar");
       k("ge", argOf(x) as Float32Array, lo, argOf(inside) as Float32Array, a.size, false);
-      const below = outF32(a.shape);
+      const below = emptyF32(a.shape);
       k("le", argOf(x) as Float32Array, hi, argOf(below) as Float32Array, a.size, false);
-      const dx = outF32(a.shape);
+      const dx = emptyF32(a.shape);
       const shape = { shape: [a.size], aStrides: [1], bStrides: [1] };
       kernel("binary")(
         "mul",
@@ -316,7 +321,7 @@ export function clamp(a: Tensor, min?: number, max?: number): Tensor {
 function expandF32(t: Tensor, shape: readonly number[]): Tensor {
   const f = t.dtype === "f32" ? t : t.to("f32");
   if (sameShape(f.shape, shape)) return f;
-  const out = outF32(shape);
+  const out = emptyF32(shape);
   kernel("copy")(argOf(f) as Float32Array, argOf(out) as Float32Array, {
     shape,
     srcOffset: 0,
@@ -336,7 +341,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
   const mask = expandF32(cond, shape);
   const x = expandF32(floatTensor("where", at), shape);
   const y = expandF32(floatTensor("where", bt), shape);
-  const out = outF32(shape);
+  const out = emptyF32(shape);
   const k = kernel("where");
   k(argOf(mask) as Float32Array, argOf(x) as Float32Array, argOf(y) as Float32Array, argOf(out) as Float32Array, n);
   return record(
@@ -348,7 +353,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
       let ga: Tensor | null = null;
       let gb: Tensor | null = null;
       if (at.requiresGrad) {
-        ga = outF32(shape);
+        ga = emptyF32(shape);
         k(
           argOf(mask) as Float32Array,
           argOf(g) as Float32Array,
@@ -358,7 +363,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
         );
       }
       if (bt.requiresGrad) {
-        gb = outF32(shape);
+        gb = emptyF32(shape);
         k(
           argOf(mask) as Float32Array,
           argOf(zero) as Float32Array,
@@ -384,7 +389,7 @@ export function compare(op: CompareOp, a: TensorLike, b: TensorLike): Tensor {
   const x = at.dtype === "f32" ? at : at.to("f32");
   const y = bt.dtype === "f32" ? bt : bt.to("f32");
   const shape = broadcastShapes(op, at.shape, bt.shape);
-  const out = outF32(shape);
+  const out = emptyF32(shape);
   kernel("binary")(op, argOf(x) as Float32Array, argOf(y) as Float32Array, argOf(out) as Float32Array, {
     shape,
     aStrides: broadcastStrides(at.shape, shape),

@@ -32,7 +32,7 @@ function bmm(a: Tensor, b: Tensor, transA: boolean, transB: boolean): Tensor {
   }
   if (ba !== bb && ba !== 1 && bb !== 1) throw new ShapeError(`matmul: batch ${ba} vs ${bb} cannot broadcast`);
   const batch = Math.max(ba, bb);
-  const result = Tensor.output([batch, m, n]);
+  const result = Tensor.empty([batch, m, n]);
   const out = argOf(result) as Float32Array;
   const shape = {
     batch,

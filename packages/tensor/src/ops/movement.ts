@@ -67,7 +67,7 @@ export function permute(t: Tensor, perm: readonly number[]): Tensor {
   const p = perm.map((x) => normAxis("permute", x, t.rank));
   if (p.every((x, i) => x === i)) return t;
   const outShape = p.map((x) => t.shape[x]);
-  const out = Tensor.output(outShape, t.dtype);
+  const out = Tensor.empty(outShape, t.dtype);
   const inStrides = stridesOf(t.shape);
   copyInto(t, out, {
     shape: outShape,
@@ -107,7 +107,7 @@ export function narrow(t: Tensor, axis: number, start: number, end?: number): Te
     const view = new Tensor(t.storage, shape, t.dtype, t.offset + s * inner);
     return record(view, "slice", [t], (g) => [padSlice(g, t.shape, a, s)]);
   }
-  const out = Tensor.output(shape, t.dtype);
+  const out = Tensor.empty(shape, t.dtype);
   copyInto(t, out, {
     shape: [outer, e - s, inner],
     srcOffset: s * inner,
@@ -160,7 +160,8 @@ export function concat(tensors: readonly Tensor[], axis = 0): Tensor {
   const total = tensors.reduce((acc, t) => acc + t.shape[a], 0);
   const shape = [...first.shape];
   shape[a] = total;
-  const out = Tensor.output(shape, first.dtype);
+  // Every element is written by exactly one input's copy.
+  const out = Tensor.empty(shape, first.dtype);
   let offset = 0;
   for (const t of tensors) {
     const len = t.shape[a] * inner;

@@ -6,7 +6,7 @@ import { DTypeError, IndexError, ShapeError, fmtShape } from "../errors.js";
 import { uniformFloats } from "../random.js";
 import { normAxis, sizeOf } from "../shape.js";
 import { Tensor, argOf } from "../tensor.js";
-import { add, compare, div, floatData, floatTensor, neg, outF32 } from "./elementwise.js";
+import { add, compare, div, emptyF32, floatData, floatTensor, neg, outF32 } from "./elementwise.js";
 import { transpose } from "./movement.js";
 import { sum } from "./reduce.js";
 
@@ -24,10 +24,10 @@ function softmaxOp(mode: SoftmaxMode, x: Tensor, axis: number): Tensor {
     const n = t.shape[t.rank - 1];
     const rows = n === 0 ? 0 : t.size / n;
     const src = floatTensor(mode, t);
-    const y = outF32(t.shape);
+    const y = emptyF32(t.shape);
     kernel("softmax")(mode, f32(src), f32(y), rows, n);
     return record(y, mode, [t], (g) => {
-      const dx = outF32(t.shape);
+      const dx = emptyF32(t.shape);
       kernel("softmaxBackward")(mode, f32(y), f32(g), f32(dx), rows, n);
       return [dx];
     });
@@ -60,17 +60,17 @@ export function rmsNorm(x: Tensor, weight: Tensor, options: RmsNormOptions = {})
   const zc = options.zeroCentered ?? false;
   const xf = floatTensor("rmsNorm", x);
   const wf = floatTensor("rmsNorm", weight);
-  const out = outF32(x.shape);
-  const rstd = outF32([dim === 0 ? 0 : x.size / dim]);
+  const out = emptyF32(x.shape);
+  const rstd = emptyF32([dim === 0 ? 0 : x.size / dim]);
   kernel("rmsNorm")(f32(xf), f32(wf), f32(out), f32(rstd), dim, eps, zc);
   return record(
     out,
     "rmsNorm",
     [x, weight],
     (g) => {
-      const dx = outF32(x.shape);
+      const dx = emptyF32(x.shape);
       // A frozen norm weight (LoRA) needs no dw: the kernel then skips that sum.
-      const dw = weight.requiresGrad ? outF32(weight.shape) : null;
+      const dw = weight.requiresGrad ? emptyF32(weight.shape) : null;
       kernel("rmsNormBackward")(f32(xf), f32(wf), f32(rstd), f32(g), f32(dx), dw ? f32(dw) : null, dim, zc);
       return [x.requiresGrad ? dx : null, dw];
     },
@@ -184,11 +184,11 @@ function ropeOp(
   }
   const { cos, sin } = ropeTables(positions, invFreq);
   const shape: RopeShape = { batch: B, heads: H, seq: T, headDim: D, rotaryDim: rot, perBatch, headsLast };
-  const out = outF32([B, H, T, D]);
+  const out = emptyF32([B, H, T, D]);
   kernel("ropeForward")(floatData(name, x), cos, sin, f32(out), shape);
   // The rotation is orthogonal: its transpose (angle −θ) carries the gradient back.
   return record(out, name, [x], (g) => {
-    const dx = outF32(x.shape);
+    const dx = emptyF32(x.shape);
     kernel("ropeBackward")(f32(g), cos, sin, f32(dx), shape);
     return [dx];
   });
@@ -209,17 +209,17 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   }
   const gf = floatTensor("swiglu", gate);
   const uf = floatTensor("swiglu", up);
-  const out = outF32(gate.shape);
+  const out = emptyF32(gate.shape);
   // σ(gate) is kept for the backward, so the exponentials are computed once.
-  const sig = outF32(gate.shape);
+  const sig = emptyF32(gate.shape);
   kernel("swigluForward")(f32(gf), f32(uf), f32(out), f32(sig));
   return record(
     out,
     "swiglu",
     [gate, up],
     (g) => {
-      const dgate = outF32(gate.shape);
-      const dup = outF32(up.shape);
+      const dgate = emptyF32(gate.shape);
+      const dup = emptyF32(up.shape);
       kernel("swigluBackward")(f32(gf), f32(uf), f32(sig), f32(g), f32(dgate), f32(dup));
       return [dgate, dup];
     },
@@ -270,8 +270,8 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
   const reduction = options.reduction ?? "mean";
   const { rows, vocab } = checkTargets("crossEntropy", logits, targets, ignoreIndex);
   const lf = floatTensor("crossEntropy", logits);
-  const loss = outF32(targets.shape);
-  const lse = outF32([rows]);
+  const loss = emptyF32(targets.shape);
+  const lse = emptyF32([rows]);
   kernel("crossEntropyForward")(f32(lf), i32(targets), f32(loss), f32(lse), rows, vocab, ignoreIndex);
   // Counting and summing run as kernels too, so nothing waits for a device here.
   const count = reduction === "mean" ? sum(compare("ne", targets, ignoreIndex)) : null;
@@ -288,7 +288,7 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
     [logits],
     (g) => {
       const gradLoss = reduction === "none" ? g : add(outF32([rows]), count ? div(g, count) : g);
-      const dlogits = outF32(logits.shape);
+      const dlogits = emptyF32(logits.shape);
       kernel("crossEntropyBackward")(
         f32(lf),
         i32(targets),
@@ -336,7 +336,7 @@ export function embedding(weight: Tensor, ids: Tensor): Tensor {
   if (weight.dtype === "i32") throw new DTypeError("embedding: weight must be a float tensor, got i32");
   const [V, d] = weight.shape;
   checkIds("embedding", ids, V);
-  const out = outF32([...ids.shape, d]);
+  const out = emptyF32([...ids.shape, d]);
   kernel("gatherRows")(argOf(weight) as Float32Array, i32(ids), f32(out), {
     count: ids.size,
     rowLen: d,
@@ -372,7 +372,7 @@ export function scatterAdd(base: Tensor, ids: Tensor, src: Tensor): Tensor {
     "scatterAdd",
     [base, src],
     (g) => {
-      const gs = outF32(src.shape);
+      const gs = emptyF32(src.shape);
       kernel("gatherRows")(f32(g), i32(ids), f32(gs), { count: ids.size, rowLen: rowSize, tableRows: V, dtype: "f32" });
       return [g, gs];
     },
@@ -398,7 +398,7 @@ export function gather(x: Tensor, axis: number, index: Tensor): Tensor {
     for (let p = 0; p < id.length; p++)
       if (id[p] < 0 || id[p] >= n) throw new IndexError(`gather: index ${id[p]} outside [0, ${n}) on axis ${axis}`);
   }
-  const out = outF32(index.shape);
+  const out = emptyF32(index.shape);
   kernel("gatherAxis")(floatData("gather", x), i32(index), f32(out), outer, n, k, inner);
   return record(
     out,
@@ -431,14 +431,14 @@ export function dropout(x: Tensor, p: number, options: DropoutOptions): Tensor {
   for (let i = 0; i < values.length; i++) values[i] = u[i] >= p ? scale : 0;
   const mask = Tensor.outputFrom(values, x.shape);
   const shape = { shape: [x.size], aStrides: [1], bStrides: [1] };
-  const out = outF32(x.shape);
+  const out = emptyF32(x.shape);
   kernel("binary")("mul", floatData("dropout", x), f32(mask), f32(out), shape);
   return record(
     out,
     "dropout",
     [x],
     (g) => {
-      const dx = outF32(x.shape);
+      const dx = emptyF32(x.shape);
       kernel("binary")("mul", f32(g), f32(mask), f32(dx), shape);
       return [dx];
     },

@@ -26,7 +26,7 @@ function reduceAxes(op: string, t: Tensor, axes: readonly number[], kind: Reduce
     for (let i = 0; i < axis; i++) outer *= dims[i];
     let inner = 1;
     for (let i = axis + 1; i < dims.length; i++) inner *= dims[i];
-    const next = Tensor.output([outer * inner]);
+    const next = Tensor.empty([outer * inner]);
     kernel("reduce")(kind, argOf(cur) as Float32Array, argOf(next) as Float32Array, outer, dims[axis], inner);
     if (cur !== x) cur.dispose();
     cur = next;
@@ -113,7 +113,7 @@ export function argmax(t: Tensor, axis = -1, keepDims = false): Tensor {
   const n = t.shape[a];
   let inner = 1;
   for (let i = a + 1; i < t.rank; i++) inner *= t.shape[i];
-  const out = Tensor.output(finalShape(t.shape, [a], keepDims), "i32");
+  const out = Tensor.empty(finalShape(t.shape, [a], keepDims), "i32");
   kernel("argmax")(argOf(x) as Float32Array, argOf(out) as Int32Array, outer, n, inner);
   return out;
 }

@@ -51,7 +51,40 @@ const STREAM_PARALLEL_ELEMENTS = 1 << 18;
 /** RoPE is lighter still: in place on 512×1024 values split was 20% slower. */
 const ROPE_PARALLEL_ELEMENTS = 1 << 20;
 
-type Exports = Record<Exclude<WorkerOp, "">, (...args: number[]) => void>;
+type Exports = Record<Exclude<WorkerOp, "">, (...args: number[]) => void> &
+  Record<"zero_fill" | "binary2d" | "copy4d" | "bf16_widen" | "bf16_round", (...args: number[]) => void>;
+
+/** Op codes of the module's binary2d (scripts/wat/elementwise.mjs BINARY_OPS). */
+const BINARY2D_OPS: Record<string, number> = { add: 0, sub: 1, mul: 2, div: 3 };
+
+/**
+ * Dims of a strided elementwise walk with adjacent dims merged where every operand steps through them
+ * as one (stride[d] = stride[d+1]·n[d+1]) and size-1 dims dropped. Null when a stride is negative.
+ */
+function mergeDims(shape: readonly number[], strides: readonly (readonly number[])[]): [number[], number[][]] | null {
+  const n: number[] = [];
+  const st: number[][] = strides.map(() => []);
+  for (let d = 0; d < shape.length; d++) {
+    if (shape[d] === 1) continue;
+    for (const s of strides) if (s[d] < 0) return null;
+    const last = n.length - 1;
+    if (last >= 0 && strides.every((s, i) => st[i][last] === s[d] * shape[d])) {
+      n[last] *= shape[d];
+      for (let i = 0; i < strides.length; i++) st[i][last] = strides[i][d];
+    } else {
+      n.push(shape[d]);
+      for (let i = 0; i < strides.length; i++) st[i].push(strides[i][d]);
+    }
+  }
+  return [n, st];
+}
+
+/** The largest element index a strided walk touches (offset included). */
+function lastIndex(offset: number, n: readonly number[], st: readonly number[]): number {
+  let i = offset;
+  for (let d = 0; d < n.length; d++) i += (n[d] - 1) * st[d];
+  return i;
+}
 
 async function defaultThreads(): Promise<number> {
   let cores = 1;
@@ -145,6 +178,127 @@ class Kernels implements WasmKernels {
       f.discard();
       throw err;
     }
+  }
+
+  /**
+   * `binary` on resident arrays for add/sub/mul/div when, after merging dims, the walk is rows of a
+   * contiguous output with each operand contiguous or broadcast along the row (the shapes of residual adds,
+   * bias and scale broadcasts, gradient sums). Returns false (nothing done) otherwise: the caller falls back.
+   */
+  binaryResident(
+    op: string,
+    a: Float32Array,
+    b: Float32Array,
+    out: Float32Array,
+    shape: readonly number[],
+    aStrides: readonly number[],
+    bStrides: readonly number[],
+  ): boolean {
+    const code = BINARY2D_OPS[op];
+    if (code === undefined || this.disposed) return false;
+    const heap = this.heap;
+    if (!heap.owns(a) || !heap.owns(b) || !heap.owns(out)) return false;
+    let size = 1;
+    for (const d of shape) size *= d;
+    if (size === 0) return true;
+    const merged = mergeDims(shape, [aStrides, bStrides]);
+    if (!merged || merged[0].length > 2) return false;
+    const [n, [sa, sb]] = merged;
+    while (n.length < 2) {
+      n.unshift(1);
+      sa.unshift(0);
+      sb.unshift(0);
+    }
+    if (sa[1] > 1 || sb[1] > 1) return false;
+    if (out.length < size || lastIndex(0, n, sa) >= a.length || lastIndex(0, n, sb) >= b.length)
+      throw new ShapeError(`binary ${op}: an operand is shorter than its strides over [${shape.join(", ")}] reach`);
+    this.exports.binary2d(
+      code,
+      a.byteOffset,
+      b.byteOffset,
+      out.byteOffset,
+      n[0],
+      n[1],
+      sa[0],
+      sa[1],
+      sb[0],
+      sb[1],
+      0,
+      n[0],
+    );
+    return true;
+  }
+
+  /**
+   * The `copy` kernel on resident arrays of one element type, for walks of rank ≤ 4 after merging dims
+   * (contiguous runs with memory.copy). Returns false otherwise (nothing done).
+   */
+  copyResident(
+    x: Float32Array | Int32Array | Uint16Array,
+    out: Float32Array | Int32Array | Uint16Array,
+    shape: readonly number[],
+    srcOffset: number,
+    srcStrides: readonly number[],
+    dstOffset: number,
+    dstStrides: readonly number[],
+  ): boolean {
+    if (this.disposed) return false;
+    const heap = this.heap;
+    const es = x.BYTES_PER_ELEMENT;
+    if (out.BYTES_PER_ELEMENT !== es || !heap.owns(x) || !heap.owns(out)) return false;
+    let size = 1;
+    for (const d of shape) size *= d;
+    if (size === 0) return true;
+    const merged = mergeDims(shape, [srcStrides, dstStrides]);
+    if (!merged || merged[0].length > 4) return false;
+    const [n, [ss, ds]] = merged;
+    while (n.length < 4) {
+      n.unshift(1);
+      ss.unshift(0);
+      ds.unshift(0);
+    }
+    if (
+      lastIndex(srcOffset, n, ss) >= x.length ||
+      lastIndex(dstOffset, n, ds) >= out.length ||
+      srcOffset < 0 ||
+      dstOffset < 0
+    )
+      throw new ShapeError(`copy: the strides over [${shape.join(", ")}] reach past the source or destination`);
+    this.exports.copy4d(
+      x.byteOffset + srcOffset * es,
+      out.byteOffset + dstOffset * es,
+      es,
+      n[0],
+      n[1],
+      n[2],
+      n[3],
+      ss[0] * es,
+      ss[1] * es,
+      ss[2] * es,
+      ss[3] * es,
+      ds[0] * es,
+      ds[1] * es,
+      ds[2] * es,
+      ds[3] * es,
+    );
+    return true;
+  }
+
+  /**
+   * bf16 bits → f32 (`"widen"`) or f32 → bf16 bits rounded to nearest even (`"round"`, NaN kept quiet) for
+   * n elements of resident arrays. Returns false (nothing done) when either is not resident.
+   */
+  bf16Resident(
+    mode: "widen" | "round",
+    src: Float32Array | Uint16Array,
+    dst: Float32Array | Uint16Array,
+    n: number,
+  ): boolean {
+    if (this.disposed || !this.heap.owns(src) || !this.heap.owns(dst)) return false;
+    checkLength("bf16 conversion", "source", src, n);
+    checkLength("bf16 conversion", "destination", dst, n);
+    if (n > 0) this.exports[mode === "widen" ? "bf16_widen" : "bf16_round"](src.byteOffset, dst.byteOffset, 0, n);
+    return true;
   }
 
   /** The heap these kernels run on (the wasm backend allocates resident tensors from it). */
@@ -902,11 +1056,8 @@ export async function createWasmKernels(options: WasmKernelOptions = {}): Promis
   const memory = createMemory(initial, maximum, useShared);
   const instance = await WebAssembly.instantiate(module, { env: { memory, log: Math.log } });
   const pool = threads > 1 ? await ThreadPool.create(threads - 1, module, memory) : null;
-  return new Kernels(
-    threads,
-    relaxed,
-    instance.exports as unknown as Exports,
-    new WasmHeap(memory, GEMM_SCRATCH_BYTES, threads),
-    pool,
-  );
+  const exports = instance.exports as unknown as Exports;
+  const heap = new WasmHeap(memory, GEMM_SCRATCH_BYTES, threads);
+  heap.zeroFill = exports.zero_fill;
+  return new Kernels(threads, relaxed, exports, heap, pool);
 }

@@ -75,6 +75,37 @@ export interface WasmKernels
   swiglu: Kernels["swigluForward"];
   /** One AdamW step in place on param / expAvg / expAvgSq (torch.optim.AdamW, single-tensor). */
   adamw: Kernels["adamwUpdate"];
+  /**
+   * `binary` (backend.ts) on arrays resident in the module's memory for add/sub/mul/div whose walk is rows
+   * of a contiguous output with each operand contiguous or broadcast along the row. False (nothing done)
+   * otherwise.
+   */
+  binaryResident(
+    op: string,
+    a: Float32Array,
+    b: Float32Array,
+    out: Float32Array,
+    shape: readonly number[],
+    aStrides: readonly number[],
+    bStrides: readonly number[],
+  ): boolean;
+  /** `copy` (backend.ts) on resident arrays of one element type, rank ≤ 4 after merging dims; false otherwise. */
+  copyResident(
+    x: Float32Array | Int32Array | Uint16Array,
+    out: Float32Array | Int32Array | Uint16Array,
+    shape: readonly number[],
+    srcOffset: number,
+    srcStrides: readonly number[],
+    dstOffset: number,
+    dstStrides: readonly number[],
+  ): boolean;
+  /** bf16 bits → f32 ("widen") or f32 → bf16 bits, nearest even ("round"), on resident arrays; false otherwise. */
+  bf16Resident(
+    mode: "widen" | "round",
+    src: Float32Array | Uint16Array,
+    dst: Float32Array | Uint16Array,
+    n: number,
+  ): boolean;
   /** Stops the workers; the object must not be used afterwards. */
   dispose(): void;
   /** The allocator of the kernels' WebAssembly.Memory (resident tensors of the wasm backend live in it). */

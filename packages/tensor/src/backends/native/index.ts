@@ -114,6 +114,8 @@ function sharedStorage(inner: StorageBackend, name: string): StorageBackend {
     release: (native) => inner.release(native),
     memory: () => inner.memory(),
   };
+  const allocEmpty = inner.allocEmpty?.bind(inner);
+  if (allocEmpty) alias.allocEmpty = allocEmpty;
   const readSync = inner.readSync?.bind(inner);
   if (readSync) alias.readSync = readSync;
   // Op outputs made outside tidy() go where the garbage collector sees them, as on wasm: without
