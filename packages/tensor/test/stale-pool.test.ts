@@ -50,7 +50,7 @@ const from = (shape: number[], seed: number, lo = -1, hi = 1) =>
 /** A small pre-norm decoder block stack plus a grab bag of ops; returns every output and gradient as host arrays. */
 function step(poison: boolean): Float32Array[] {
   const B = 2;
-  const S = 12;
+  const S = 20; // ≥ 16 query rows: native runs attention's products on BLAS
   const D = 32;
   const H = 4;
   const V = 40;

@@ -3,6 +3,7 @@
 // cross-origin isolated, where SharedArrayBuffer is unavailable). Every variant exports the same functions.
 import { adamwWat } from "./adamw.mjs";
 import { attentionWat } from "./attention.mjs";
+import { attentionTilesWat } from "./attention-tiles.mjs";
 import { crossEntropyWat } from "./cross-entropy.mjs";
 import { elementwiseWat } from "./elementwise.mjs";
 import { resetLabels } from "./dsl.mjs";
@@ -36,6 +37,7 @@ ${adamwWat()}
 ${ropeWat()}
 ${rmsNormBackwardWat()}
 ${elementwiseWat()}
+${attentionTilesWat()}
 )
 `;
 }

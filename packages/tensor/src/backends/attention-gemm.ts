@@ -4,6 +4,7 @@
 // Backward recomputes P from the saved row logsumexp (FlashAttention-2's recurrence):
 // dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = dS·K·s, dK += dSᵀ·Q·s.
 import type { AttentionShape, Kernels } from "../backend.js";
+import type { AttentionTiles } from "../wasm/types.js";
 
 const BLOCK = 64;
 
@@ -138,6 +139,151 @@ export function makeGemmAttention(matmul: Matmul): Pick<Kernels, "attentionForwa
             });
           }
         }
+    },
+  };
+}
+
+/**
+ * Score tiles of at most this many elements (1 MiB): query blocks are as tall as that allows (at least BLOCK
+ * rows), so a short sequence is one GEMM per head and direction instead of one per 64 queries.
+ */
+const TILE_ELEMENTS = 1 << 18;
+
+/**
+ * Attention whose five products per tile run on `matmul` (the native backend: BLAS) and whose softmax, exp
+ * and dS run in the wasm module on the same resident memory (`tiles`). Without a key mask only; each
+ * function returns false, having done nothing, when an array is not resident (the caller falls back).
+ */
+export function makeTiledAttention(
+  matmul: Matmul,
+  tiles: AttentionTiles,
+  tileElements = TILE_ELEMENTS,
+): {
+  forward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    lse: Float32Array,
+    s: AttentionShape,
+  ): boolean;
+  backward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    lse: Float32Array,
+    dOut: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
+    s: AttentionShape,
+  ): boolean;
+} {
+  const blockRows = (s: AttentionShape) =>
+    Math.max(1, Math.min(s.tq, Math.max(BLOCK, Math.floor(tileElements / Math.max(1, s.tk)))));
+  /** Row r of a block starting at query i0 sees keys j < vis0 + r (the wasm side clamps to [0, end]). */
+  const firstVisible = (i0: number, s: AttentionShape, end: number) => (s.causal ? i0 + (s.tk - s.tq) + 1 : end);
+  return {
+    forward(q, k, v, out, lse, s) {
+      if (!tiles.owns(q, k, v, out, lse)) return false;
+      const { batch, heads, kvHeads, tq, headDim: d, scale } = s;
+      const group = heads / kvHeads;
+      const blk = blockRows(s);
+      const tile = tiles.scratch(blk * s.tk);
+      try {
+        for (let b = 0; b < batch; b++)
+          for (let h = 0; h < heads; h++) {
+            const kOff = (b * kvHeads + Math.floor(h / group)) * s.tk * d;
+            for (let i0 = 0; i0 < tq; i0 += blk) {
+              const rows = Math.min(blk, tq - i0);
+              const end = keyEnd(i0 + rows - 1, s);
+              const qOff = ((b * heads + h) * tq + i0) * d;
+              const row = (b * heads + h) * tq + i0;
+              if (end <= 0) {
+                out.fill(0, qOff, qOff + rows * d);
+                lse.fill(Number.NEGATIVE_INFINITY, row, row + rows);
+                continue;
+              }
+              const S = tile.subarray(0, rows * end);
+              matmul(q.subarray(qOff, qOff + rows * d), k.subarray(kOff, kOff + end * d), S, {
+                batch: 1,
+                m: rows,
+                n: end,
+                k: d,
+                transB: true,
+              });
+              tiles.softmax(S, rows, end, scale, firstVisible(i0, s, end), lse.subarray(row, row + rows));
+              matmul(S, v.subarray(kOff, kOff + end * d), out.subarray(qOff, qOff + rows * d), {
+                batch: 1,
+                m: rows,
+                n: d,
+                k: end,
+              });
+            }
+          }
+      } finally {
+        tiles.release(tile);
+      }
+      return true;
+    },
+
+    backward(q, k, v, out, lse, dOut, dq, dk, dv, s) {
+      if (!tiles.owns(q, k, v, out, lse, dOut, dq, dk, dv)) return false;
+      const { batch, heads, kvHeads, tq, headDim: d, scale } = s;
+      const group = heads / kvHeads;
+      const blk = blockRows(s);
+      const P = tiles.scratch(blk * s.tk);
+      const dP = tiles.scratch(blk * s.tk);
+      tiles.zero(dk);
+      tiles.zero(dv);
+      try {
+        for (let b = 0; b < batch; b++)
+          for (let h = 0; h < heads; h++) {
+            const kOff = (b * kvHeads + Math.floor(h / group)) * s.tk * d;
+            for (let i0 = 0; i0 < tq; i0 += blk) {
+              const rows = Math.min(blk, tq - i0);
+              const end = keyEnd(i0 + rows - 1, s);
+              const qOff = ((b * heads + h) * tq + i0) * d;
+              const row = (b * heads + h) * tq + i0;
+              if (end <= 0) {
+                dq.fill(0, qOff, qOff + rows * d);
+                continue;
+              }
+              const Pt = P.subarray(0, rows * end);
+              const dPt = dP.subarray(0, rows * end);
+              const qBlk = q.subarray(qOff, qOff + rows * d);
+              const dOBlk = dOut.subarray(qOff, qOff + rows * d);
+              const kSlice = k.subarray(kOff, kOff + end * d);
+              const vSlice = v.subarray(kOff, kOff + end * d);
+              matmul(qBlk, kSlice, Pt, { batch: 1, m: rows, n: end, k: d, transB: true });
+              tiles.probs(Pt, rows, end, scale, firstVisible(i0, s, end), lse.subarray(row, row + rows));
+              matmul(Pt, dOBlk, dv.subarray(kOff, kOff + end * d), {
+                batch: 1,
+                m: end,
+                n: d,
+                k: rows,
+                transA: true,
+                accumulate: true,
+              });
+              matmul(dOBlk, vSlice, dPt, { batch: 1, m: rows, n: end, k: d, transB: true });
+              tiles.dscores(Pt, dPt, dOBlk, out.subarray(qOff, qOff + rows * d), rows, end, d, scale);
+              matmul(dPt, kSlice, dq.subarray(qOff, qOff + rows * d), { batch: 1, m: rows, n: d, k: end });
+              matmul(dPt, qBlk, dk.subarray(kOff, kOff + end * d), {
+                batch: 1,
+                m: end,
+                n: d,
+                k: rows,
+                transA: true,
+                accumulate: true,
+              });
+            }
+          }
+      } finally {
+        tiles.release(dP);
+        tiles.release(P);
+      }
+      return true;
     },
   };
 }

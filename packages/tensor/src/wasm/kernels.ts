@@ -20,7 +20,14 @@ import {
   WASM_SIMD_SHARED,
 } from "./kernels.generated.js";
 import { ThreadPool } from "./thread-pool.js";
-import type { AdamWStep, AttentionShape, MatmulShape, WasmKernelOptions, WasmKernels } from "./types.js";
+import type {
+  AdamWStep,
+  AttentionShape,
+  AttentionTiles,
+  MatmulShape,
+  WasmKernelOptions,
+  WasmKernels,
+} from "./types.js";
 import type { WorkerOp } from "./worker-source.js";
 
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
@@ -52,7 +59,17 @@ const STREAM_PARALLEL_ELEMENTS = 1 << 18;
 const ROPE_PARALLEL_ELEMENTS = 1 << 20;
 
 type Exports = Record<Exclude<WorkerOp, "">, (...args: number[]) => void> &
-  Record<"zero_fill" | "binary2d" | "copy4d" | "bf16_widen" | "bf16_round", (...args: number[]) => void>;
+  Record<
+    | "zero_fill"
+    | "binary2d"
+    | "copy4d"
+    | "bf16_widen"
+    | "bf16_round"
+    | "attn_tile_softmax"
+    | "attn_tile_probs"
+    | "attn_tile_dscores",
+    (...args: number[]) => void
+  >;
 
 /** Op codes of the module's binary2d (scripts/wat/elementwise.mjs BINARY_OPS). */
 const BINARY2D_OPS: Record<string, number> = { add: 0, sub: 1, mul: 2, div: 3 };
@@ -300,6 +317,23 @@ class Kernels implements WasmKernels {
     if (n > 0) this.exports[mode === "widen" ? "bf16_widen" : "bf16_round"](src.byteOffset, dst.byteOffset, 0, n);
     return true;
   }
+
+  /**
+   * The softmax pieces of attention for products that run elsewhere (the native backend's BLAS), on resident
+   * arrays (see scripts/wat/attention-tiles.mjs and backends/attention-gemm.ts).
+   */
+  readonly attentionTiles: AttentionTiles = {
+    owns: (...arrays) => !this.disposed && arrays.every((a) => this.heap.owns(a)),
+    scratch: (n) => new Float32Array(this.heap.buffer(), this.heap.alloc(n * 4, false), n),
+    release: (a) => this.heap.release(a.byteOffset, a.length * 4),
+    zero: (a) => this.heap.zero(a.byteOffset, a.length * 4),
+    softmax: (S, rows, end, scale, vis0, lse) =>
+      this.exports.attn_tile_softmax(S.byteOffset, rows, end, scale, vis0, lse.byteOffset),
+    probs: (S, rows, end, scale, vis0, lse) =>
+      this.exports.attn_tile_probs(S.byteOffset, rows, end, scale, vis0, lse.byteOffset),
+    dscores: (P, dP, dOut, out, rows, end, d, scale) =>
+      this.exports.attn_tile_dscores(P.byteOffset, dP.byteOffset, dOut.byteOffset, out.byteOffset, rows, end, d, scale),
+  };
 
   /** The heap these kernels run on (the wasm backend allocates resident tensors from it). */
   get wasmHeap(): WasmHeap {

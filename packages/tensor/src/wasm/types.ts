@@ -106,6 +106,8 @@ export interface WasmKernels
     dst: Float32Array | Uint16Array,
     n: number,
   ): boolean;
+  /** Softmax pieces of attention tiles whose products run elsewhere (native BLAS), on resident arrays. */
+  readonly attentionTiles: AttentionTiles;
   /** Stops the workers; the object must not be used afterwards. */
   dispose(): void;
   /** The allocator of the kernels' WebAssembly.Memory (resident tensors of the wasm backend live in it). */
@@ -119,4 +121,33 @@ export interface WasmKernelOptions {
   relaxedSimd?: boolean | "auto";
   /** Upper limit of the WebAssembly memory in MiB (default 4096, the wasm32 maximum). */
   maxMemoryMiB?: number;
+}
+
+/**
+ * Row-wise pieces of GEMM-tiled attention on arrays resident in the kernels' memory (pointers are the arrays'
+ * byte offsets; `lse` arguments start at the tile's first row). A score tile S is [rows][end]; row r sees keys
+ * j < clamp(vis0 + r, 0, end).
+ */
+export interface AttentionTiles {
+  /** Whether every array is a view of the kernels' memory (then the other functions may take them). */
+  owns(...arrays: Float32Array[]): boolean;
+  /** A resident scratch of n f32 (contents unspecified); give it back with `release`. */
+  scratch(n: number): Float32Array;
+  release(a: Float32Array): void;
+  zero(a: Float32Array): void;
+  /** S ← softmax(scale·S) over the visible keys, 0 past them; lse[r] = log Σ exp (−inf for a row with none). */
+  softmax(S: Float32Array, rows: number, end: number, scale: number, vis0: number, lse: Float32Array): void;
+  /** S ← exp(scale·S − lse[r]) over the visible keys, 0 past them. */
+  probs(S: Float32Array, rows: number, end: number, scale: number, vis0: number, lse: Float32Array): void;
+  /** dP ← P ⊙ (dP − Σ_c dOut[r][c]·out[r][c])·scale; dOut/out rows of d. */
+  dscores(
+    P: Float32Array,
+    dP: Float32Array,
+    dOut: Float32Array,
+    out: Float32Array,
+    rows: number,
+    end: number,
+    d: number,
+    scale: number,
+  ): void;
 }

@@ -1,6 +1,8 @@
 // Fused attention against a float64 reference that materialises the score matrix.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ShapeError } from "../../src/errors.js";
+import type { AttentionShape as BackendAttentionShape } from "../../src/backend.js";
+import { makeTiledAttention } from "../../src/backends/attention-gemm.js";
 import { type AttentionShape, type WasmKernels, createWasmKernels } from "../../src/wasm/index.js";
 import { randomF32, rng } from "./reference.js";
 
@@ -122,5 +124,67 @@ describe.each([1, 2])("wasm fused attention, threads=%i", (threads) => {
     expect(() =>
       kernels.attentionForward(a, new Float32Array(3), a, a, a, { batch: 1, heads: 1, tq: 2, tk: 2, dim: 2 }),
     ).toThrow(ShapeError);
+  });
+});
+
+// The native backend's attention: products on a GEMM (here wasm's; BLAS in the backend), softmax, exp and dS
+// in the module's tile kernels, on arrays resident in the module's memory.
+describe("GEMM-tiled attention with the module's softmax tiles", () => {
+  let kernels: WasmKernels;
+  beforeAll(async () => {
+    kernels = await createWasmKernels({ threads: 1 });
+  });
+  afterAll(() => kernels.dispose());
+
+  const resident = (src: ArrayLike<number> | number) => {
+    const n = typeof src === "number" ? src : src.length;
+    const a = new Float32Array(kernels.wasmHeap.buffer(), kernels.wasmHeap.alloc(n * 4, false), n);
+    if (typeof src === "number") a.fill(Number.NaN);
+    else a.set(src);
+    return a;
+  };
+
+  for (const shape of cases)
+    for (const tileElements of [64, 1 << 18])
+      it(`forward + backward ${JSON.stringify(shape)}, tiles of ${tileElements} (seed ${SEED})`, () => {
+        const kvHeads = shape.kvHeads ?? shape.heads;
+        const qLen = shape.batch * shape.heads * shape.tq * shape.dim;
+        const kvLen = shape.batch * kvHeads * shape.tk * shape.dim;
+        const q = resident(randomF32(qLen, next, 2));
+        const k = resident(randomF32(kvLen, next, 2));
+        const v = resident(randomF32(kvLen, next));
+        const dout = resident(randomF32(qLen, next));
+        const out = resident(qLen);
+        const lse = resident(qLen / shape.dim);
+        const dq = resident(qLen);
+        const dk = resident(kvLen);
+        const dv = resident(kvLen);
+        const s: BackendAttentionShape = {
+          batch: shape.batch,
+          heads: shape.heads,
+          kvHeads,
+          tq: shape.tq,
+          tk: shape.tk,
+          headDim: shape.dim,
+          scale: shape.scale ?? 1 / Math.sqrt(shape.dim),
+          causal: shape.causal ?? false,
+        };
+        const tiled = makeTiledAttention(kernels.matmul.bind(kernels), kernels.attentionTiles, tileElements);
+        expect(tiled.forward(q, k, v, out, lse, s)).toBe(true);
+        expect(tiled.backward(q, k, v, out, lse, dout, dq, dk, dv, s)).toBe(true);
+        const want = attentionRef(q, k, v, dout, shape);
+        expect(maxAbs(lse, want.lse)).toBeLessThan(1e-5);
+        expect(maxAbs(out, want.out)).toBeLessThan(1e-5);
+        expect(maxAbs(dq, want.dq)).toBeLessThan(1e-4);
+        expect(maxAbs(dk, want.dk)).toBeLessThan(1e-4);
+        expect(maxAbs(dv, want.dv)).toBeLessThan(1e-5);
+      });
+
+  it("declines (returns false, writes nothing) when an array is not resident", () => {
+    const tiled = makeTiledAttention(kernels.matmul.bind(kernels), kernels.attentionTiles);
+    const s = { batch: 1, heads: 1, kvHeads: 1, tq: 2, tk: 2, headDim: 2, scale: 1, causal: true };
+    const out = new Float32Array(4).fill(7);
+    expect(tiled.forward(resident(4), resident(4), resident(4), out, resident(2), s)).toBe(false);
+    expect(Array.from(out)).toEqual([7, 7, 7, 7]);
   });
 });

@@ -13,8 +13,8 @@ import {
 } from "../../backend.js";
 import type { StorageBackend } from "../../storage.js";
 import type { InitBackendOptions } from "../../init-backend.js";
-import { makeGemmAttention } from "../attention-gemm.js";
-import { initWasmBackend } from "../wasm.js";
+import { makeGemmAttention, makeTiledAttention } from "../attention-gemm.js";
+import { initWasmBackend, wasmKernels } from "../wasm.js";
 import { type BlasLibrary, NativeBackendUnavailableError, type OneDnnLibrary, loadBlas, loadOneDnn } from "./blas.js";
 import { type Bf16Gemm, NativeGemm } from "./gemm.js";
 
@@ -56,6 +56,9 @@ export interface NativeBackendInfo {
   /** One line for logs: library, core, threads, bf16 path. */
   summary: string;
 }
+
+/** Query rows from which unmasked attention runs its products on BLAS (below: the fused wasm kernel). */
+const BLAS_ATTENTION_ROWS = 16;
 
 let gemm: NativeGemm | null = null;
 let info: NativeBackendInfo | null = null;
@@ -166,17 +169,25 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
   const tiled = makeGemmAttention(matmul);
   const forward = (kernels.attentionForward ?? referenceKernel("attentionForward")) as Kernels["attentionForward"];
   const backward = (kernels.attentionBackward ?? referenceKernel("attentionBackward")) as Kernels["attentionBackward"];
+  // Prefill and training: products on BLAS, softmax/exp/dS in the wasm module, on resident memory. Decode
+  // (a few query rows) keeps the fused wasm kernel: its products are GEMVs, where BLAS has nothing to gain.
+  const wasm = wasmKernels();
+  const blasAttention = wasm ? makeTiledAttention(matmul, wasm.attentionTiles) : null;
   registerBackend<HostArrays>(sharedStorage(storageOf("wasm"), "native"), {
     ...kernels,
     matmul,
     matmulBf16B: (a, b, out, shape) => next.matmulBf16B(a, b, out, shape),
     // Padded batches run the GEMM-tiled attention: its score and value products go to BLAS.
-    attentionForward: (q, k, v, mask, out, lse, s) =>
-      mask ? tiled.attentionForward(q, k, v, mask, out, lse, s) : forward(q, k, v, mask, out, lse, s),
-    attentionBackward: (q, k, v, mask, out, lse, dOut, dq, dk, dv, s) =>
-      mask
-        ? tiled.attentionBackward(q, k, v, mask, out, lse, dOut, dq, dk, dv, s)
-        : backward(q, k, v, mask, out, lse, dOut, dq, dk, dv, s),
+    attentionForward: (q, k, v, mask, out, lse, s) => {
+      if (mask) tiled.attentionForward(q, k, v, mask, out, lse, s);
+      else if (!(s.tq >= BLAS_ATTENTION_ROWS && blasAttention?.forward(q, k, v, out, lse, s)))
+        forward(q, k, v, mask, out, lse, s);
+    },
+    attentionBackward: (q, k, v, mask, out, lse, dOut, dq, dk, dv, s) => {
+      if (mask) tiled.attentionBackward(q, k, v, mask, out, lse, dOut, dq, dk, dv, s);
+      else if (!(s.tq >= BLAS_ATTENTION_ROWS && blasAttention?.backward(q, k, v, out, lse, dOut, dq, dk, dv, s)))
+        backward(q, k, v, mask, out, lse, dOut, dq, dk, dv, s);
+    },
   });
   gemm = next;
   info = {
