@@ -21,6 +21,7 @@ import { type LoraAdapter, loadAdapter, mergeAdapter, toPeftAdapter } from "@kil
 import type { ChatTemplate, Model, Tokenizer } from "@kiln/models";
 import { loadModel, loadTokenizer } from "@kiln/models";
 import { f32ToBf16Bits } from "@kiln/tensor";
+import { checkOutputSeparate, writeDirAtomic } from "./output-dir.js";
 import { RecipeError } from "./recipes/errors.js";
 import type { RunMetadata } from "./run-dir.js";
 
@@ -214,8 +215,14 @@ export async function writeMergedModel(
 }
 
 /** `kiln scale`: a PEFT adapter whose delta is s times the source's (s folded into lora_B). */
-export async function scaleAdapterDir(source: string, out: string, scale: number): Promise<void> {
+export async function scaleAdapterDir(
+  source: string,
+  out: string,
+  scale: number,
+  options: { overwrite?: boolean } = {},
+): Promise<void> {
   if (!Number.isFinite(scale)) throw new RecipeError(`scale must be a finite number, got ${scale}`);
+  checkOutputSeparate(out, [{ label: "the adapter", path: source }]);
   const peft = await readPeftAdapter(source);
   const layers = new Map(
     [...peft.layers].map(([module, l]) => {
@@ -234,14 +241,20 @@ export async function scaleAdapterDir(source: string, out: string, scale: number
       ];
     }),
   );
-  await writePeftAdapter(out, { config: peft.config, layers });
-  const base = peft.config.base_model_name_or_path;
-  await writeAdapterCard(out, {
-    baseModel: base ?? "not recorded in the source adapter's adapter_config.json",
-    recipe: `\`kiln scale\`: the adapter ${source} with its delta multiplied by ${scale} (folded into lora_B)`,
-    title: `${source} scaled by ${scale}`,
-    tags: ["scaled"],
-  });
+  await writeDirAtomic(
+    out,
+    { inputs: [{ label: "the adapter", path: source }], overwrite: options.overwrite },
+    async (tmp) => {
+      await writePeftAdapter(tmp, { config: peft.config, layers });
+      const base = peft.config.base_model_name_or_path;
+      await writeAdapterCard(tmp, {
+        baseModel: base ?? "not recorded in the source adapter's adapter_config.json",
+        recipe: `\`kiln scale\`: the adapter ${source} with its delta multiplied by ${scale} (folded into lora_B)`,
+        title: `${source} scaled by ${scale}`,
+        tags: ["scaled"],
+      });
+    },
+  );
 }
 
 /**
@@ -253,20 +266,29 @@ export async function mergeAdapterDirs(options: {
   adapters: { dir: string; scale: number }[];
   out: string;
   dtype?: "f32" | "bf16";
+  /** Replace an existing non-empty `out` (never one of the inputs). */
+  overwrite?: boolean;
 }): Promise<Record<string, string>> {
   if (options.adapters.length === 0) throw new RecipeError("merge: give at least one adapter");
+  const inputs = [
+    { label: "the base model", path: options.base },
+    ...options.adapters.map((a) => ({ label: "the adapter", path: a.dir })),
+  ];
+  checkOutputSeparate(options.out, inputs);
   const model = await loadModel(options.base, { dtype: "f32" });
   const tokenizer = await loadTokenizer(options.base);
   for (const [i, a] of options.adapters.entries()) {
     const adapter = await loadAdapter(model, a.dir, { name: `merge-${i}` });
     mergeAdapter(adapter, { scale: a.scale, dtype: "f32", keepOriginal: false });
   }
-  return writeMergedModel(options.out, model, {
-    tokenizer,
-    dtype: options.dtype ?? "f32",
-    baseModel: options.base,
-    recipe: `\`kiln merge\` in f32: W = W₀ + ${options.adapters.map((a) => `${a.scale}·ΔW(${a.dir})`).join(" + ")}`,
-    title: `${options.base} merged with ${options.adapters.map((a) => `${a.dir} (×${a.scale})`).join(", ")}`,
-    tags: ["lora-merged"],
-  });
+  return writeDirAtomic(options.out, { inputs, overwrite: options.overwrite }, (tmp) =>
+    writeMergedModel(tmp, model, {
+      tokenizer,
+      dtype: options.dtype ?? "f32",
+      baseModel: options.base,
+      recipe: `\`kiln merge\` in f32: W = W₀ + ${options.adapters.map((a) => `${a.scale}·ΔW(${a.dir})`).join(" + ")}`,
+      title: `${options.base} merged with ${options.adapters.map((a) => `${a.dir} (×${a.scale})`).join(", ")}`,
+      tags: ["lora-merged"],
+    }),
+  );
 }

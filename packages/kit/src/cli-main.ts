@@ -1,151 +1,188 @@
-// `kiln` CLI. Each subcommand composes package APIs; the maths lives in the packages.
-import { runDemo } from "./demo.js";
+// `kiln` CLI: the command table. Each row names a command, says what it does in one line (for `kiln
+// help`) and loads its spec (options, help, run) on demand, so `kiln help` starts no backend. Adding a
+// command is one row here (or `registerCommand` from code); its spec lives beside its implementation.
+import { type CommandSpec, UsageError, closest, formatCommandHelp, parseCommandArgs, wantsHelp } from "./cli/args.js";
 
-const HELP = `usage: kiln <command> [options]
-
-commands:
-  demo [--out DIR] [--name NAME] [--steps N] [--backend wasm|js] [--seed N]
-        convert the embedded stories260K model, generate, LoRA SFT, merge (s=0.85, fp32),
-        generate again, play questworld, write a run directory (default runs/demo)
-  convert-llama2c <checkpoint.bin> <tokenizer.bin> <out-dir> | convert-llama2c stories260K <out-dir>
-        convert a llama2.c checkpoint (or the stories260K model @kiln/models ships) to a Hugging Face Llama directory
-  generate <model-dir> [--prompt TEXT] [--max-tokens N] [--temperature T] [--seed N]
-  serve <model-dir> [--host 127.0.0.1] [--port 8000] [--adapter DIR] [--max-concurrency N] [--chat-template chatml|FILE]
-        an OpenAI-compatible server (chat completions with tools and log-probs, completions); a model without a
-        chat template (a base model such as stories260K) needs --chat-template
-  eval questworld [--policy expert|random|<model-dir>|<http-url>] [--seeds 1,2,3] [--out DIR]
-        [--model NAME (http)] [--adapter DIR --chat-template chatml|FILE (model dir)] [--max-tokens N]
-  eval tau2 --agent oracle | --agent-url URL --agent-model NAME [--user scripted | --user-url URL ...]
-        [--split test] [--task-version v1.0|v0.2.0] [--tasks 5,9] [--trials 3] [--out runs/tau2]
-  eval clem run --model NAME [--model NAME2] --base-url URL [--games wordle,taboo] [--results DIR]
-  eval clem score RESULTS_DIR
-        (serve a local model for tau2/clem with: kiln serve <model-dir>)
-  arp   ARP on guess-number: success-only SFT → turn-DPO (repeat/length) → turn-DPO (invalid/duplicate field)
-        → branch-DPO from the current policy → W₀ + s·ΣΔ merged in fp32 (runs/NAME/model, runs/NAME/adapter)
-  opd [--env questworld|guess-number] [--teacher MODEL_DIR | --teacher-url URL [--teacher-model NAME]
-        [--teacher-tokenizer DIR] | --scaffold TEXT]
-        on-policy distillation rounds (fresh LoRA per round on the merged previous round), wall-state starts,
-        Core-3 over the eval seeds with the wall table; writes rounds/rN/{adapter,model}
-  oel   deploy without memory → consolidate with the memory in the teacher prompt (full KL) → merge;
-        greedy pass^k ± SE over trials of the same task
-        arp/opd/oel options: --preset tiny|seed  --config FILE.json  --set "sft.lr=1e-4;turnDpo1.beta=0.2"
-        --print-config  --resume | --overwrite  --model DIR  --out DIR  --name NAME  --seed N  --backend wasm|js
-        (without --model: the embedded random tiny Qwen3 with a character tokenizer — a pipeline check)
-  repro arp|opd|oel|all [--model DIR|tiny] [--seed N] [--out runs] [--ablation NAME] [--quick]
-        [--set "arp.eval.episodes=40"] [--config FILE.json] [--print-config] [--backend wasm|js]
-        the recipes' result tables on held-out instances: n, mean ± SE, paired Δ ± SE vs the base, report.html
-        per table (runs/repro-<recipe>/); default model: the embedded agent model. Ablations: scale (arp),
-        dpo-reference (arp), early-turn-weight (opd), clamp (opd). opd --teacher DIR: a separate teacher model
-        (same tokenizer; e.g. the ARP model, runs/repro-arp/arp/model) instead of the scaffolded base
-  agent-model [--out DIR] [--seed N] [--steps N] [--backend wasm|native|js]
-        build the embedded agent model from nothing: scripted-player transcripts (guess-number, questworld,
-        Wordle) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face dir
-  help`;
-
-export interface ParsedArgs {
-  positional: string[];
-  flags: Record<string, string | true>;
+export interface CommandEntry {
+  /** The words after `kiln`, e.g. "eval clem run". */
+  name: string;
+  summary: string;
+  // biome-ignore lint/suspicious/noExplicitAny: each spec has its own option types; the parser checks them
+  load: () => Promise<CommandSpec<any>>;
 }
 
-export function parseArgs(argv: string[]): ParsedArgs {
-  const positional: string[] = [];
-  const flags: Record<string, string | true> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a.startsWith("--")) {
-      const eq = a.indexOf("=");
-      if (eq > 0) flags[a.slice(2, eq)] = a.slice(eq + 1);
-      else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) flags[a.slice(2)] = argv[++i];
-      else flags[a.slice(2)] = true;
-    } else positional.push(a);
+const COMMANDS: CommandEntry[] = [
+  {
+    name: "demo",
+    summary: "stories260K → generate → LoRA SFT → merge → generate → questworld, in one run directory",
+    load: async () => (await import("./cli/model-commands.js")).demoCommand,
+  },
+  {
+    name: "arp",
+    summary: "ARP on guess-number or Wordle: SFT → turn-DPO ×2 → branch-DPO → merged model",
+    load: async () => (await import("./recipes/cli-recipes.js")).recipeCommands.arp,
+  },
+  {
+    name: "opd",
+    summary: "on-policy distillation rounds from a teacher (a model, a server or a scaffold)",
+    load: async () => (await import("./recipes/cli-recipes.js")).recipeCommands.opd,
+  },
+  {
+    name: "oel",
+    summary: "OEL: deploy without memory → consolidate with the memory in the teacher prompt → merge",
+    load: async () => (await import("./recipes/cli-recipes.js")).recipeCommands.oel,
+  },
+  {
+    name: "repro",
+    summary: "the recipes' result tables on held-out instances (n, mean ± SE, Δ vs base, report.html)",
+    load: async () => (await import("./repro/cli.js")).reproCommand,
+  },
+  {
+    name: "eval questworld",
+    summary: "Core-3 questworld scores of the expert, random, a model directory or a server",
+    load: async () => (await import("./cli/eval-commands.js")).evalQuestworldCommand,
+  },
+  {
+    name: "eval tau2",
+    summary: "tau2-bench retail pass^k of an OpenAI-compatible agent (or the oracle)",
+    load: async () => (await import("./cli/eval-commands.js")).evalTau2Command,
+  },
+  {
+    name: "eval clem run",
+    summary: "play clembench games against OpenAI-compatible servers and score them",
+    load: async () => (await import("./cli/eval-commands.js")).evalClemRunCommand,
+  },
+  {
+    name: "eval clem score",
+    summary: "aggregate a clembench results directory (clemscore / statscore)",
+    load: async () => (await import("./cli/eval-commands.js")).evalClemScoreCommand,
+  },
+  {
+    name: "serve",
+    summary: "an OpenAI-compatible server for a model directory (chat, tools, log-probs, completions)",
+    load: async () => (await import("./cli/serve-command.js")).serveCommand,
+  },
+  {
+    name: "generate",
+    summary: "continue a prompt with a model directory",
+    load: async () => (await import("./cli/model-commands.js")).generateCommand,
+  },
+  {
+    name: "merge",
+    summary: "merge PEFT LoRA adapters into a base model: W₀ + Σ sᵢ·ΔWᵢ in fp32 → a new model directory",
+    load: async () => (await import("./cli/model-commands.js")).mergeCommand,
+  },
+  {
+    name: "scale",
+    summary: "write a copy of a PEFT adapter with its delta scaled by s",
+    load: async () => (await import("./cli/model-commands.js")).scaleCommand,
+  },
+  {
+    name: "manifest",
+    summary: "write or verify a directory's SHA256SUMS",
+    load: async () => (await import("./cli/model-commands.js")).manifestCommand,
+  },
+  {
+    name: "convert-llama2c",
+    summary: "a llama2.c checkpoint (or the shipped stories260K) → a Hugging Face Llama directory",
+    load: async () => (await import("./cli/model-commands.js")).convertLlama2cCommand,
+  },
+  {
+    name: "agent-model",
+    summary: "rebuild the embedded agent model from nothing (scripted transcripts → BPE → a small Qwen3)",
+    load: async () => (await import("./agent-model/cli.js")).agentModelCommand,
+  },
+];
+
+/** Add a command to the table (a plugin, or a colleague's `kiln export gguf`); its name must be new. */
+export function registerCommand(entry: CommandEntry): void {
+  if (COMMANDS.some((c) => c.name === entry.name))
+    throw new Error(`kiln: command "${entry.name}" is already registered`);
+  COMMANDS.push(entry);
+}
+
+/** Every command's table row, in `kiln help` order. */
+export function listCommands(): readonly CommandEntry[] {
+  return COMMANDS;
+}
+
+function overview(prefix = ""): string {
+  const rows = COMMANDS.filter((c) => c.name.startsWith(prefix));
+  const width = Math.max(...rows.map((c) => c.name.length)) + 2;
+  return [
+    `usage: kiln ${prefix || "<command> "}[options]      (kiln <command> --help: its options, defaults and an example)`,
+    "",
+    "commands:",
+    ...rows.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
+    ...(prefix ? [] : [`  ${"help [COMMAND]".padEnd(width)}this list, or one command's help`]),
+  ].join("\n");
+}
+
+/** The entry whose words start argv, longest first ("eval clem run" before "eval"), and the rest of argv. */
+function resolve(argv: readonly string[]): { entry?: CommandEntry; rest: readonly string[]; words: string[] } {
+  const words: string[] = [];
+  for (const a of argv) {
+    if (a.startsWith("-")) break;
+    words.push(a);
   }
-  return { positional, flags };
-}
-
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
+  for (let n = words.length; n > 0; n--) {
+    const name = words.slice(0, n).join(" ");
+    const entry = COMMANDS.find((c) => c.name === name);
+    if (entry) return { entry, rest: argv.slice(n), words };
   }
-}
-
-export function intFlag(flags: ParsedArgs["flags"], name: string, fallback: number): number {
-  const v = flags[name];
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (v === true || !Number.isInteger(n)) throw new UsageError(`--${name} needs an integer, got ${JSON.stringify(v)}`);
-  return n;
-}
-
-export function strFlag(flags: ParsedArgs["flags"], name: string, fallback?: string): string | undefined {
-  const v = flags[name];
-  if (v === true) throw new UsageError(`--${name} needs a value`);
-  return v ?? fallback;
+  return { rest: argv, words };
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  const args = parseArgs(rest);
-  try {
-    switch (command) {
-      case undefined:
-      case "help":
-      case "--help":
-      case "-h":
-        console.log(HELP);
-        return 0;
-      case "demo": {
-        const backend = strFlag(args.flags, "backend", "wasm");
-        if (backend !== "wasm" && backend !== "js")
-          throw new UsageError(`--backend must be wasm or js, got ${backend}`);
-        await runDemo({
-          out: strFlag(args.flags, "out", "runs"),
-          name: strFlag(args.flags, "name", "demo"),
-          steps: intFlag(args.flags, "steps", 60),
-          seed: intFlag(args.flags, "seed", 0),
-          backend,
-          mode: args.flags.overwrite ? "overwrite" : "new",
-        });
-        return 0;
-      }
-      case "eval":
-        if (rest[0] === "tau2" || rest[0] === "clem") {
-          // These benchmarks bring their own CLIs (OpenAI-compatible servers, e.g. `kiln serve`).
-          const { runBenchmarkCli } = await import("./commands.js");
-          return await runBenchmarkCli(rest[0], rest.slice(1));
-        }
-        return await (await import("./commands.js")).runCommand(command, args);
-      case "convert-llama2c":
-      case "generate":
-      case "merge":
-      case "scale":
-      case "serve": {
-        const { runCommand } = await import("./commands.js");
-        return await runCommand(command, args);
-      }
-      case "agent-model": {
-        const { runAgentModelCommand } = await import("./agent-model/cli.js");
-        return await runAgentModelCommand(args);
-      }
-      case "repro": {
-        const { runReproCommand } = await import("./repro/cli.js");
-        return await runReproCommand(args);
-      }
-      case "arp":
-      case "opd":
-      case "oel": {
-        const { runRecipeCommand } = await import("./recipes/cli-recipes.js");
-        return await runRecipeCommand(command, args);
-      }
-      default:
-        console.error(`kiln: unknown command "${command}". Run "kiln help".`);
-        return 2;
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h") {
+    console.log(overview());
+    return 0;
+  }
+  if (argv[0] === "help") {
+    if (argv.length === 1) {
+      console.log(overview());
+      return 0;
     }
+    return main([...argv.slice(1), "--help"]);
+  }
+  const { entry, rest, words } = resolve(argv);
+  if (!entry) {
+    // A group's first word ("eval", "eval clem"): list its commands.
+    const group = words.length > 0 ? words.join(" ") : argv[0];
+    let prefix = "";
+    for (let n = words.length; n > 0 && !prefix; n--) {
+      const p = `${words.slice(0, n).join(" ")} `;
+      if (COMMANDS.some((c) => c.name.startsWith(p))) prefix = p;
+    }
+    if (prefix && wantsHelp(argv) && prefix.trim() === group) {
+      console.log(overview(prefix));
+      return 0;
+    }
+    if (prefix && prefix.trim() === group) {
+      console.error(`kiln ${group}: give one of its commands.\n\n${overview(prefix)}`);
+      return 2;
+    }
+    const candidates = COMMANDS.filter((c) => c.name.startsWith(prefix)).map((c) => c.name);
+    const guess = closest(group, candidates);
+    console.error(
+      `kiln: unknown command "${group}"${guess ? ` (did you mean "${guess}"?)` : ""}.\n\n${overview(prefix)}`,
+    );
+    return 2;
+  }
+  const spec = await entry.load();
+  if (wantsHelp(rest)) {
+    console.log(formatCommandHelp(spec));
+    return 0;
+  }
+  try {
+    return await spec.run(parseCommandArgs(spec, rest));
   } catch (err) {
     if (err instanceof UsageError) {
-      console.error(`kiln ${command}: ${err.message}\n\n${HELP}`);
+      console.error(`kiln ${entry.name}: ${err.message}\n(kiln ${entry.name} --help: its usage)`);
       return 2;
     }
     throw err;
   }
 }
+
+export { UsageError };

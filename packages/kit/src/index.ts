@@ -1,6 +1,6 @@
 // @kiln/kit: recipes, trainers and run directories composed from the kiln packages.
 export { stories260KPaths } from "./data-dir.js";
-export { RunDir, RunDirError, kilnPackageVersions, type RunMetadata, type RunMode } from "./run-dir.js";
+export { RunDir, RunDirError, checkRunName, kilnPackageVersions, type RunMetadata, type RunMode } from "./run-dir.js";
 export type { SftBatch } from "./sft-trainer.js";
 export {
   epochOrder,
@@ -48,7 +48,24 @@ export {
 export { reportHtml, svgCurve, writeReport, type ReportContent } from "./report.js";
 export { runDemo, type DemoOptions, type DemoResult } from "./demo.js";
 export { loadLocalModel, resolvePolicy, PolicySpecError, type PolicySpecOptions } from "./policies.js";
-export { main as runCli, parseArgs, UsageError } from "./cli-main.js";
+export { type CommandEntry, listCommands, main as runCli, registerCommand } from "./cli-main.js";
+export {
+  type CommandArgs,
+  type CommandSpec,
+  type OptionSpec,
+  type OptionValues,
+  type PositionalSpec,
+  UsageError,
+  closest,
+  defineCommand,
+  editDistance,
+  formatCommandHelp,
+  parseCommandArgs,
+} from "./cli/args.js";
+export { interruptMessage, resumeCommand, runPosition } from "./cli/interrupt.js";
+export { type DirLock, DirLockError, type DirLockHolder, acquireDirLock, withDirLocks } from "./dir-lock.js";
+export { type NamedPath, OutputDirError, checkOutputSeparate, writeDirAtomic } from "./output-dir.js";
+export { checkRecipeConfig, configProblems } from "./recipes/config-checks.js";
 export { RecipeError } from "./recipes/errors.js";
 export {
   CHATML_TOOL_TEMPLATE,

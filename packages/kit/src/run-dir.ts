@@ -28,6 +28,14 @@ export class RunDirError extends Error {
   }
 }
 
+/** A run name is one path component: `--name ../../escape` would write outside `--out`. */
+export function checkRunName(name: string): void {
+  if (name === "" || name === "." || name === ".." || /[/\\\0]/.test(name))
+    throw new RunDirError(
+      `run name must be a single path component (no "/" or "\\", not "." or ".."), got ${JSON.stringify(name)}`,
+    );
+}
+
 export interface RunMetadata {
   name: string;
   startedAt: string;
@@ -104,6 +112,7 @@ export class RunDir {
     config: Record<string, unknown>,
     extra: { seeds?: Record<string, number>; packages?: Record<string, string>; mode?: RunMode } = {},
   ): Promise<RunDir> {
+    checkRunName(name);
     const path = join(root, name);
     const mode = extra.mode ?? "new";
     const exists = existsSync(path);

@@ -39,6 +39,8 @@ export interface ServeOptions {
   apiKey?: string;
   maxConcurrency?: number;
   maxQueue?: number;
+  /** vLLM's --max-model-len: the context the server admits, at most the model's own (default: the model's). */
+  maxModelLen?: number;
   /** Largest max_tokens (default: min(context length, 4096)). */
   maxTokensLimit?: number;
   /** max_tokens of a chat request that gives none (default 256, capped by the room in the context). */
@@ -172,6 +174,13 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
     await worker.terminate();
     throw err;
   }
+  if (options.maxModelLen !== undefined && options.maxModelLen > info.contextLength) {
+    await worker.terminate();
+    throw new Error(
+      `kiln serve: --max-model-len ${options.maxModelLen} exceeds ${options.dir}'s context length ${info.contextLength}`,
+    );
+  }
+  const contextLength = Math.min(info.contextLength, options.maxModelLen ?? info.contextLength);
   const policy = new WorkerPolicy(options.modelId ?? options.dir, worker);
   let server: OpenAIServer;
   try {
@@ -187,7 +196,7 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       maxConcurrency: options.maxConcurrency ?? 1,
       ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
-      contextLength: info.contextLength,
+      contextLength,
       vocabSize: info.vocabSize,
       ...(options.maxTokensLimit !== undefined ? { maxTokensLimit: options.maxTokensLimit } : {}),
       ...(options.log ? { log: options.log } : {}),
@@ -199,7 +208,7 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
   }
   return {
     server,
-    info,
+    info: { ...info, contextLength },
     cancelled: () => policy.cancelledCount,
     close: async () => {
       await server.close();

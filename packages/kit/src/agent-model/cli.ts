@@ -1,24 +1,36 @@
 // `kiln agent-model`: rebuild the embedded agent model (the committed one was made with the defaults).
-import { type ParsedArgs, UsageError, intFlag, strFlag } from "../cli-main.js";
+import { defineCommand } from "../cli/args.js";
+import { withDirLocks } from "../dir-lock.js";
 import { buildAgentModel } from "./build.js";
 import { agentModelCorpusExtras } from "./extras.js";
 
-export async function runAgentModelCommand(args: ParsedArgs): Promise<number> {
-  const { initBackend, setBackend } = await import("@kiln/tensor");
-  const backend = strFlag(args.flags, "backend", "wasm")!;
-  if (!["wasm", "native", "js"].includes(backend))
-    throw new UsageError(`--backend must be wasm, native or js, got ${backend}`);
-  if (backend === "js") setBackend("js");
-  else await initBackend(backend as "wasm" | "native");
-  const seed = intFlag(args.flags, "seed", 0);
-  const out = strFlag(args.flags, "out", "agent-model")!;
-  const r = await buildAgentModel({
-    outDir: out,
-    seed,
-    steps: intFlag(args.flags, "steps", 600),
-    extraDocuments: await agentModelCorpusExtras(seed),
-    progress: args.flags.progress !== "false",
-  });
-  console.log(JSON.stringify(r));
-  return 0;
-}
+export const agentModelCommand = defineCommand({
+  name: "agent-model",
+  summary: "build the embedded agent model from nothing",
+  description:
+    "Scripted-player transcripts (guess-number, questworld, Wordle) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 30 minutes on two CPU cores with the defaults.",
+  options: {
+    out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
+    seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
+    steps: { type: "integer", default: 600, min: 1, description: "training steps" },
+    backend: { type: "string", choices: ["wasm", "native", "js"], default: "wasm", description: "tensor backend" },
+    "no-progress": { type: "boolean", description: "no progress bar" },
+  },
+  examples: ["kiln agent-model --out my-agent-model --steps 600"],
+  run: async ({ values, argv }) => {
+    const { initBackend, setBackend } = await import("@kiln/tensor");
+    return withDirLocks([values.out], ["kiln agent-model", ...argv].join(" "), async () => {
+      if (values.backend === "js") setBackend("js");
+      else await initBackend(values.backend);
+      const r = await buildAgentModel({
+        outDir: values.out,
+        seed: values.seed,
+        steps: values.steps,
+        extraDocuments: await agentModelCorpusExtras(values.seed),
+        progress: !values["no-progress"],
+      });
+      console.log(JSON.stringify(r));
+      return 0;
+    });
+  },
+});

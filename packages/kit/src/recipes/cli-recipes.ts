@@ -3,7 +3,8 @@
 // file and `--set path=value[;path=value…]` single fields; `--print-config` prints the effective
 // configuration and exits. Without --model the student is the embedded tiny chat model (a random
 // 2-layer Qwen3 with a character tokenizer): a pipeline check, not a benchmark.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { ChatTemplate, LocalPolicy, type Model, type Tokenizer, loadModel, loadTokenizer } from "@kiln/models";
 import {
@@ -16,8 +17,12 @@ import {
   guessNumberScript,
 } from "@kiln/rollout";
 import { type BackendName, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
-import { type ParsedArgs, UsageError, intFlag, strFlag } from "../cli-main.js";
-import type { RunMode } from "../run-dir.js";
+import { agentModelDir } from "../agent-model/paths.js";
+import { type OptionValues, UsageError, defineCommand, setAssignments } from "../cli/args.js";
+import { onInterrupt, resumeCommand, shellQuote } from "../cli/interrupt.js";
+import { acquireDirLock } from "../dir-lock.js";
+import { checkOutputSeparate } from "../output-dir.js";
+import { type RunMode, checkRunName } from "../run-dir.js";
 import { acquireExpertEpisodes, runArp } from "./arp.js";
 import type { ChatCodec } from "./batches.js";
 import type { DiagnoseOptions } from "./diagnose.js";
@@ -37,6 +42,7 @@ import {
   presetConfig,
   setConfigValue,
 } from "./presets.js";
+import { checkRecipeConfig } from "./config-checks.js";
 import { tinyChat } from "./tiny-chat.js";
 
 async function loadStudent(
@@ -80,15 +86,27 @@ export function assertSameTokenizer(student: Tokenizer, teacher: Tokenizer, labe
     );
 }
 
-/** The effective configuration: preset, then --config file, then --set fields, then --seed. */
-export function effectiveConfig(command: "arp" | "opd" | "oel", flags: ParsedArgs["flags"]): RecipeConfig {
+/** What the recipe commands read to build their configuration. */
+export interface RecipeConfigFlags {
+  preset?: string;
+  config?: string;
+  /** `path=value` assignments; each entry may hold several separated by ";". */
+  set?: string | readonly string[];
+  seed?: number;
+}
+
+/**
+ * The effective configuration: preset, then --config file, then --set fields, then --seed; every field
+ * checked (checkRecipeConfig) so a bad value is refused before a run directory exists.
+ */
+export function effectiveConfig(command: "arp" | "opd" | "oel", flags: RecipeConfigFlags): RecipeConfig {
   let config: RecipeConfig;
   try {
-    config = presetConfig(command, strFlag(flags, "preset", "tiny")!);
+    config = presetConfig(command, flags.preset ?? "tiny");
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const file = strFlag(flags, "config");
+  const file = flags.config;
   if (file) {
     let overlay: unknown;
     try {
@@ -102,18 +120,19 @@ export function effectiveConfig(command: "arp" | "opd" | "oel", flags: ParsedArg
       throw new UsageError(`--config ${file}: ${(e as Error).message}`);
     }
   }
-  const sets = strFlag(flags, "set");
-  if (sets)
-    for (const part of sets.split(";").filter((s) => s.trim())) {
-      const eq = part.indexOf("=");
-      if (eq <= 0) throw new UsageError(`--set needs path=value, got "${part}"`);
-      try {
-        setConfigValue(config, part.slice(0, eq).trim(), part.slice(eq + 1).trim());
-      } catch (e) {
-        throw new UsageError(`--set ${part}: ${(e as Error).message}`);
-      }
+  for (const [path, value] of setAssignments(flags.set))
+    try {
+      setConfigValue(config, path, value);
+    } catch (e) {
+      throw new UsageError(`--set ${path}=${value}: ${(e as Error).message}`);
     }
-  if (flags.seed !== undefined) config.seed = intFlag(flags, "seed", config.seed);
+  if (flags.seed !== undefined) config.seed = flags.seed;
+  try {
+    checkRecipeConfig(config);
+    checkBaseDtype(config.baseDtype);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   return config;
 }
 
@@ -161,32 +180,165 @@ export function arpEnvironment(env: string): ArpEnvironmentSetup {
   };
 }
 
-function runMode(flags: ParsedArgs["flags"]): RunMode {
-  if (flags.resume && flags.overwrite) throw new UsageError("--resume and --overwrite exclude each other");
-  return flags.resume ? "resume" : flags.overwrite ? "overwrite" : "new";
+const RECIPE_OPTIONS = {
+  preset: {
+    type: "string",
+    choices: ["tiny", "seed"],
+    default: "tiny",
+    description: "stage sizes: tiny (a CPU) or the seed card's",
+  },
+  config: { type: "string", placeholder: "FILE.json", description: "a JSON overlay of configuration fields" },
+  set: {
+    type: "string",
+    multiple: true,
+    placeholder: "PATH=V[;PATH=V…]",
+    description: "single configuration fields (see --print-config for the paths), checked before anything is written",
+  },
+  "print-config": { type: "boolean", description: "print the effective configuration and exit" },
+  model: {
+    type: "string",
+    placeholder: "DIR|random-tiny",
+    description:
+      "the student: a Hugging Face model directory (tokenizer + chat template); default: the embedded agent model; random-tiny: a random 2-layer Qwen3 with a character tokenizer (a pipeline check)",
+  },
+  out: { type: "string", default: "runs", placeholder: "DIR", description: "parent of the run directory" },
+  name: {
+    type: "string",
+    placeholder: "NAME",
+    description: "run directory name, one path component (default: the command)",
+  },
+  seed: { type: "integer", description: "overrides the configuration's seed" },
+  resume: { type: "boolean", description: "continue the run directory from its checkpoints (same configuration)" },
+  overwrite: { type: "boolean", description: "replace an existing run directory of that name" },
+  backend: { type: "string", choices: ["wasm", "js"], default: "wasm", description: "tensor backend" },
+} as const;
+
+const OPD_OPTIONS = {
+  env: { type: "string", choices: ["questworld", "guess-number"], default: "questworld", description: "the game" },
+  teacher: { type: "string", placeholder: "DIR", description: "a bigger local teacher model (same tokenizer)" },
+  "teacher-url": { type: "string", placeholder: "URL[,URL…]", description: "an OpenAI-compatible teacher server" },
+  "teacher-model": { type: "string", default: "default", description: "the model name at --teacher-url" },
+  "teacher-tokenizer": {
+    type: "string",
+    placeholder: "DIR",
+    description: "the served teacher's tokenizer files, checked against the student's",
+  },
+  scaffold: {
+    type: "string",
+    placeholder: "TEXT",
+    description: "the teacher's hint in the prompt (alone: the scaffolded student teaches)",
+  },
+} as const;
+
+const OEL_OPTIONS = {
+  env: { type: "string", choices: ["guess-number", "tau2"], default: "guess-number", description: "the tasks" },
+  split: { type: "string", choices: ["train", "test", "base"], default: "train", description: "tau2 task split" },
+  "user-url": {
+    type: "string",
+    placeholder: "URL[,URL…]",
+    description: "tau2: an OpenAI-compatible customer model (default: scripted)",
+  },
+  "user-model": { type: "string", default: "default", description: "tau2: the model name at --user-url" },
+} as const;
+
+const ARP_OPTIONS = {
+  env: { type: "string", choices: ARP_ENVS, default: "guess-number", description: "the game" },
+} as const;
+
+type RecipeValues = OptionValues<typeof RECIPE_OPTIONS> &
+  Partial<Omit<OptionValues<typeof OPD_OPTIONS>, "env">> &
+  Partial<Omit<OptionValues<typeof OEL_OPTIONS>, "env">> & { env: string };
+
+/** The last lines of every run: where its directory and report are. */
+export function printRunEnd(runDir: string): void {
+  console.log(`run directory: ${runDir}`);
+  console.log(`report: ${join(runDir, "report.html")}`);
 }
 
-export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: ParsedArgs): Promise<number> {
-  const f = args.flags;
+/** `kiln arp|opd|oel`: the command table's specs. */
+export const recipeCommands = {
+  arp: defineCommand({
+    name: "arp",
+    summary:
+      "ARP: success-only SFT → turn-DPO (repeat/length) → turn-DPO (invalid/duplicate field) → branch-DPO from the current policy → W₀ + s·ΣΔ merged in fp32",
+    description:
+      "Writes runs/NAME/ (config, metrics, checkpoints, rollouts, report.html) with the merged model in model/ and the adapter in adapter/. Ctrl-C keeps the last checkpoint; --resume continues.",
+    options: { ...ARP_OPTIONS, ...RECIPE_OPTIONS },
+    examples: [
+      "kiln arp --preset tiny --name arp-try",
+      "kiln arp --model random-tiny --set sft.lr=1e-3 --print-config",
+    ],
+    run: (a) => runRecipeCommand("arp", a.values, a.argv),
+  }),
+  opd: defineCommand({
+    name: "opd",
+    summary:
+      "on-policy distillation rounds (a fresh LoRA per round on the merged previous round), wall-state starts, Core-3 over the eval seeds",
+    description:
+      "Writes runs/NAME/rounds/rN/{adapter,model} and report.html. Ctrl-C keeps the last checkpoint; --resume continues.",
+    options: { ...OPD_OPTIONS, ...RECIPE_OPTIONS },
+    examples: ['kiln opd --env guess-number --scaffold "Bisect the range." --name opd-try'],
+    run: (a) => runRecipeCommand("opd", a.values, a.argv),
+  }),
+  oel: defineCommand({
+    name: "oel",
+    summary:
+      "OEL: deploy without memory → consolidate with the memory in the teacher prompt (full KL) → merge; greedy pass^k ± SE",
+    description:
+      "Writes runs/NAME/ with model/ and adapter/, report.html. Ctrl-C keeps the last checkpoint; --resume continues.",
+    options: { ...OEL_OPTIONS, ...RECIPE_OPTIONS },
+    examples: ["kiln oel --preset tiny --name oel-try", "kiln oel --env tau2 --set tasks=4"],
+    run: (a) => runRecipeCommand("oel", a.values, a.argv),
+  }),
+};
+
+export async function runRecipeCommand(
+  command: "arp" | "opd" | "oel",
+  f: RecipeValues,
+  argv: readonly string[] = [],
+): Promise<number> {
   const config = effectiveConfig(command, f);
   if (f["print-config"]) {
     console.log(JSON.stringify(config, null, 2));
-    if (strFlag(f, "preset", "tiny") === "seed")
+    if (f.preset === "seed")
       console.error(
         `kiln ${command}: fields the seed card does not state (kiln defaults): ${UNSTATED_SEED_FIELDS[command].join(", ")}`,
       );
     return 0;
   }
-  const backend = strFlag(f, "backend", "wasm") as BackendName;
-  if (backend !== "wasm" && backend !== "js") throw new UsageError(`--backend must be wasm or js, got ${backend}`);
-  const io = { out: strFlag(f, "out", "runs"), name: strFlag(f, "name", command), mode: runMode(f) };
-  const env = strFlag(f, "env", command === "opd" ? "questworld" : "guess-number")!;
-  const allowed = { arp: ARP_ENVS, opd: ["questworld", "guess-number"], oel: ["guess-number", "tau2"] }[command];
-  if (!allowed.includes(env)) throw new UsageError(`--env must be ${allowed.join(" or ")}, got ${env}`);
+  if (f.resume && f.overwrite) throw new UsageError("--resume and --overwrite exclude each other");
+  const name = f.name ?? command;
+  try {
+    checkRunName(name);
+  } catch (e) {
+    throw new UsageError(`--name: ${(e as Error).message}`);
+  }
+  const backend = f.backend as BackendName;
+  const mode: RunMode = f.resume ? "resume" : f.overwrite ? "overwrite" : "new";
+  const io = { out: f.out, name, mode };
+  const runDir = join(f.out, name);
+  const env = f.env;
+  const modelDir = f.model === "random-tiny" ? undefined : (f.model ?? agentModelDir());
+  const inputs = [
+    ...(modelDir ? [{ label: "the model", path: modelDir }] : []),
+    ...(f.teacher ? [{ label: "the teacher", path: f.teacher }] : []),
+  ];
+  try {
+    checkOutputSeparate(runDir, inputs, "the run directory");
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (modelDir && !existsSync(join(modelDir, "config.json")))
+    throw new UsageError(
+      `--model ${f.model ?? `(the embedded agent model, ${modelDir})`}: no config.json there${
+        f.model === undefined ? "; pass --model DIR, or --model random-tiny for a pipeline check" : ""
+      }`,
+    );
+  const lock = acquireDirLock(runDir, ["kiln", command, ...argv].map(shellQuote).join(" "));
+  const stopInterrupts = onInterrupt(() => runDir, resumeCommand(command, argv));
   if (backend === "wasm") await initBackend("wasm");
   else setBackend("js");
   try {
-    const modelDir = strFlag(f, "model");
     const { model, codec, source } = await loadStudent(modelDir, config.seed, config.baseDtype);
     const baseModel = { source, dir: modelDir };
     if (command === "arp") {
@@ -222,12 +374,13 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
           })),
         }),
       );
+      printRunEnd(r.runDir);
       return 0;
     }
     if (command === "opd") {
       const c = config as OpdConfig;
-      const teacherDir = strFlag(f, "teacher");
-      const teacherUrl = strFlag(f, "teacher-url");
+      const teacherDir = f.teacher;
+      const teacherUrl = f["teacher-url"];
       let teacher: Policy | ((s: Policy) => Policy);
       if (teacherDir) {
         // A bigger local model; it must share the student's tokenizer (it scores the student's token ids).
@@ -240,26 +393,23 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
           chatTemplate: t.codec.template,
         });
         // A bigger model and a scaffold together: --teacher DIR --scaffold TEXT.
-        const scaffold = strFlag(f, "scaffold");
+        const scaffold = f.scaffold;
         teacher = scaffold ? scaffoldedTeacher(big, scaffold) : big;
       } else if (teacherUrl) {
         // An OpenAI-compatible server scoring through /v1/completions echo; --teacher-tokenizer DIR
         // (the served model's files) lets kiln check that it tokenizes like the student.
-        const tokDir = strFlag(f, "teacher-tokenizer");
+        const tokDir = f["teacher-tokenizer"];
         if (tokDir) assertSameTokenizer(codec.tokenizer, await loadTokenizer(tokDir), `--teacher-tokenizer ${tokDir}`);
         teacher = new HttpPolicy({
           baseUrls: teacherUrl.split(","),
-          model: strFlag(f, "teacher-model", "default")!,
+          model: f["teacher-model"] ?? "default",
           renderPrompt: (messages, tools) =>
             codec.template.render([...messages], { tools: [...tools], addGenerationPrompt: true }),
           tokenizer: codec.tokenizer,
         });
       } else {
-        const hint = strFlag(
-          f,
-          "scaffold",
-          "Think about which tool call moves you forward, then make exactly one valid tool call.",
-        )!;
+        const hint =
+          f.scaffold ?? "Think about which tool call moves you forward, then make exactly one valid tool call.";
         teacher = (student) => scaffoldedTeacher(student, hint);
       }
       const makeEnv: () => Environment =
@@ -299,18 +449,19 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
         }),
       );
       console.log(r.phaseTable);
+      printRunEnd(r.runDir);
       return 0;
     }
     const c = config as OelConfig;
     if (env === "tau2") {
       // tau2 retail: the first `tasks` tasks of the split, a scripted customer (or --user-url), memories
       // from the deploy trajectories (experienceMemory).
-      const split = (strFlag(f, "split", "train") ?? "train") as tau2.Tau2SplitName;
+      const split = (f.split ?? "train") as tau2.Tau2SplitName;
       const tasks = tau2.loadSplitTasks(split).slice(0, c.tasks);
-      const userUrl = strFlag(f, "user-url");
+      const userUrl = f["user-url"];
       const user = (task: tau2.Tau2Task): Policy =>
         userUrl
-          ? new HttpPolicy({ baseUrls: userUrl.split(","), model: strFlag(f, "user-model", "default")! })
+          ? new HttpPolicy({ baseUrls: userUrl.split(","), model: f["user-model"] ?? "default" })
           : tau2.scriptedUser(task);
       const makeEnv = () => new Tau2TasksEnvironment(tasks, user);
       const r = await runOel({
@@ -326,6 +477,7 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
       console.log(
         JSON.stringify({ runDir: r.runDir, modelDir: r.modelDir, before: r.before, after: r.after, errors: r.errors }),
       );
+      printRunEnd(r.runDir);
       return 0;
     }
     const makeEnv = () => new GuessNumberEnv();
@@ -343,8 +495,11 @@ export async function runRecipeCommand(command: "arp" | "opd" | "oel", args: Par
     console.log(
       JSON.stringify({ runDir: r.runDir, modelDir: r.modelDir, before: r.before, after: r.after, errors: r.errors }),
     );
+    printRunEnd(r.runDir);
     return 0;
   } finally {
+    stopInterrupts();
+    lock.release();
     if (backend === "wasm") {
       setBackend("js");
       disposeWasmBackend();

@@ -2,9 +2,14 @@
 // with report.html in its directory. Default model: the embedded agent model (data/agent-model/);
 // until it ships, the random tiny chat model stands in with a warning (`--model tiny` asks for it).
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { type BackendName, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { agentModelAvailable, agentModelDir } from "../agent-model/paths.js";
-import { type ParsedArgs, UsageError, intFlag, strFlag } from "../cli-main.js";
+import { type OptionValues, UsageError, defineCommand, setAssignments } from "../cli/args.js";
+import { onInterrupt, shellQuote } from "../cli/interrupt.js";
+import { withDirLocks } from "../dir-lock.js";
+import { checkOutputSeparate } from "../output-dir.js";
+import { checkRecipeConfig } from "../recipes/config-checks.js";
 import { applyConfigObject, setConfigValue } from "../recipes/presets.js";
 import { reproArp } from "./arp-repro.js";
 import { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
@@ -25,18 +30,40 @@ export const REPRO_ABLATIONS = {
 } as const;
 export type ReproAblation = keyof typeof REPRO_ABLATIONS;
 
-/** The configuration: preset (--quick or the budget-sized one), --config FILE, --set fields. */
-export function reproEffectiveConfig(flags: ParsedArgs["flags"]): ReproConfig {
-  const seed = intFlag(flags, "seed", 42);
+/** What `kiln repro` reads to build its configuration. */
+export interface ReproConfigFlags {
+  quick?: boolean;
+  seed?: number;
+  config?: string;
+  set?: string | readonly string[];
+}
+
+/** The configuration: preset (--quick or the budget-sized one), --config FILE, --set fields; every field checked. */
+export function reproEffectiveConfig(flags: ReproConfigFlags): ReproConfig {
+  const seed = flags.seed ?? 42;
   const config = flags.quick ? reproQuickConfig(seed) : reproConfig(seed);
-  const file = strFlag(flags, "config");
-  try {
-    if (file) applyConfigObject(config, JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>);
-    for (const part of (strFlag(flags, "set") ?? "").split(";").filter((s) => s.trim())) {
-      const eq = part.indexOf("=");
-      if (eq <= 0) throw new Error(`--set needs path=value, got "${part}"`);
-      setConfigValue(config, part.slice(0, eq).trim(), part.slice(eq + 1).trim());
+  const file = flags.config;
+  if (file) {
+    let overlay: unknown;
+    try {
+      overlay = JSON.parse(readFileSync(file, "utf8"));
+    } catch (e) {
+      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
     }
+    try {
+      applyConfigObject(config, overlay as Record<string, unknown>);
+    } catch (e) {
+      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
+    }
+  }
+  for (const [path, value] of setAssignments(flags.set))
+    try {
+      setConfigValue(config, path, value);
+    } catch (e) {
+      throw new UsageError(`--set ${path}=${value}: ${(e as Error).message}`);
+    }
+  try {
+    checkRecipeConfig(config);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -45,12 +72,12 @@ export function reproEffectiveConfig(flags: ParsedArgs["flags"]): ReproConfig {
 
 /** --model DIR, --model tiny, or the embedded agent model (tiny with a warning while it is absent). */
 export function reproModelSource(
-  flags: ParsedArgs["flags"],
+  model: string | undefined,
   seed: number,
   warn: (line: string) => void = (l) => console.error(l),
 ): ModelSource {
-  const dir = strFlag(flags, "model");
-  if (dir === "tiny") return tinyChatSource(seed);
+  const dir = model;
+  if (dir === "tiny" || dir === "random-tiny") return tinyChatSource(seed);
   if (dir !== undefined) {
     try {
       return dirModelSource(dir);
@@ -67,19 +94,55 @@ export function reproModelSource(
   return tinyChatSource(seed);
 }
 
-export async function runReproCommand(args: ParsedArgs): Promise<number> {
-  const f = args.flags;
-  const recipe = args.positional[0];
-  if (!REPRO_RECIPES.includes(recipe as (typeof REPRO_RECIPES)[number]))
-    throw new UsageError(`repro needs one of ${REPRO_RECIPES.join(" | ")}, got ${recipe ?? "nothing"}`);
-  const ablationName = strFlag(f, "ablation");
-  let ablation: ReproAblation | undefined;
-  if (ablationName !== undefined) {
-    if (!(ablationName in REPRO_ABLATIONS))
-      throw new UsageError(
-        `--ablation must be one of ${Object.keys(REPRO_ABLATIONS).join(", ")}, got "${ablationName}"`,
-      );
-    ablation = ablationName as ReproAblation;
+const REPRO_OPTIONS = {
+  model: {
+    type: "string",
+    placeholder: "DIR|tiny",
+    description:
+      "the base model; tiny (or random-tiny): the random tiny chat model (default: the embedded agent model)",
+  },
+  seed: { type: "integer", default: 42, description: "the seed of every recipe" },
+  out: { type: "string", default: "runs", placeholder: "DIR", description: "parent of the repro-<recipe> directories" },
+  ablation: {
+    type: "string",
+    choices: ["scale", "dpo-reference", "early-turn-weight", "clamp"] satisfies readonly ReproAblation[],
+    description: "scale, dpo-reference (arp); early-turn-weight, clamp (opd)",
+  },
+  quick: { type: "boolean", description: "the small sizes (a pipeline check in minutes)" },
+  set: { type: "string", multiple: true, placeholder: "PATH=V[;PATH=V…]", description: "single configuration fields" },
+  config: { type: "string", placeholder: "FILE.json", description: "a JSON overlay of configuration fields" },
+  "print-config": { type: "boolean", description: "print the effective configuration and exit" },
+  teacher: { type: "string", placeholder: "DIR", description: "opd: a separate teacher model (same tokenizer)" },
+  backend: { type: "string", choices: ["wasm", "js"], default: "wasm", description: "tensor backend" },
+  quiet: { type: "boolean", description: "no progress bars or log lines, only the tables" },
+  "no-progress": { type: "boolean", description: "no progress bars" },
+  resume: { type: "boolean", description: "refused: repro recomputes each table from the start" },
+} as const;
+
+export const reproCommand = defineCommand({
+  name: "repro",
+  summary: "the recipes' result tables on held-out instances: n, mean ± SE, paired Δ ± SE vs the base, report.html",
+  description:
+    "Writes runs/repro-<recipe>/ (table.md, report.html, the models) and prints each table. Default model: the embedded agent model. A repro run does not resume: each table is recomputed from the start (an interrupted one is simply rerun).",
+  positionals: [{ name: "recipe", description: "which table", choices: REPRO_RECIPES }],
+  options: REPRO_OPTIONS,
+  examples: ["kiln repro arp --quick", "kiln repro opd --ablation clamp --seed 7"],
+  run: (a) => runReproCommand(a.positionals[0] as (typeof REPRO_RECIPES)[number], a.values, a.argv),
+});
+
+type ReproValues = OptionValues<typeof REPRO_OPTIONS>;
+
+export async function runReproCommand(
+  recipe: (typeof REPRO_RECIPES)[number],
+  f: ReproValues,
+  argv: readonly string[] = [],
+): Promise<number> {
+  if (f.resume)
+    throw new UsageError(
+      "kiln repro does not resume: each table is recomputed from the start so its numbers come from one uninterrupted run; rerun the same command without --resume",
+    );
+  const ablation = f.ablation;
+  if (ablation !== undefined) {
     const owner = REPRO_ABLATIONS[ablation];
     if (recipe !== owner && recipe !== "all")
       throw new UsageError(`--ablation ${ablation} belongs to \`kiln repro ${owner}\`, not ${recipe}`);
@@ -89,43 +152,57 @@ export async function runReproCommand(args: ParsedArgs): Promise<number> {
     console.log(JSON.stringify(config, null, 2));
     return 0;
   }
-  const backend = strFlag(f, "backend", "wasm") as BackendName;
-  if (backend !== "wasm" && backend !== "js") throw new UsageError(`--backend must be wasm or js, got ${backend}`);
-  const source = reproModelSource(f, config.seed);
+  const backend = f.backend as BackendName;
+  const source = reproModelSource(f.model, config.seed);
   const io = {
-    out: strFlag(f, "out", "runs"),
-    progress: f.progress !== "false" && !f.quiet,
+    out: f.out,
+    progress: !f["no-progress"] && !f.quiet,
     log: f.quiet ? () => {} : undefined,
   };
-  const command = [
-    "kiln repro",
-    ...args.positional,
-    ...Object.entries(f).map(([k, v]) => (v === true ? `--${k}` : `--${k} ${JSON.stringify(v)}`)),
-  ].join(" ");
+  const command = ["kiln repro", ...argv.map(shellQuote)].join(" ");
   const recipes = ablation ? [REPRO_ABLATIONS[ablation]] : recipe === "all" ? ["arp", "opd", "oel"] : [recipe];
+  const dirs = recipes.map((r) => join(f.out, ablation ? `repro-${r}-${ablation}` : `repro-${r}`));
+  if (source.dir)
+    try {
+      for (const d of dirs) checkOutputSeparate(d, [{ label: "the model", path: source.dir }], "the output");
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
   const start = performance.now();
-  if (backend === "wasm") await initBackend("wasm");
-  else setBackend("js");
+  let current: string | undefined;
+  const stopInterrupts = onInterrupt(() => current, `${command} (repro does not resume: the table is recomputed)`);
   try {
-    for (const r of recipes) {
-      let result: ReproResult;
-      if (r === "arp") {
-        result = await reproArp(source, config, { ...io, ablation: ablation as "scale" | "dpo-reference" | undefined });
-      } else if (r === "opd")
-        result = await reproOpd(source, config, {
-          ...io,
-          teacher: strFlag(f, "teacher") ? dirModelSource(strFlag(f, "teacher")!) : undefined,
-          ablation: ablation as "early-turn-weight" | "clamp" | undefined,
-        });
-      else result = await reproOel(source, config, io);
-      const markdown = writeReproOutputs(result, config, command);
-      console.log(`${markdown}\n\n${markdownTable(timingTable(result))}\n\nreport: ${result.dir}/report.html\n`);
-    }
+    await withDirLocks(dirs, command, async () => {
+      if (backend === "wasm") await initBackend("wasm");
+      else setBackend("js");
+      try {
+        for (const [i, r] of recipes.entries()) {
+          current = dirs[i];
+          let result: ReproResult;
+          if (r === "arp") {
+            result = await reproArp(source, config, {
+              ...io,
+              ablation: ablation as "scale" | "dpo-reference" | undefined,
+            });
+          } else if (r === "opd")
+            result = await reproOpd(source, config, {
+              ...io,
+              teacher: f.teacher ? dirModelSource(f.teacher) : undefined,
+              ablation: ablation as "early-turn-weight" | "clamp" | undefined,
+            });
+          else result = await reproOel(source, config, io);
+          const markdown = writeReproOutputs(result, config, command);
+          console.log(`${markdown}\n\n${markdownTable(timingTable(result))}\n\nreport: ${result.dir}/report.html\n`);
+        }
+      } finally {
+        if (backend === "wasm") {
+          setBackend("js");
+          disposeWasmBackend();
+        }
+      }
+    });
   } finally {
-    if (backend === "wasm") {
-      setBackend("js");
-      disposeWasmBackend();
-    }
+    stopInterrupts();
   }
   console.log(`kiln repro ${recipe}: total wall time ${((performance.now() - start) / 1000).toFixed(1)} s`);
   return 0;

@@ -90,7 +90,7 @@ describe("branch-DPO pairs and the recipe CLI", () => {
     const err = vi.spyOn(console, "error").mockImplementation(() => {});
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const small = "tasks=2;train.maxSteps=2;eval.trials=1;rollout.maxTokens=6;rollout.maxTurns=1;lora.r=2;lora.alpha=4";
-    const args = ["oel", "--out", root, "--set", small, "--backend", "js"];
+    const args = ["oel", "--model", "random-tiny", "--out", root, "--set", small, "--backend", "js"];
     try {
       expect(await runCli(args)).toBe(0);
       const run = join(root, "oel");

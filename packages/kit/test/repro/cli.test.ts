@@ -33,7 +33,7 @@ describe("kiln repro (command line)", () => {
   it("refuses an unknown recipe, an unknown ablation, an ablation of another recipe and a missing model dir", async () => {
     const bad = await run(["repro", "nope"]);
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain("repro needs one of arp | opd | oel | all, got nope");
+    expect(bad.err).toContain('<recipe> must be one of arp, opd, oel, all, got "nope"');
     const ablation = await run(["repro", "arp", "--ablation", "temperature", "--quick"]);
     expect(ablation.code).toBe(2);
     expect(ablation.err).toContain(
@@ -52,7 +52,7 @@ describe("kiln repro (command line)", () => {
   });
 
   it("--print-config shows the effective sizes; --set and --seed reach every recipe", () => {
-    const c = reproEffectiveConfig({ quick: true, seed: "9", set: "arp.eval.episodes=5;ablations.scales=0.5,1" });
+    const c = reproEffectiveConfig({ quick: true, seed: 9, set: "arp.eval.episodes=5;ablations.scales=0.5,1" });
     expect(c.arp.eval.episodes).toBe(5);
     expect(c.ablations.scales).toEqual([0.5, 1]);
     expect([c.seed, c.arp.seed, c.opd.seed, c.oel.seed]).toEqual([9, 9, 9, 9]);
