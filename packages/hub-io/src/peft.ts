@@ -35,7 +35,10 @@ export interface LoraAdapterConfig {
   init_lora_weights: boolean | string;
   rank_pattern: Record<string, number>;
   alpha_pattern: Record<string, number>;
-  /** Any other key PEFT wrote (revision, use_dora, layers_to_transform, peft_version, …) is kept. */
+  /**
+   * Any other key PEFT wrote (revision, use_dora, layers_to_transform, peft_version, …) is kept;
+   * those kiln does not apply must hold their inert default (see refuseUnappliedFields).
+   */
   [key: string]: unknown;
 }
 
@@ -65,6 +68,94 @@ export function loraConfig(partial: Partial<LoraAdapterConfig>): LoraAdapterConf
   return cfg;
 }
 
+/**
+ * Every LoraConfig field of PEFT (huggingface/peft `tuners/lora/config.py`, up to 0.17) and what kiln
+ * does with it. "applied": kiln reproduces PEFT's effect exactly (rank, scaling and patterns; which
+ * modules carry weights — target_modules, exclude_modules, layers_to_transform/layers_pattern are
+ * checked against the saved weights; modules_to_save and bias copies replace the base's tensors
+ * in `@kiln/lora`). "inert": no effect on the weights or the forward pass of a saved adapter
+ * (metadata, training-only or initialization-only settings, fan_in_fan_out which PEFT resets to
+ * false for nn.Linear). Anything else set to a value other than its inert default is refused by
+ * name: ignoring it would load an adapter that computes something other than what was trained.
+ */
+const INERT_FIELDS = new Set([
+  "peft_type",
+  "task_type",
+  "base_model_name_or_path",
+  "revision",
+  "inference_mode",
+  "auto_mapping",
+  "peft_version",
+  "lora_dropout",
+  "runtime_config",
+  "megatron_core",
+  "qalora_group_size",
+  "fan_in_fan_out",
+  "layers_pattern",
+  "ensure_weight_tying",
+]);
+const APPLIED_FIELDS = new Set([
+  "r",
+  "lora_alpha",
+  "use_rslora",
+  "rank_pattern",
+  "alpha_pattern",
+  "target_modules",
+  "exclude_modules",
+  "layers_to_transform",
+  "modules_to_save",
+  "bias",
+  "init_lora_weights",
+]);
+/** Fields that change the adapter's computation when set, with why kiln refuses them. */
+const REFUSED_WHEN_SET: Record<string, string> = {
+  use_dora: "DoRA adapters are not supported",
+  use_qalora: "QA-LoRA adapters are not supported",
+  layer_replication: "layer replication is not supported",
+  lora_bias: "a bias on lora_B is not supported",
+  target_parameters: "LoRA on nn.Parameter targets is not supported",
+  trainable_token_indices: "trainable token rows are not supported",
+  alora_invocation_tokens: "activated LoRA is not supported",
+  arrow_config: "Arrow routing is not supported",
+  megatron_config: "Megatron parallel layers are not supported",
+  loftq_config: "LoftQ quantized bases are not supported",
+  eva_config: "EVA initialization is not supported",
+  corda_config: "CorDA initialization is not supported",
+};
+/** init_lora_weights values that rewrite the base weights at initialization (the adapter needs that residual base). */
+const BASE_MODIFYING_INIT = /^(pissa|olora|loftq|corda|eva)/;
+
+/** A value that cannot change anything: the inert default of an optional feature. */
+function isUnset(v: unknown): boolean {
+  return (
+    v === null ||
+    v === undefined ||
+    v === false ||
+    v === "" ||
+    (Array.isArray(v) && v.length === 0) ||
+    (typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0)
+  );
+}
+
+function refuseUnappliedFields(c: Record<string, unknown>, bad: (field: string, rule: string) => never): void {
+  for (const [field, value] of Object.entries(c)) {
+    if (INERT_FIELDS.has(field) || APPLIED_FIELDS.has(field) || isUnset(value)) continue;
+    const why = REFUSED_WHEN_SET[field];
+    bad(
+      field,
+      why
+        ? `is ${JSON.stringify(value)}: ${why}`
+        : `is ${JSON.stringify(value)}: kiln does not apply this field, and refuses it rather than ignore it`,
+    );
+  }
+  const init = c.init_lora_weights;
+  if (typeof init === "string" && BASE_MODIFYING_INIT.test(init))
+    bad(
+      "init_lora_weights",
+      `is "${init}": that initialization rewrites the base weights, so the adapter only fits the modified base (convert it to a plain LoRA with PEFT's path_initial_model_for_weight_conversion)`,
+    );
+}
+
 function validateLoraConfig(c: LoraAdapterConfig): void {
   const bad = (field: string, rule: string): never => {
     throw new PeftError(`adapter_config.json: "${field}" ${rule}`);
@@ -73,13 +164,7 @@ function validateLoraConfig(c: LoraAdapterConfig): void {
   if (!Number.isInteger(c.r) || c.r <= 0) bad("r", `must be a positive integer, got ${JSON.stringify(c.r)}`);
   if (typeof c.lora_alpha !== "number" || !Number.isFinite(c.lora_alpha) || c.lora_alpha <= 0)
     bad("lora_alpha", `must be a positive number (the scale is lora_alpha / r), got ${JSON.stringify(c.lora_alpha)}`);
-  // PEFT features that change the forward pass: ignoring them would give silently wrong outputs.
-  for (const feature of ["use_dora", "use_qalora"] as const) {
-    if ((c as Record<string, unknown>)[feature] === true)
-      bad(feature, `is true: ${feature === "use_dora" ? "DoRA" : "QA-LoRA"} adapters are not supported`);
-  }
-  if (Array.isArray((c as Record<string, unknown>).layer_replication))
-    bad("layer_replication", "is set: layer replication is not supported");
+  refuseUnappliedFields(c as Record<string, unknown>, bad);
   if (typeof c.lora_dropout !== "number" || c.lora_dropout < 0 || c.lora_dropout >= 1)
     bad("lora_dropout", "must be in [0, 1)");
   if (!["none", "all", "lora_only"].includes(c.bias))
@@ -90,6 +175,32 @@ function validateLoraConfig(c: LoraAdapterConfig): void {
     bad("target_modules", "must be a list of names, a regex string or null");
   }
   if (typeof tm === "string" && tm !== "all-linear") compilePattern(tm, "target_modules", bad);
+  for (const field of ["modules_to_save", "exclude_modules"] as const) {
+    const v = (c as Record<string, unknown>)[field];
+    if (v === null || v === undefined) continue;
+    const list = Array.isArray(v) && v.every((t) => typeof t === "string");
+    if (field === "modules_to_save" ? !list : !list && typeof v !== "string")
+      bad(
+        field,
+        field === "modules_to_save"
+          ? "must be a list of module names or null"
+          : "must be a list of names, a regex string or null",
+      );
+    if (typeof v === "string") compilePattern(v, field, bad);
+  }
+  const ltt = (c as Record<string, unknown>).layers_to_transform;
+  if (
+    ltt !== null &&
+    ltt !== undefined &&
+    !(Number.isInteger(ltt) || (Array.isArray(ltt) && ltt.every(Number.isInteger)))
+  )
+    bad("layers_to_transform", "must be a layer index, a list of layer indices or null");
+  const lp = (c as Record<string, unknown>).layers_pattern;
+  if (lp !== null && lp !== undefined) {
+    if (!(typeof lp === "string" || (Array.isArray(lp) && lp.every((p) => typeof p === "string"))))
+      bad("layers_pattern", "must be a name, a list of names or null");
+    for (const p of typeof lp === "string" ? [lp] : (lp as string[])) compilePattern(p, "layers_pattern", bad);
+  }
   for (const [field, pattern] of [
     ["rank_pattern", c.rank_pattern],
     ["alpha_pattern", c.alpha_pattern],
@@ -174,6 +285,48 @@ export function matchesTargetModules(module: string, target: LoraAdapterConfig["
   return target.some((t) => module === t || module.endsWith(`.${t}`));
 }
 
+/**
+ * modules_to_save as PEFT uses it: the config's list plus the heads its task model adds
+ * (PeftModelForSequenceClassification / TokenClassification: classifier, score; QuestionAnswering: qa_outputs).
+ */
+export function effectiveModulesToSave(config: LoraAdapterConfig): string[] {
+  const own = config.modules_to_save ?? [];
+  const task =
+    config.task_type === "SEQ_CLS" || config.task_type === "TOKEN_CLS"
+      ? ["classifier", "score"]
+      : config.task_type === "QUESTION_ANS"
+        ? ["qa_outputs"]
+        : [];
+  return [...new Set([...own, ...task])];
+}
+
+/** PEFT's modules_to_save match (`_set_trainable`): the module name ends with one of the entries. */
+export function matchesModulesToSave(module: string, modulesToSave: readonly string[]): boolean {
+  return modulesToSave.some((m) => module.endsWith(m));
+}
+
+/**
+ * The layer index PEFT reads from a module name for layers_to_transform (`check_target_module_exists`):
+ * the number after `.<layers_pattern>.` (any component when no pattern is given), last match wins.
+ */
+export function peftLayerIndex(
+  module: string,
+  layersPattern: string | readonly string[] | null | undefined,
+): number | undefined {
+  const patterns =
+    layersPattern === null || layersPattern === undefined || layersPattern.length === 0
+      ? ["[^.]*"]
+      : typeof layersPattern === "string"
+        ? [layersPattern]
+        : layersPattern;
+  // As in PEFT: something precedes the pattern, and the index is followed by "." (a submodule of the layer).
+  for (const p of patterns) {
+    const m = new RegExp(`^.*\\.${p}\\.(\\d+)\\.`).exec(module);
+    if (m) return Number(m[1]);
+  }
+  return undefined;
+}
+
 export type LoraPart = "lora_A" | "lora_B";
 
 /** `model.layers.0.self_attn.q_proj` + lora_A → `base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight`. */
@@ -249,6 +402,32 @@ export function parsePeftAdapter(configText: string, weights: Uint8Array): PeftA
           `module "${module}" has LoRA weights but does not match target_modules ${JSON.stringify(tm)} in adapter_config.json`,
         );
     }
+  }
+  const exclude = config.exclude_modules as LoraAdapterConfig["target_modules"] | undefined;
+  const onlyLayers = config.layers_to_transform as number | number[] | null | undefined;
+  for (const module of layers.keys()) {
+    if (exclude !== null && exclude !== undefined && matchesTargetModules(module, exclude))
+      throw new PeftError(
+        `module "${module}" has LoRA weights but matches exclude_modules ${JSON.stringify(exclude)} in adapter_config.json`,
+      );
+    if (onlyLayers !== null && onlyLayers !== undefined) {
+      const index = peftLayerIndex(module, config.layers_pattern as string | string[] | null | undefined);
+      const allowed = Array.isArray(onlyLayers) ? onlyLayers : [onlyLayers];
+      if (index === undefined || !allowed.includes(index))
+        throw new PeftError(
+          `module "${module}" has LoRA weights but layers_to_transform ${JSON.stringify(onlyLayers)} in adapter_config.json ${index === undefined ? "finds no layer index in its name" : `excludes layer ${index}`}`,
+        );
+    }
+  }
+  for (const key of other.keys()) {
+    const param = key.startsWith(PEFT_PREFIX) ? key.slice(PEFT_PREFIX.length) : undefined;
+    const module = param?.slice(0, param.lastIndexOf("."));
+    if (param !== undefined && module !== undefined && matchesModulesToSave(module, effectiveModulesToSave(config)))
+      continue;
+    if (param?.endsWith(".bias") && config.bias !== "none") continue;
+    throw new PeftError(
+      `tensor "${key}" in adapter_model.safetensors is not a LoRA A/B weight, a copy of a module in modules_to_save (${JSON.stringify(effectiveModulesToSave(config))}) or a saved bias (bias is "${config.bias}"); kiln does not know how to apply it and refuses rather than ignore it`,
+    );
   }
   const checked = checkLayers(config, layers);
   for (const [module, l] of checked) {

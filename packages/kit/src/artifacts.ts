@@ -224,6 +224,10 @@ export async function scaleAdapterDir(
   if (!Number.isFinite(scale)) throw new RecipeError(`scale must be a finite number, got ${scale}`);
   checkOutputSeparate(out, [{ label: "the adapter", path: source }]);
   const peft = await readPeftAdapter(source);
+  if (peft.other.size > 0)
+    throw new RecipeError(
+      `kiln scale: ${source} also saves ${[...peft.other.keys()].join(", ")} (modules_to_save copies or biases), which replace base tensors rather than add a delta, so they cannot be scaled`,
+    );
   const layers = new Map(
     [...peft.layers].map(([module, l]) => {
       const b = Float32Array.from(toFloat32(l.B), (v) => v * scale);

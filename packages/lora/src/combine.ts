@@ -16,6 +16,10 @@ export function combineAdapters(
   if (sources.length === 0) throw new LoraError("combineAdapters: no source adapters");
   const modules = [...sources[0].adapter.layers.keys()];
   for (const { adapter } of sources) {
+    if (adapter.replacements.length > 0)
+      throw new LoraError(
+        `combineAdapters: adapter "${adapter.name}" replaces ${adapter.replacements.map((r) => r.key).join(", ")} (modules_to_save); a weighted combination of replaced tensors is not a LoRA delta`,
+      );
     const own = [...adapter.layers.keys()];
     if (own.length !== modules.length || own.some((m) => !sources[0].adapter.layers.has(m))) {
       throw new LoraError(

@@ -3,7 +3,13 @@ export * from "./errors.js";
 export { LoraLayer } from "./lora-layer.js";
 export { loraLinear, type LoraDropout } from "./lora-linear.js";
 export { resolveTargets, shortTargetNames, type TargetModules } from "./targets.js";
-export { LoraAdapter, adapterFromLayers, attachLora, type LoraOptions } from "./lora-adapter.js";
+export {
+  LoraAdapter,
+  adapterFromLayers,
+  attachLora,
+  type LoraOptions,
+  type ParameterReplacement,
+} from "./lora-adapter.js";
 export {
   deltaWeight,
   mergeAdapter,

@@ -25,6 +25,22 @@ export interface LoraOptions {
   baseModelNameOrPath?: string | null;
 }
 
+/**
+ * A base-model tensor the adapter replaces while it is enabled: a PEFT modules_to_save copy (e.g. a
+ * trained embed_tokens or lm_head) or a saved bias (bias "all" / "lora_only").
+ */
+export interface ParameterReplacement {
+  /** State-dict key in the model ("model.embed_tokens.weight"). */
+  key: string;
+  /** The adapter's tensor. */
+  saved: Tensor;
+  /** The base's tensor, put back when the adapter is disabled or detached. */
+  original: Tensor;
+}
+
+/** Which adapter replaces which parameter of a model: two adapters may not replace the same one. */
+const replacedBy = new WeakMap<Model, Map<string, string>>();
+
 export class LoraAdapter {
   private isEnabled = true;
 
@@ -34,7 +50,32 @@ export class LoraAdapter {
     /** HF module path → its LoRA branch. */
     readonly layers: Map<string, LoraLayer>,
     private readonly linears: Map<string, Linear>,
-  ) {}
+    /** Base tensors this adapter replaces while enabled (PEFT modules_to_save); applied on construction. */
+    readonly replacements: readonly ParameterReplacement[] = [],
+    private readonly model?: Model,
+  ) {
+    if (replacements.length > 0 && !model) throw new LoraError("LoraAdapter: replacements need the model");
+    this.claimReplacements();
+    this.applyReplacements(true);
+  }
+
+  private claimReplacements(): void {
+    if (!this.model || this.replacements.length === 0) return;
+    const owners = replacedBy.get(this.model) ?? new Map<string, string>();
+    for (const r of this.replacements) {
+      const other = owners.get(r.key);
+      if (other !== undefined && other !== this.name)
+        throw new LoraError(
+          `adapter "${this.name}" replaces "${r.key}" (modules_to_save), which adapter "${other}" already replaces; only one modules_to_save copy of a module can be active`,
+        );
+    }
+    for (const r of this.replacements) owners.set(r.key, this.name);
+    replacedBy.set(this.model, owners);
+  }
+
+  private applyReplacements(saved: boolean): void {
+    for (const r of this.replacements) this.model?.replaceParameter(r.key, saved ? r.saved : r.original);
+  }
 
   get enabled(): boolean {
     return this.isEnabled;
@@ -55,11 +96,14 @@ export class LoraAdapter {
   enable(): void {
     this.isEnabled = true;
     for (const l of this.layers.values()) l.enabled = true;
+    this.applyReplacements(true);
   }
 
+  /** Adapter off: no LoRA branch, and the base's own tensors where modules_to_save replaced them (as PEFT's disable_adapter). */
   disable(): void {
     this.isEnabled = false;
     for (const l of this.layers.values()) l.enabled = false;
+    this.applyReplacements(false);
   }
 
   /** Run `fn` with this adapter off (e.g. reference log-probs for DPO), restoring after. */
@@ -96,12 +140,30 @@ export class LoraAdapter {
     return l;
   }
 
-  /** Remove this adapter's branches from the model (its tensors stay usable). */
-  detach(): void {
+  /**
+   * Remove this adapter's branches from the model (its tensors stay usable) and put back the base
+   * tensors it replaced. `keepReplacements` leaves the replaced tensors in the model: what a merge
+   * does (PEFT merge_and_unload keeps the modules_to_save copy).
+   */
+  detach(options: { keepReplacements?: boolean } = {}): void {
     for (const [module, layer] of this.layers) {
       const lin = this.linears.get(module)!;
       lin.adapters = lin.adapters.filter((a) => a !== layer);
     }
+    if (options.keepReplacements) this.applyReplacements(true);
+    else if (this.isEnabled) this.applyReplacements(false);
+    const owners = this.model ? replacedBy.get(this.model) : undefined;
+    for (const r of this.replacements) if (owners?.get(r.key) === this.name) owners.delete(r.key);
+  }
+
+  /** Put the branches back after a detach (unmerge); replaced tensors are claimed again and applied when enabled. */
+  reattach(): void {
+    this.claimReplacements();
+    for (const [module, layer] of this.layers) {
+      const lin = this.linear(module);
+      if (!lin.adapters.includes(layer)) lin.adapters.push(layer);
+    }
+    if (this.isEnabled) this.applyReplacements(true);
   }
 
   /** Parameter count of A and B over all layers. */
@@ -191,6 +253,7 @@ export function adapterFromLayers(
   name: string,
   config: LoraAdapterConfig,
   layers: Map<string, LoraLayer>,
+  replacements: readonly ParameterReplacement[] = [],
 ): LoraAdapter {
   const byName = new Map(model.namedLinears());
   const linears = new Map<string, Linear>();
@@ -206,5 +269,13 @@ export function adapterFromLayers(
     lin.adapters.push(layer);
     linears.set(module, lin);
   }
-  return new LoraAdapter(name, config, layers, linears);
+  try {
+    return new LoraAdapter(name, config, layers, linears, replacements, model);
+  } catch (e) {
+    for (const [module, layer] of layers) {
+      const lin = linears.get(module);
+      if (lin) lin.adapters = lin.adapters.filter((a) => a !== layer);
+    }
+    throw e;
+  }
 }

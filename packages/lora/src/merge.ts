@@ -82,7 +82,8 @@ export function mergeAdapter(adapter: LoraAdapter, options: MergeOptions = {}): 
     const mergedTensor = new Tensor(merged, lin.weight.shape);
     lin.weight = dtype === "f32" ? mergedTensor : mergedTensor.to("bf16");
   }
-  adapter.detach();
+  // modules_to_save copies stay in the model, as in PEFT's merge_and_unload.
+  adapter.detach({ keepReplacements: true });
   const losses = modules.map((m) => m.bf16DeltaLoss);
   return {
     adapter: adapter.name,
@@ -111,6 +112,6 @@ export function unmergeAdapter(adapter: LoraAdapter, report: MergeReport): void 
       for (let i = 0; i < w.length; i++) w[i] -= delta[i];
       lin.weight = new Tensor(w, lin.weight.shape);
     }
-    if (!lin.adapters.includes(layer)) lin.adapters.push(layer);
   }
+  adapter.reattach();
 }

@@ -36,9 +36,10 @@ export class CausalLM {
 
   constructor(
     readonly config: DecoderConfig,
-    readonly embedTokens: Tensor,
+    /** Replaced only through replaceParameter (a PEFT modules_to_save copy), which keeps a tied head in step. */
+    public embedTokens: Tensor,
     readonly layers: DecoderBlock[],
-    readonly norm: Tensor,
+    public norm: Tensor,
     readonly lmHead: Linear,
   ) {
     const rotaryDim = Math.round(config.headDim * config.partialRotaryFactor);
@@ -183,6 +184,44 @@ export class CausalLM {
     out.push([`${p}norm.weight`, this.norm]);
     if (!this.config.tieWordEmbeddings) pushLinear(out, "lm_head", this.lmHead);
     return out;
+  }
+
+  /**
+   * Swap the tensor behind one state-dict key for `value` (same shape) and return the one it
+   * replaces. Used to apply a PEFT adapter's modules_to_save copies. Supported: the embedding (a
+   * tied lm_head follows it, being the same tensor), the final norm, and the weight and bias of
+   * every linear layer including an untied lm_head; anything else throws WeightLoadError naming it.
+   */
+  replaceParameter(key: string, value: Tensor): Tensor {
+    const p = this.config.weightPrefix;
+    const current = this.stateDict().get(key) ?? (key === "lm_head.weight" ? this.lmHead.weight : undefined);
+    if (!current) throw new WeightLoadError(`replaceParameter: the model has no parameter "${key}"`, [key]);
+    if (current.shape.length !== value.shape.length || current.shape.some((d, i) => d !== value.shape[i]))
+      throw new WeightLoadError(
+        `replaceParameter: "${key}" is [${current.shape}] in the model, the replacement is [${value.shape}]`,
+        [key],
+      );
+    value.name ??= key;
+    if (key === `${p}embed_tokens.weight` || (key === "lm_head.weight" && this.config.tieWordEmbeddings)) {
+      this.embedTokens = value;
+      if (this.config.tieWordEmbeddings) this.lmHead.weight = value;
+      return current;
+    }
+    if (key === `${p}norm.weight`) {
+      this.norm = value;
+      return current;
+    }
+    const dot = key.lastIndexOf(".");
+    const [module, leaf] = [key.slice(0, dot), key.slice(dot + 1)];
+    const linear = this.namedLinears().find(([name]) => name === module)?.[1];
+    if (linear && leaf === "weight") linear.weight = value;
+    else if (linear && leaf === "bias" && linear.bias) linear.bias = value;
+    else
+      throw new WeightLoadError(
+        `replaceParameter: "${key}" cannot be replaced (the embedding, the final norm and linear layers' weight and bias can)`,
+        [key],
+      );
+    return current;
   }
 
   stateDict(): Map<string, Tensor> {
