@@ -93,3 +93,41 @@ export class ArchiveError extends HubIoError {
 export class Llama2cError extends HubIoError {}
 /** Hub downloads and the local cache (offline mode). */
 export class HubDownloadError extends HubIoError {}
+
+/**
+ * Rules of the GGUF reader and writer: `BadMagic`, `UnsupportedVersion`, `Truncated` (the file ends
+ * inside the header or a tensor), `AbsurdCount` (a tensor, key or array count the file cannot
+ * hold), `AbsurdSize` (a string, header or tensor larger than the file or the limits), `InvalidUtf8`,
+ * `InvalidValueType`, `InvalidMetadata` (a key with the wrong kind, e.g. general.alignment),
+ * `DuplicateKey`, `DuplicateTensor`, `InvalidTensorInfo` (dimensions, block sizes), `UnknownTensorType`
+ * (an id ggml does not define), `UnsupportedTensorType` (a type kiln cannot decode), `InvalidOffset`
+ * (misaligned, overlapping or past the end of the file), `TensorNotFound`, `UnsupportedConversion`.
+ */
+export type GgufRule =
+  | "BadMagic"
+  | "UnsupportedVersion"
+  | "Truncated"
+  | "AbsurdCount"
+  | "AbsurdSize"
+  | "InvalidUtf8"
+  | "InvalidValueType"
+  | "InvalidMetadata"
+  | "DuplicateKey"
+  | "DuplicateTensor"
+  | "InvalidTensorInfo"
+  | "UnknownTensorType"
+  | "UnsupportedTensorType"
+  | "InvalidOffset"
+  | "TensorNotFound"
+  | "UnsupportedConversion";
+
+/** GGUF files (llama.cpp's format). */
+export class GgufError extends HubIoError {
+  constructor(
+    readonly rule: GgufRule,
+    message: string,
+    readonly tensor?: string,
+  ) {
+    super(`[${rule}] ${tensor !== undefined ? `tensor ${JSON.stringify(tensor)}: ` : ""}${message}`);
+  }
+}

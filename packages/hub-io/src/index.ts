@@ -20,6 +20,8 @@ export * from "./hub-download.js";
 export * from "./llama2c.js";
 export * from "./llama2c-tokenizer.js";
 export * from "./llama2c-convert.js";
+export * from "./gguf-types.js";
+export * from "./gguf.js";
 export {
   openAtomic,
   writeFileAtomic,
