@@ -55,6 +55,17 @@ function probeBlas() {
   return "no CBLAS library (OpenBLAS, MKL or BLIS) on the loader path";
 }
 
+/** node-llama-cpp's prebuilt llama.cpp (an npm package, not a system one) loads on the CPU, or the reason it does not. */
+function probeLlamaCpp(root) {
+  const result = sh(process.execPath, [join(root, "tooling", "scripts", "probe-llama-cpp.mjs")], {
+    cwd: root,
+    timeout: 60_000,
+  });
+  const line = (result.stdout ?? "").split("\n").find((l) => l.startsWith("LLAMA "));
+  if (line === "LLAMA ok") return null;
+  return line ? `node-llama-cpp did not load: ${line.slice(6)}` : "node-llama-cpp probe failed";
+}
+
 /** @returns {SystemDep[]} */
 function systemDeps(root) {
   return [
@@ -85,6 +96,16 @@ function systemDeps(root) {
       apt: ["libopenblas0-pthread", "libdnnl2"],
       manual:
         "`apt-get install libopenblas0-pthread libdnnl2` (Debian), `dnf install openblas onednn` or `brew install openblas onednn`",
+    },
+    {
+      suite: "llama.cpp",
+      env: "KILN_LLAMA_CPP",
+      why: "the llama.cpp cross-check suite (GGUF export run in llama.cpp)",
+      probe: () => probeLlamaCpp(root),
+      // From npm (node-llama-cpp's prebuilt binaries for Linux x64/arm64, macOS, Windows), not apt.
+      apt: [],
+      manual:
+        "`pnpm install` on a platform node-llama-cpp 3.21.1 ships prebuilt binaries for (Linux x64/arm64, macOS, Windows)",
     },
   ];
 }
@@ -125,8 +146,9 @@ export function ensureSystemDeps(root) {
   const deps = systemDeps(root);
   let missing = deps.map((d) => ({ dep: d, reason: d.probe() })).filter((m) => m.reason !== null);
   const canApt = process.platform === "linux" && process.getuid?.() === 0 && sh("apt-get", ["--version"]).status === 0;
-  if (missing.length > 0 && canApt) {
-    aptInstall(missing.map((m) => m.dep));
+  const installable = missing.filter((m) => m.dep.apt.length > 0);
+  if (installable.length > 0 && canApt) {
+    aptInstall(installable.map((m) => m.dep));
     missing = missing.map((m) => ({ dep: m.dep, reason: m.dep.probe() })).filter((m) => m.reason !== null);
   }
   const env = {};

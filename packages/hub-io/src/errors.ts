@@ -131,3 +131,5 @@ export class GgufError extends HubIoError {
     super(`[${rule}] ${tensor !== undefined ? `tensor ${JSON.stringify(tensor)}: ` : ""}${message}`);
   }
 }
+/** Converting between Hugging Face files and GGUF: an architecture, tokenizer or setting with no counterpart. */
+export class GgufConvertError extends HubIoError {}

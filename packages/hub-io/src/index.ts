@@ -22,6 +22,9 @@ export * from "./llama2c-tokenizer.js";
 export * from "./llama2c-convert.js";
 export * from "./gguf-types.js";
 export * from "./gguf.js";
+export * from "./gguf-models.js";
+export * from "./gguf-tokenizer.js";
+export * from "./gguf-convert.js";
 export {
   openAtomic,
   writeFileAtomic,

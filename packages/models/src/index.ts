@@ -56,6 +56,13 @@ export {
 } from "./score.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";
 export {
+  LlamaCppPolicy,
+  LlamaCppUnavailableError,
+  loadLlamaCpp,
+  type LlamaCppHandle,
+  type LlamaCppPolicyOptions,
+} from "./llama-cpp-policy.js";
+export {
   loadStories260K,
   stories260KPaths,
   stories260KUrls,

@@ -1,9 +1,10 @@
 // loadModel: a Hugging Face model directory (or in-memory files) → CausalLM.
+import { ggufToHfFiles } from "@kiln/hub-io";
 import type { Tensor } from "@kiln/tensor";
 import { CausalLM } from "./causal-lm.js";
 import { type DecoderConfig, parseDecoderConfig } from "./config.js";
 import { ModelConfigError } from "./errors.js";
-import { type ModelSource, modelFiles, readJsonFile } from "./model-files.js";
+import { type ModelSource, ggufConfigFiles, isGgufPath, modelFiles, readJsonFile } from "./model-files.js";
 import { type LoadWeightsOptions, loadWeights } from "./load-weights.js";
 import { type RandomInitOptions, randomTensors } from "./random-init.js";
 
@@ -15,14 +16,20 @@ export interface LoadModelOptions extends LoadWeightsOptions {
 }
 
 export async function loadConfig(source: ModelSource): Promise<DecoderConfig> {
+  if (isGgufPath(source)) return parseDecoderConfig((await ggufConfigFiles(source)).config);
   const files = modelFiles(source);
   const raw = await readJsonFile(files, "config.json");
   if (raw === null) throw new ModelConfigError(`${files.label}: no config.json`);
   return parseDecoderConfig(raw);
 }
 
-/** Load config.json + safetensors weights (single or sharded). */
+/**
+ * Load config.json + safetensors weights (single or sharded), or a `.gguf` file (llama.cpp's format:
+ * Llama/Qwen2/Qwen3 with F32, F16, BF16 or Q8_0 tensors, dequantised to `options.dtype`; other tensor
+ * types are a GgufError naming the type). A GGUF base trains LoRA like a Hugging Face one.
+ */
 export async function loadModel(source: ModelSource, options: LoadModelOptions = {}): Promise<Model> {
+  if (isGgufPath(source)) return loadModel(await ggufToHfFiles(source, { dtype: options.dtype }), options);
   const files = modelFiles(source);
   const config = await loadConfig(source);
   const tensors = await loadWeights(files, config, options);

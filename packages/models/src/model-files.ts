@@ -1,5 +1,6 @@
 // Where a model's files come from: a local directory (Node) or an in-memory map of
 // repo-relative names → contents (browsers, tests, a freshly converted llama2.c model).
+import { planGgufToHf } from "@kiln/hub-io";
 import { ModelFileError } from "./errors.js";
 
 /** Repo-relative file name → bytes or text (the shape of hub-io's RepoFileMap). */
@@ -76,4 +77,16 @@ export async function readJsonFile(files: ModelFiles, name: string): Promise<Rec
   if (v === null || typeof v !== "object" || Array.isArray(v))
     throw new ModelFileError(`${files.label}/${name}: must be a JSON object`);
   return v as Record<string, unknown>;
+}
+
+/** A path to a GGUF file (loaded through hub-io's GGUF → Hugging Face conversion). */
+export function isGgufPath(source: ModelSource): source is string {
+  return typeof source === "string" && /\.gguf$/i.test(source);
+}
+
+/** config.json and the tokenizer files of a GGUF, without reading its weights. */
+export async function ggufConfigFiles(path: string): Promise<{ config: Record<string, unknown>; files: ModelFileMap }> {
+  const plan = await planGgufToHf(path);
+  await plan.file.close();
+  return { config: plan.config, files: plan.files };
 }

@@ -2,7 +2,7 @@
 // plus the special-token facts generation and chat templates need.
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { TokenizerError } from "./errors.js";
-import { type ModelSource, modelFiles, readJsonFile } from "./model-files.js";
+import { type ModelSource, ggufConfigFiles, isGgufPath, modelFiles, readJsonFile } from "./model-files.js";
 
 export interface EncodeOptions {
   /** Apply the post-processor's special tokens (e.g. Llama's BOS). Default false: chat templates add their own. */
@@ -138,7 +138,8 @@ const CONTINUATION_TAIL = 8;
 
 /** Load tokenizer.json (+ tokenizer_config.json and chat_template.jinja when present). */
 export async function loadTokenizer(source: ModelSource): Promise<Tokenizer> {
-  const files = modelFiles(source);
+  // A .gguf carries its vocabulary in tokenizer.ggml.* keys; they become tokenizer.json without reading the weights.
+  const files = modelFiles(isGgufPath(source) ? (await ggufConfigFiles(source)).files : source);
   const json = await readJsonFile(files, "tokenizer.json");
   if (json === null) throw new TokenizerError(`${files.label}: no tokenizer.json`);
   const config = (await readJsonFile(files, "tokenizer_config.json")) ?? {};
