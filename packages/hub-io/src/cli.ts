@@ -20,6 +20,19 @@ export async function runCli(
   err: (s: string) => void = (s) => process.stderr.write(s),
 ): Promise<number> {
   const [cmd, ...args] = argv;
+  // The commands take no options: --help/-h anywhere prints the usage (exit 0) and any other option is
+  // refused by name (exit 2) rather than read as a path.
+  if (argv.length === 0 || argv.some((a) => a === "--help" || a === "-h") || cmd === "help") {
+    const lines = USAGE.split("\n").slice(1);
+    const own = lines.filter((l) => l.trim().split(" ")[1] === (cmd === "help" ? args[0] : cmd));
+    out(`usage:\n${(own.length ? own : lines).join("\n")}\n`);
+    return argv.length === 0 ? 2 : 0;
+  }
+  const option = argv.find((a) => a.startsWith("-") && a !== "-");
+  if (option) {
+    err(`kiln-hub-io: unknown option ${option} (the commands take none)\n${USAGE}\n`);
+    return 2;
+  }
   try {
     if (cmd === "convert-llama2c" && args.length === 3) {
       const [checkpoint, tokenizer, outDir] = args;

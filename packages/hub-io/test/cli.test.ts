@@ -28,6 +28,12 @@ describe("kiln-hub-io CLI", () => {
     expect(v.lines.at(-1)).toBe("OK\n");
     const e = capture();
     expect(await runCli(["nope"], e.write, e.write)).toBe(2);
+    const h = capture();
+    expect(await runCli(["manifest", "--help"], h.write, h.write)).toBe(0);
+    expect(h.lines.join("")).toBe("usage:\n  kiln-hub-io manifest write|verify <dir>\n");
+    const u = capture();
+    expect(await runCli(["manifest", "write", dir, "--force"], u.write, u.write)).toBe(2);
+    expect(u.lines.join("")).toContain("unknown option --force");
     expect(await runCli(["inspect", join(dir, "missing.safetensors")], e.write, e.write)).toBe(1);
   });
 });

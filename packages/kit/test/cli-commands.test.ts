@@ -1,6 +1,6 @@
 // The command table as a user meets it, for every command: `--help` prints its own usage and writes
 // nothing; an unknown option or a malformed value exits 2 naming the option, before any file is written.
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -15,7 +15,10 @@ import {
   registerCommand,
   runCli,
   configProblems,
+  interruptMessage,
   presetConfig,
+  resumeCommand,
+  runPosition,
 } from "../src/index.js";
 import { reproConfig, reproQuickConfig } from "../src/repro/config.js";
 
@@ -147,6 +150,25 @@ describe("every command (table-driven)", () => {
     expect(repro.code).toBe(2);
     expect(repro.err).toContain("oel.eval.trials must be a positive integer, got 0");
     expect(tree(cwd)).toEqual([]);
+  });
+});
+
+describe("interrupt messages", () => {
+  it("name the stage, step and newest complete checkpoint, and the command that continues the run", () => {
+    const run = mkdtempSync(join(root, "run-"));
+    mkdirSync(join(run, "checkpoints", "sft", "step-4"), { recursive: true });
+    mkdirSync(join(run, "checkpoints", "sft", "step-6.partial"), { recursive: true });
+    writeFileSync(
+      join(run, "metrics.jsonl"),
+      `${JSON.stringify({ stage: "sft", step: 5, loss: 1 })}\n${JSON.stringify({ stage: "sft", step: 6 }).slice(0, 9)}`,
+    );
+    expect(runPosition(run)).toEqual({ stage: "sft", step: 5, checkpoint: join(run, "checkpoints", "sft", "step-4") });
+    const again = resumeCommand("arp", ["--set", "sft.lr=1e-3;seed=2", "--overwrite", "--name", "x"]);
+    expect(again).toBe("kiln arp --set 'sft.lr=1e-3;seed=2' --name x --resume");
+    expect(interruptMessage(run, again)).toBe(
+      `interrupted at sft step 5 (the step in flight is discarded); last checkpoint: ${join(run, "checkpoints", "sft", "step-4")}; run directory: ${run}; continue with: ${again}`,
+    );
+    expect(interruptMessage(undefined, "kiln agent-model")).toBe("interrupted; continue with: kiln agent-model");
   });
 });
 

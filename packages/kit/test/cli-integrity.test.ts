@@ -219,7 +219,7 @@ describe("evaluation errors never look like a result (#28)", () => {
         "--model",
         "m",
         "--base-url",
-        url,
+        url.replace(/\/v1$/, ""), // without /v1, as the README writes it
         "--games",
         "wordle",
         "--limit",

@@ -1,5 +1,6 @@
 // `kiln agent-model`: rebuild the embedded agent model (the committed one was made with the defaults).
 import { defineCommand } from "../cli/args.js";
+import { onInterrupt, shellQuote } from "../cli/interrupt.js";
 import { withDirLocks } from "../dir-lock.js";
 import { buildAgentModel } from "./build.js";
 import { agentModelCorpusExtras } from "./extras.js";
@@ -19,7 +20,9 @@ export const agentModelCommand = defineCommand({
   examples: ["kiln agent-model --out my-agent-model --steps 600"],
   run: async ({ values, argv }) => {
     const { initBackend, setBackend } = await import("@kiln/tensor");
-    return withDirLocks([values.out], ["kiln agent-model", ...argv].join(" "), async () => {
+    const again = ["kiln", "agent-model", ...argv].map(shellQuote).join(" ");
+    const stopInterrupts = onInterrupt(() => undefined, `${again} (the build starts over; it keeps no checkpoints)`);
+    return withDirLocks([values.out], again, async () => {
       if (values.backend === "js") setBackend("js");
       else await initBackend(values.backend);
       const r = await buildAgentModel({
@@ -31,6 +34,6 @@ export const agentModelCommand = defineCommand({
       });
       console.log(JSON.stringify(r));
       return 0;
-    });
+    }).finally(stopInterrupts);
   },
 });

@@ -6,6 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { HttpPolicy, type Policy, ProgressBar, TrajectoryWriter } from "@kiln/rollout";
+import { acquireDirLock, withDirLocks } from "../dir-lock.js";
 import { resolvePolicy } from "../policies.js";
 import { UsageError, defineCommand } from "./args.js";
 import { MODEL_BACKENDS, useBackend } from "./model-commands.js";
@@ -21,7 +22,8 @@ export interface ServedModel {
  * name (every request would fail); undefined when the server has no /v1/models.
  */
 export async function servedModel(baseUrl: string, model: string, apiKey?: string): Promise<ServedModel | undefined> {
-  const url = `${baseUrl.replace(/\/+$/, "")}/models`;
+  // With or without a trailing /v1, as HttpPolicy takes it.
+  const url = `${baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "")}/v1/models`;
   let res: Response;
   try {
     res = await fetch(url, {
@@ -115,19 +117,22 @@ export const evalQuestworldCommand = defineCommand({
             maxTokens,
             chatTemplate: values["chat-template"],
           });
+    const lock = acquireDirLock(values.out, "kiln eval questworld");
     mkdirSync(values.out, { recursive: true });
     const bar = new ProgressBar({
       total: values.seeds.length * 3,
       label: "questworld",
       stream: values["no-progress"] ? null : undefined,
     });
-    const r = await questworld.runQuestworldEval({
-      policy,
-      seeds: values.seeds,
-      outDir: values.out,
-      params: { maxTokens }, // per request, so --max-tokens also bounds a server's replies
-      onProgress: () => bar.tick(1),
-    });
+    const r = await questworld
+      .runQuestworldEval({
+        policy,
+        seeds: values.seeds,
+        outDir: values.out,
+        params: { maxTokens }, // per request, so --max-tokens also bounds a server's replies
+        onProgress: () => bar.tick(1),
+      })
+      .finally(() => lock.release());
     bar.finish();
     console.log(r.markdown);
     console.log(`results: ${r.files.join(", ")}`);
@@ -182,28 +187,30 @@ export const evalTau2Command = defineCommand({
     for (const e of [agentHttp, userHttp, judge]) if (e) await servedModel(e.url, e.model);
     const agent = agentHttp ? http(agentHttp, `http:${agentHttp.model}`) : tau2.oracleAgent;
     const user = userHttp ? http(userHttp, `user:${userHttp.model}`) : (t: tau2.Tau2Task) => tau2.scriptedUser(t);
-    mkdirSync(v.out, { recursive: true });
-    const writer = await TrajectoryWriter.open(join(v.out, "trajectories.rollout.jsonl.gz"), { mode: "overwrite" });
-    let run: tau2.Tau2RunResult;
-    try {
-      run = await tau2.runTau2({
-        agent,
-        user,
-        judge: judge ? http(judge, `judge:${judge.model}`) : undefined,
-        split: v.split as tau2.Tau2SplitName,
-        version: v["task-version"] as tau2.Tau2TaskVersion,
-        taskIds: v.tasks,
-        numTrials: v.trials,
-        concurrency: v.concurrency,
-        maxSteps: v["max-steps"],
-        maxErrors: v["max-errors"],
-        onProgress: v["no-progress"] ? undefined : tau2.consoleProgress(),
-        sink: writer,
-      });
-    } finally {
-      await writer.close();
-    }
-    const files = tau2.writeTau2Results(v.out, run);
+    const { run, files } = await withDirLocks([v.out], "kiln eval tau2", async () => {
+      mkdirSync(v.out, { recursive: true });
+      const writer = await TrajectoryWriter.open(join(v.out, "trajectories.rollout.jsonl.gz"), { mode: "overwrite" });
+      let run: tau2.Tau2RunResult;
+      try {
+        run = await tau2.runTau2({
+          agent,
+          user,
+          judge: judge ? http(judge, `judge:${judge.model}`) : undefined,
+          split: v.split as tau2.Tau2SplitName,
+          version: v["task-version"] as tau2.Tau2TaskVersion,
+          taskIds: v.tasks,
+          numTrials: v.trials,
+          concurrency: v.concurrency,
+          maxSteps: v["max-steps"],
+          maxErrors: v["max-errors"],
+          onProgress: v["no-progress"] ? undefined : tau2.consoleProgress(),
+          sink: writer,
+        });
+      } finally {
+        await writer.close();
+      }
+      return { run, files: tau2.writeTau2Results(v.out, run) };
+    });
     const errored = run.episodes.filter((e) => e.terminationReason === tau2.INFRASTRUCTURE_ERROR);
     for (const p of run.metrics.passHatK)
       console.log(`pass^${p.k} = ${(100 * p.value).toFixed(1)}% ± ${(100 * p.stderr).toFixed(1)}`);
@@ -265,21 +272,24 @@ export const evalClemRunCommand = defineCommand({
       (model) => new HttpPolicy({ model, baseUrls, apiKey, id: model, returnTokenIds: false }),
     );
     let bar: ProgressBar | undefined;
-    const summary = await clembench.runBenchmark({
-      games: v.games ?? Object.keys(clembench.GAMES),
-      players,
-      resultsDir: v.results,
-      dataDir: v["data-dir"],
-      filter: { experiments: v.experiments, gameIds: v.ids, limitPerExperiment: v.limit },
-      concurrency: v.concurrency,
-      temperature: v.temperature,
-      maxTokens,
-      enableThinking: v["enable-thinking"] === "true",
-      onProgress: (e) => {
-        if (!bar && !v["no-progress"]) bar = new ProgressBar({ total: e.total, label: "clembench" });
-        bar?.tick(1, { [e.result.error ? "errored" : (clembench.episodeOutcome(e.result.scores) ?? "unscored")]: 1 });
-      },
-    });
+    const lock = acquireDirLock(v.results, "kiln eval clem run");
+    const summary = await clembench
+      .runBenchmark({
+        games: v.games ?? Object.keys(clembench.GAMES),
+        players,
+        resultsDir: v.results,
+        dataDir: v["data-dir"],
+        filter: { experiments: v.experiments, gameIds: v.ids, limitPerExperiment: v.limit },
+        concurrency: v.concurrency,
+        temperature: v.temperature,
+        maxTokens,
+        enableThinking: v["enable-thinking"] === "true",
+        onProgress: (e) => {
+          if (!bar && !v["no-progress"]) bar = new ProgressBar({ total: e.total, label: "clembench" });
+          bar?.tick(1, { [e.result.error ? "errored" : (clembench.episodeOutcome(e.result.scores) ?? "unscored")]: 1 });
+        },
+      })
+      .finally(() => lock.release());
     (bar as ProgressBar | undefined)?.finish();
     const errored = summary.results.filter((r) => r.error !== undefined);
     console.log(clembench.formatStatsMarkdown(summary.table));

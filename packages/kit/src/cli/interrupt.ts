@@ -64,11 +64,12 @@ export function resumeCommand(command: string, argv: readonly string[]): string 
 
 /** The lines printed on an interrupt. */
 export function interruptMessage(runDir: string | undefined, continueWith: string | undefined): string {
-  const pos = runDir ? runPosition(runDir) : {};
+  if (!runDir) return ["interrupted", ...(continueWith ? [`continue with: ${continueWith}`] : [])].join("; ");
+  const pos = runPosition(runDir);
   const where = pos.stage ? `${pos.stage}${pos.step !== undefined ? ` step ${pos.step}` : ""}` : "start-up";
   return [
     `interrupted at ${where} (the step in flight is discarded)`,
-    `last checkpoint: ${pos.checkpoint ?? "none"}${runDir ? `; run directory: ${runDir}` : ""}`,
+    `last checkpoint: ${pos.checkpoint ?? "none"}; run directory: ${runDir}`,
     ...(continueWith ? [`continue with: ${continueWith}`] : []),
   ].join("; ");
 }

@@ -1,5 +1,6 @@
 // `kiln demo | generate | merge | scale | manifest | convert-llama2c`: commands on model and adapter
 // directories. Options are declared here; the work is done by the packages and artifacts.ts.
+import { join } from "node:path";
 import { convertLlama2c, verifyManifest, writeManifest } from "@kiln/hub-io";
 import { generate, stories260KPaths } from "@kiln/models";
 import { initBackend, setBackend } from "@kiln/tensor";
@@ -8,6 +9,7 @@ import { withDirLocks } from "../dir-lock.js";
 import { checkOutputSeparate } from "../output-dir.js";
 import { loadLocalModel, parseAdapterSpecs } from "../policies.js";
 import { UsageError, defineCommand } from "./args.js";
+import { onInterrupt, shellQuote } from "./interrupt.js";
 
 /** Backends a model command can run on; "auto" picks native where a BLAS loads, else wasm. */
 export const MODEL_BACKENDS = ["wasm", "native", "webgpu", "gpujs", "js", "auto"] as const;
@@ -53,7 +55,7 @@ export const demoCommand = defineCommand({
     overwrite: { type: "boolean", description: "replace an existing run directory of that name" },
   },
   examples: ["kiln demo --out runs --name demo --steps 60"],
-  run: async ({ values }) => {
+  run: async ({ values, argv }) => {
     const { runDemo } = await import("../demo.js");
     const { checkRunName } = await import("../run-dir.js");
     try {
@@ -61,15 +63,24 @@ export const demoCommand = defineCommand({
     } catch (e) {
       throw new UsageError(`--name: ${(e as Error).message}`);
     }
-    const r = await runDemo({
-      out: values.out,
-      name: values.name,
-      steps: values.steps,
-      seed: values.seed,
-      backend: values.backend,
-      mode: values.overwrite ? "overwrite" : "new",
-    });
-    console.log(`run directory: ${r.runDir}`);
+    const runDir = join(values.out, values.name);
+    const again = ["kiln", "demo", ...argv.filter((a) => a !== "--overwrite"), "--overwrite"].map(shellQuote);
+    const stopInterrupts = onInterrupt(() => runDir, `${again.join(" ")} (the demo does not resume)`);
+    try {
+      const r = await withDirLocks([runDir], ["kiln", "demo", ...argv].map(shellQuote).join(" "), () =>
+        runDemo({
+          out: values.out,
+          name: values.name,
+          steps: values.steps,
+          seed: values.seed,
+          backend: values.backend,
+          mode: values.overwrite ? "overwrite" : "new",
+        }),
+      );
+      console.log(`run directory: ${r.runDir}`);
+    } finally {
+      stopInterrupts();
+    }
     return 0;
   },
 });
