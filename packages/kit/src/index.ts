@@ -45,7 +45,8 @@ export {
   type CardProvenance,
   type MergedModelOptions,
 } from "./artifacts.js";
-export { reportHtml, svgCurve, writeReport, type ReportContent } from "./report.js";
+export { phaseChart, reportHtml, svgCurve, writeReport, type ReportContent, type StageLine } from "./report.js";
+export { barChart, lineChart, niceTicks, type ScoreBar, type Series } from "./report-svg.js";
 export { runDemo, type DemoOptions, type DemoResult } from "./demo.js";
 export { loadLocalModel, resolvePolicy, PolicySpecError, type PolicySpecOptions } from "./policies.js";
 export { type CommandEntry, listCommands, main as runCli, registerCommand } from "./cli-main.js";

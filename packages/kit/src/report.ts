@@ -1,44 +1,47 @@
-// report.html: one self-contained page per run (no scripts, no external files): SVG curves of
-// the logged training metrics per stage (loss, DPO margins, OPD teacher KL, entropy), the phase
-// tables with standard errors, extra tables (e.g. OPD's wall table), the configuration, and the
-// metadata with the SHA-256s of the inputs.
+// report.html: one self-contained page per run (no scripts, no external files, no fonts: it renders
+// offline). Top to bottom: the phase chart (score ± SE per phase, Δ vs base) and its table; a line for
+// every stage in the order it ran (training steps, data counts, evaluations, merges; a stage that was
+// skipped or ran a single step says so and why); per training stage, curves of loss, learning rate,
+// grad norm and the stage's own metrics with tick marks and units; extra tables (e.g. OPD's wall
+// table); the configuration and the metadata folded away.
 import { formatMeanSe } from "@kiln/rollout";
 import type { RunDir } from "./run-dir.js";
 import type { PhaseEval } from "./recipes/recipe-run.js";
+import { type ScoreBar, type Series, barChart, esc, lineChart } from "./report-svg.js";
 
-const CURVES = ["loss", "rewards/margins", "teacher_kl", "divergence", "entropy", "grad_norm", "holdout_loss"];
+/** Metrics drawn per training stage, in this order, with their axis titles (units). */
+const CURVES: [key: string, axis: string][] = [
+  ["loss", "loss (nats)"],
+  ["lr", "learning rate"],
+  ["grad_norm", "grad L2 norm (before clipping)"],
+  ["rewards/margins", "reward margin (nats)"],
+  ["rewards/accuracies", "pairs ranked right (fraction)"],
+  ["teacher_kl", "KL to teacher (nats/token)"],
+  ["divergence", "divergence (nats/token)"],
+  ["entropy", "entropy (nats/token)"],
+  ["mean_token_accuracy", "token accuracy (fraction)"],
+];
 
-function esc(s: string): string {
-  return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
+/** A line chart of (step, value) points as an inline SVG, with ticks on both axes. */
+export function svgCurve(title: string, points: readonly [number, number][], width = 380, height = 220): string {
+  return lineChart({ title, xLabel: "step", yLabel: title, series: [{ name: title, points }], width, height });
 }
 
-/** A line chart of (step, value) points as an inline SVG. */
-export function svgCurve(title: string, points: readonly [number, number][], width = 360, height = 160): string {
-  const pts = points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
-  if (pts.length === 0) return "";
-  const xs = pts.map((p) => p[0]);
-  const ys = pts.map((p) => p[1]);
-  const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-  let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
-  if (y0 === y1) [y0, y1] = [y0 - 1, y1 + 1];
-  const pad = 28;
-  const sx = (x: number) => pad + ((x - x0) / Math.max(1e-12, x1 - x0)) * (width - 2 * pad);
-  const sy = (y: number) => height - pad - ((y - y0) / (y1 - y0)) * (height - 2 * pad);
-  const path = pts.map(([x, y], i) => `${i ? "L" : "M"}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(" ");
-  return `<figure><svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" role="img" aria-label="${esc(title)}">
-<rect x="0" y="0" width="${width}" height="${height}" fill="#fff" stroke="#ccc"/>
-<path d="${path}" fill="none" stroke="#c0392b" stroke-width="1.5"/>
-<text x="${pad}" y="14" font-size="11">${esc(title)}</text>
-<text x="2" y="${pad}" font-size="9">${y1.toPrecision(4)}</text>
-<text x="2" y="${height - pad}" font-size="9">${y0.toPrecision(4)}</text>
-<text x="${pad}" y="${height - 8}" font-size="9">step ${x0}</text>
-<text x="${width - pad - 40}" y="${height - 8}" font-size="9">step ${x1}</text>
-</svg></figure>`;
+/** A training stage the recipe ran or skipped: the report lists it even when no metric line exists. */
+export interface StageLine {
+  stage: string;
+  /** Training examples (pairs, turns, conversations) the stage had. */
+  examples?: number;
+  steps: number;
+  /** Why it was skipped or short, in words ("no preference pairs: …"). */
+  note?: string;
 }
 
 export interface ReportContent {
   title: string;
   phases?: readonly PhaseEval[];
+  /** The recipe's training stages, skipped ones included (metrics.jsonl has no line for those). */
+  stages?: readonly StageLine[];
   /** Extra tables: caption → rows (first row = header). */
   tables?: Record<string, (string | number)[][]>;
   config: unknown;
@@ -51,27 +54,162 @@ function htmlTable(rows: (string | number)[][]): string {
     .join("")}</tbody></table>`;
 }
 
-export function reportHtml(run: RunDir, content: ReportContent): string {
-  const metrics = run.readMetrics().filter((r) => r.eval !== true);
-  const byStage = new Map<string, Record<string, unknown>[]>();
+/** 4 significant digits, or the value as text. */
+function num(v: unknown): string {
+  if (typeof v !== "number") return String(v);
+  if (Number.isInteger(v)) return String(v);
+  return Math.abs(v) < 1e-3 && v !== 0 ? v.toExponential(2) : Number(v.toPrecision(4)).toString();
+}
+
+/** The numeric fields of a metrics line other than its bookkeeping, as "key value" pairs. */
+function fields(r: Record<string, unknown>): string {
+  return Object.entries(r)
+    .filter(
+      ([k, v]) =>
+        !["time", "stage", "step", "eval", "phase"].includes(k) && (typeof v === "number" || typeof v === "string"),
+    )
+    .map(([k, v]) => `${k} ${num(v)}`)
+    .join(", ");
+}
+
+interface StageRecord {
+  stage: string;
+  /** Training steps (lines with a step and no eval flag). */
+  steps: Record<string, unknown>[];
+  /** The trainer's evaluations during the stage (eval: true), e.g. held-out loss. */
+  evals: Record<string, unknown>[];
+  /** Lines without a step: data counts, evaluations of a phase, merges. */
+  other: Record<string, unknown>[];
+  declared?: StageLine;
+}
+
+/** Every stage in the order it ran; declared stages without metrics are placed beside their data/eval stages. */
+export function collectStages(
+  metrics: readonly Record<string, unknown>[],
+  declared: readonly StageLine[] = [],
+): StageRecord[] {
+  const byName = new Map<string, StageRecord>();
+  const order: StageRecord[] = [];
   for (const r of metrics) {
-    if (typeof r.stage !== "string" || typeof r.step !== "number") continue;
-    const list = byStage.get(r.stage) ?? [];
-    list.push(r);
-    byStage.set(r.stage, list);
-  }
-  const charts: string[] = [];
-  for (const [stage, rows] of byStage) {
-    for (const key of CURVES) {
-      const pts = rows
-        .filter((r) => typeof r[key] === "number")
-        .map((r) => [r.step as number, r[key] as number] as [number, number]);
-      if (pts.length > 1) charts.push(svgCurve(`${stage}: ${key}`, pts));
+    if (typeof r.stage !== "string") continue;
+    let rec = byName.get(r.stage);
+    if (!rec) {
+      rec = { stage: r.stage, steps: [], evals: [], other: [] };
+      byName.set(r.stage, rec);
+      order.push(rec);
     }
+    if (r.eval === true) rec.evals.push(r);
+    else if (typeof r.step === "number") rec.steps.push(r);
+    else rec.other.push(r);
   }
+  let previous = -1;
+  for (const d of declared) {
+    const found = byName.get(d.stage);
+    if (found) {
+      found.declared = d;
+      previous = order.indexOf(found);
+      continue;
+    }
+    const rec: StageRecord = { stage: d.stage, steps: [], evals: [], other: [], declared: d };
+    const data = order.findIndex((x) => x.stage === `${d.stage}-data`);
+    const ev = order.findIndex((x) => x.stage === `eval-${d.stage}`);
+    const at = data >= 0 ? data + 1 : ev >= 0 ? ev : previous + 1;
+    order.splice(at, 0, rec);
+    byName.set(d.stage, rec);
+    previous = at;
+  }
+  return order;
+}
+
+/** What a stage did, in one line: steps and loss, or why there is no curve, or its counts. */
+export function describeStage(s: StageRecord): { kind: string; what: string } {
+  const d = s.declared;
+  const examples = d?.examples !== undefined ? `${d.examples} example${d.examples === 1 ? "" : "s"}; ` : "";
+  if (s.steps.length === 0 && d) {
+    return { kind: "training", what: `skipped: ${d.note ?? `no training examples (${d.examples ?? 0})`}` };
+  }
+  if (s.steps.length === 1) {
+    const r = s.steps[0];
+    const idle =
+      r.lr === 0 ? " The learning rate was 0 at that step (the warmup's first step), so the weights did not move." : "";
+    return {
+      kind: "training",
+      what: `${examples}1 step: one point, no curve (${fields({ loss: r.loss, lr: r.lr, grad_norm: r.grad_norm })}).${idle}${d?.note ? ` ${d.note}` : ""}`,
+    };
+  }
+  if (s.steps.length > 1) {
+    const [first, last] = [s.steps[0], s.steps[s.steps.length - 1]];
+    const held = s.evals.filter((e) => typeof e.holdout_loss === "number");
+    return {
+      kind: "training",
+      what: `${examples}${s.steps.length} steps; loss ${num(first.loss)} → ${num(last.loss)}${
+        held.length ? `; held-out loss ${num(held[0].holdout_loss)} → ${num(held[held.length - 1].holdout_loss)}` : ""
+      }${d?.note ? `; ${d.note}` : ""}`,
+    };
+  }
+  const kind = s.stage.startsWith("eval")
+    ? "evaluation"
+    : s.stage.endsWith("-data")
+      ? "data"
+      : s.stage === "merge"
+        ? "merge"
+        : "other";
+  return { kind, what: s.other.map(fields).join("; ") || "no values logged" };
+}
+
+function stageCharts(s: StageRecord): string {
+  if (s.steps.length < 2) return "";
+  const charts: string[] = [];
+  for (const [key, axis] of CURVES) {
+    const points = s.steps
+      .filter((r) => typeof r[key] === "number")
+      .map((r) => [r.step as number, r[key] as number] as [number, number]);
+    const series: Series[] = [{ name: key === "loss" ? "training loss" : key, points }];
+    if (key === "loss") {
+      const held = s.evals
+        .filter((r) => typeof r.holdout_loss === "number" && typeof r.step === "number")
+        .map((r) => [r.step as number, r.holdout_loss as number] as [number, number]);
+      if (held.length) series.push({ name: "held-out loss", points: held, markers: true });
+    }
+    if (points.length > 1)
+      charts.push(lineChart({ title: `${s.stage}: ${key}`, xLabel: "step", yLabel: axis, series }));
+  }
+  return `<section class="stage"><h3>${esc(s.stage)} (${s.steps.length} steps)</h3>${charts.join("\n")}</section>`;
+}
+
+/** The phase chart: score ± SE per phase, with the paired Δ against the base. */
+export function phaseChart(phases: readonly PhaseEval[], title = "Score per phase (held-out, greedy)"): string {
+  const bars: ScoreBar[] = phases.map((p) => ({
+    label: p.phase,
+    mean: p.score.mean,
+    se: p.score.se,
+    n: p.n,
+    delta: p.delta ? { mean: p.delta.mean, se: p.delta.se } : undefined,
+  }));
+  return barChart({ title, xLabel: "score, mean ± SE over the held-out instances", bars });
+}
+
+/** The pages' stylesheet (inline: nothing is fetched). */
+export const REPORT_STYLE = `body{font-family:system-ui,sans-serif;margin:2em;max-width:1150px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}table.stages td,table.stages th{text-align:left}
+table.stages td:first-child{white-space:nowrap}
+figure{display:inline-block;margin:4px;vertical-align:top}h3{margin:1.2em 0 .2em;font-size:1em}
+details{margin:1em 0}summary{cursor:pointer;font-weight:600}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px}
+.note{color:#555}`;
+
+/** `<details>` holding pretty JSON, closed: the configuration is there when wanted, not in the way. */
+export function foldedJson(summary: string, value: unknown): string {
+  const text = JSON.stringify(value, null, 2) ?? "null";
+  return `<details><summary>${esc(summary)} (${text.split("\n").length} lines of JSON)</summary><pre>${esc(text)}</pre></details>`;
+}
+
+export function reportHtml(run: RunDir, content: ReportContent): string {
+  const stages = collectStages(run.readMetrics(), content.stages);
+  const phases = content.phases ?? [];
   const phaseRows: (string | number)[][] = [
     ["phase", "n", "score mean ± SE", "success ± SE", "Δ score vs base ± SE", "errors"],
-    ...(content.phases ?? []).map((p) => [
+    ...phases.map((p) => [
       p.phase,
       p.n,
       formatMeanSe(p.score),
@@ -80,20 +218,29 @@ export function reportHtml(run: RunDir, content: ReportContent): string {
       p.errors.length,
     ]),
   ];
+  const stageRows = stages.map((s) => {
+    const { kind, what } = describeStage(s);
+    return `<tr><td>${esc(s.stage)}</td><td>${esc(kind)}</td><td>${esc(what)}</td></tr>`;
+  });
   const tables = Object.entries(content.tables ?? {})
     .map(([caption, rows]) => `<h2>${esc(caption)}</h2>${htmlTable(rows)}`)
     .join("\n");
+  const curves = stages.map(stageCharts).filter(Boolean);
+  const m = run.metadata;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(content.title)}</title>
-<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}figure{display:inline-block;margin:4px}
-pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px}</style></head><body>
+<style>${REPORT_STYLE}</style></head><body>
 <h1>${esc(content.title)}</h1>
-${content.phases?.length ? `<h2>Evaluation (held-out, greedy; paired Δ against the base)</h2>${htmlTable(phaseRows)}` : ""}
+<p class="note">Run <code>${esc(m.name)}</code> started ${esc(m.startedAt)}; code ${esc(m.codeSha ?? "not a git checkout")}${m.dirtyTree ? " (uncommitted changes)" : ""}; backend ${esc(m.backend)}; base model ${esc(m.baseModel?.source ?? "not recorded")}.</p>
+${phases.length ? `<h2>Evaluation (held-out, greedy; paired Δ against the base)</h2>${phaseChart(phases)}${htmlTable(phaseRows)}` : ""}
+<h2>Stages</h2>
+${stageRows.length ? `<table class="stages"><thead><tr><th>stage</th><th>kind</th><th>what happened</th></tr></thead><tbody>${stageRows.join("")}</tbody></table>` : "<p>no stage logged a metric</p>"}
+<h2>Training curves</h2>
+${curves.join("\n") || "<p>no stage ran two or more steps: nothing to draw (see Stages)</p>"}
 ${tables}
-<h2>Training curves</h2>${charts.join("\n") || "<p>no training steps logged</p>"}
-<h2>Configuration</h2><pre>${esc(JSON.stringify(content.config, null, 2))}</pre>
-<h2>Metadata</h2><pre>${esc(JSON.stringify(run.metadata, null, 2))}</pre>
+<h2>Configuration and metadata</h2>
+${foldedJson("Configuration", content.config)}
+${foldedJson("Metadata (code, packages, seeds, SHA-256 of the base model and data files)", m)}
 </body></html>
 `;
 }

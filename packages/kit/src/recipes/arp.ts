@@ -471,7 +471,23 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     adapterDir,
   };
   await run.writeJson("summary.json", { ...result, phaseTable: table });
-  await writeReport(run, { title: `ARP run ${options.name ?? "arp"}`, phases, config });
+  const skipped: Record<string, string> = {
+    sft: "no successful source episodes to imitate",
+    "branch-dpo": "no preference pairs (no fork's continuations differed enough in downstream score)",
+  };
+  await writeReport(run, {
+    title: `ARP run ${options.name ?? "arp"}`,
+    phases,
+    stages: stages.map((s) => ({
+      ...s,
+      note:
+        s.steps > 0
+          ? undefined
+          : (skipped[s.stage] ??
+            "no preference pairs (no diagnosed failure of its modes had an expert reply to pair with)"),
+    })),
+    config,
+  });
   const files = await run.finalize();
   log(`[kiln arp] phases:\n${table}\n[kiln arp] wrote ${modelDir}, ${adapterDir}, SHA256SUMS over ${files} files`);
   return result;

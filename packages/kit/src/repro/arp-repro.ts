@@ -19,7 +19,7 @@ import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
 import { type ReproResult, secondsSince } from "./output.js";
 import { type StaticScore, heldoutTexts, staticScore } from "./static-score.js";
-import { type ReproTable, fmt, fmtDelta, summarizeScores } from "./table.js";
+import { type ReproTable, fmt, fmtDelta, scoreBar, summarizeScores } from "./table.js";
 
 export interface ReproIo {
   /** Root directory (default "runs"). */
@@ -72,6 +72,10 @@ export function arpTable(title: string, rows: readonly ArpRow[], notes: string[]
       ];
     }),
     notes,
+    chart: {
+      xLabel: "score per held-out episode, mean ± SE",
+      bars: rows.map((r) => scoreBar(r.label, r.eval.score, r.eval.n, r === base ? undefined : r.eval.delta)),
+    },
   };
 }
 

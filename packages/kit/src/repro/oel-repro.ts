@@ -13,7 +13,7 @@ import type { ReproIo } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
 import type { ModelSource } from "./model-source.js";
 import { type ReproResult, secondsSince } from "./output.js";
-import { type ReproTable, fmt, fmtDelta, summarizeScores } from "./table.js";
+import { type ReproTable, fmt, fmtDelta, scoreBar, summarizeScores } from "./table.js";
 
 export interface OelRow {
   label: string;
@@ -76,6 +76,17 @@ export function oelTable(title: string, rows: readonly OelRow[], notes: string[]
       r === base ? "—" : fmtDelta(summarizeScores(r.perTask, base.perTask).delta),
     ]),
     notes,
+    chart: {
+      xLabel: "reward per trial, mean ± SE",
+      bars: rows.map((r) =>
+        scoreBar(
+          r.label,
+          { mean: r.summary.avgReward, se: r.summary.avgRewardStderr },
+          r.summary.numSimulations,
+          r === base ? undefined : summarizeScores(r.perTask, base.perTask).delta,
+        ),
+      ),
+    },
   };
 }
 

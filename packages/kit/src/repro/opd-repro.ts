@@ -29,7 +29,7 @@ import type { ModelSource } from "./model-source.js";
 import { sftTeacherSource } from "./opd-teacher.js";
 import { questworldReproSetup } from "./questworld-setup.js";
 import { type ReproResult, secondsSince } from "./output.js";
-import { type ReproTable, fmt, fmtDelta } from "./table.js";
+import { type ReproTable, fmt, fmtDelta, scoreBar } from "./table.js";
 
 /** What OPD plays and how a policy is scored (questworld's Core-3, or guess-number). */
 export interface OpdReproSetup {
@@ -225,6 +225,13 @@ export function opdTable(
       phaseRow(teacherLabel, arm.teacher, false, success),
     ],
     notes,
+    chart: {
+      xLabel: "score per held-out episode, mean ± SE",
+      bars: [
+        ...arm.phases.map((p, i) => scoreBar(p.phase, p.score, p.n, i === 0 ? undefined : p.delta)),
+        scoreBar(teacherLabel, arm.teacher.score, arm.teacher.n, arm.teacher.delta),
+      ],
+    },
   };
 }
 
@@ -308,6 +315,10 @@ export async function reproOpd(
       fmtDelta(f.final.delta),
       f === ref ? "—" : fmtDelta(phaseFromScores(f.label, f.final.scores, { base: ref.final }).delta),
     ]),
+    chart: {
+      xLabel: "final score per held-out episode, mean ± SE (Δ: against each arm's base)",
+      bars: finals.map((f) => scoreBar(f.label, f.final.score, f.final.n, f.final.delta)),
+    },
     notes: [
       ...(io.ablation === "clamp"
         ? [notes[0], "Objective: the seed's sampled-token advantage (what the clamp bounds), PPO-clipped."]

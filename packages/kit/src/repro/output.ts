@@ -1,8 +1,11 @@
 // A repro directory: <out>/repro-<recipe>[-<ablation>]/ with the recipe runs nested inside it,
-// table.md (the Markdown printed), summary.json (the numbers) and report.html (self-contained).
-// Files are written to a temporary name and renamed.
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+// table.md (the Markdown printed), summary.json (the numbers) and report.html (self-contained: each
+// table's rows drawn as bars of score ± SE with the Δ against the base, inline SVG, nothing fetched;
+// the configuration folded away). Files are written to a temporary name and renamed.
+import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { REPORT_STYLE, foldedJson } from "../report.js";
+import { barChart, esc } from "../report-svg.js";
 import { type ReproTable, markdownTable } from "./table.js";
 
 export interface ReproResult {
@@ -23,10 +26,6 @@ function writeAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
-function esc(s: string): string {
-  return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
-}
-
 /** Wall seconds per row (not part of the result tables, which are deterministic for a seed). */
 export function timingTable(result: ReproResult): ReproTable {
   return {
@@ -42,8 +41,20 @@ export function timingTable(result: ReproResult): ReproTable {
 function htmlTable(t: ReproTable): string {
   const head = `<tr>${t.header.map((h) => `<th>${esc(h)}</th>`).join("")}</tr>`;
   const body = t.rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join("")}</tr>`).join("\n");
-  const notes = (t.notes ?? []).map((n) => `<p>${esc(n)}</p>`).join("");
-  return `<h2>${esc(t.title)}</h2><table><thead>${head}</thead><tbody>${body}</tbody></table>${notes}`;
+  const notes = (t.notes ?? []).map((n) => `<p class="note">${esc(n)}</p>`).join("");
+  const chart = t.chart ? barChart({ title: "", xLabel: t.chart.xLabel, bars: t.chart.bars }) : "";
+  return `<h2>${esc(t.title)}</h2>${chart}<table><thead>${head}</thead><tbody>${body}</tbody></table>${notes}`;
+}
+
+/** The recipe runs inside the repro directory that wrote a report.html, as relative links. */
+function runLinks(dir: string): string {
+  if (!existsSync(dir)) return "";
+  const runs = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && existsSync(join(dir, e.name, "report.html")))
+    .map((e) => `<li><a href="${esc(`${e.name}/report.html`)}">${esc(e.name)}/report.html</a></li>`);
+  return runs.length
+    ? `<h2>Recipe runs</h2><p>Training curves, stages, rollouts and models of each run:</p><ul>${runs.join("")}</ul>`
+    : "";
 }
 
 export function reproReportHtml(result: ReproResult, config: unknown, command: string): string {
@@ -51,16 +62,17 @@ export function reproReportHtml(result: ReproResult, config: unknown, command: s
   const title = `kiln repro ${result.recipe}${result.ablation ? ` --ablation ${result.ablation}` : ""}`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
-<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}
-pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:12px}</style></head><body>
+<style>${REPORT_STYLE}</style></head><body>
 <h1>${esc(title)}</h1>
-<p>Command: <code>${esc(command)}</code>. Held-out instances, never trained on; mean ± SE (sample SD / √n) and the
-paired Δ ± SE against the base on the same instances. The recipe runs (training curves, rollouts, models) are in
-the sub-directories of this directory, each with its own report.html.</p>
+<p>Command: <code>${esc(command)}</code>. Held-out instances, never trained on; each bar is a row's mean ± SE
+(sample SD / √n, the whisker) and, beside it, the paired Δ ± SE against the base on the same instances (green: above
+2 SE, red: below −2 SE). The recipe runs (training curves, rollouts, models) are in the sub-directories of this
+directory, each with its own report.html.</p>
 ${result.tables.map(htmlTable).join("\n")}
 ${htmlTable(timing)}
-<h2>Configuration</h2><pre>${esc(JSON.stringify(config, null, 2))}</pre>
+${runLinks(result.dir)}
+<h2>Configuration</h2>
+${foldedJson("Configuration", config)}
 </body></html>
 `;
 }

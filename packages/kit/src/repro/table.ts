@@ -2,6 +2,7 @@
 // paired Δ ± SE over the instances both evaluated (@kiln/rollout's meanSe / pairedDelta: SE =
 // sample standard deviation / √n). Rendered as Markdown for the terminal and as HTML in report.html.
 import { type MeanSe, type PairedDelta, formatMeanSe, meanSe, pairedDelta } from "@kiln/rollout";
+import type { ScoreBar } from "../report-svg.js";
 
 export interface ReproTable {
   title: string;
@@ -9,6 +10,13 @@ export interface ReproTable {
   rows: string[][];
   /** Sentences printed under the table (what the rows are, caveats). */
   notes?: string[];
+  /** The rows' scores as numbers, drawn above the table in report.html (bars with ± SE and Δ vs base). */
+  chart?: { xLabel: string; bars: ScoreBar[] };
+}
+
+/** A chart bar from a row's summary: mean ± SE, n, and its paired Δ against the base (none for the base). */
+export function scoreBar(label: string, score: Pick<MeanSe, "mean" | "se">, n?: number, delta?: PairedDelta): ScoreBar {
+  return { label, mean: score.mean, se: score.se, n, delta: delta ? { mean: delta.mean, se: delta.se } : undefined };
 }
 
 /** Per-instance values of one row, summarised and paired against the base's. */

@@ -13,6 +13,7 @@ import { reproOpd } from "../../src/repro/opd-repro.js";
 import { writeReproOutputs } from "../../src/repro/output.js";
 import { markdownTable } from "../../src/repro/table.js";
 import { tmpRoot } from "../recipes/helpers.js";
+import { findAll, hasClass, parseHtml } from "../report/html.js";
 
 const root = tmpRoot();
 beforeAll(async () => {
@@ -61,6 +62,14 @@ describe("kiln repro at --quick size", () => {
     const html = readFileSync(join(r.dir, "report.html"), "utf8");
     expect(html).toContain("B2 turn-DPO (invalid, duplicate field)");
     expect(html).toContain("Ablation: delta scale s");
+    // A phase chart per table: one bar per row (the sweep's too); the recipe run's page is linked.
+    const charts = findAll(parseHtml(html), (n) => n.tag === "figure" && hasClass(n, "bars"));
+    expect(charts.map((c) => findAll(c, (n) => n.tag === "rect" && hasClass(n, "bar")).length)).toEqual([
+      main.rows.length,
+      sweep.rows.length,
+    ]);
+    expect(html).toContain('<a href="arp/report.html">');
+    expect(html).not.toMatch(/https?:\/\//);
     expect(existsSync(join(r.dir, "arp", "report.html"))).toBe(true);
     expect(existsSync(join(r.dir, "arp", "adapter", "adapter_model.safetensors"))).toBe(true);
   }, 600_000);
