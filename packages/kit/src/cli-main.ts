@@ -88,6 +88,16 @@ const COMMANDS: CommandEntry[] = [
     load: async () => (await import("./cli/model-commands.js")).convertLlama2cCommand,
   },
   {
+    name: "export gguf",
+    summary: "a model or LoRA adapter directory → a GGUF file llama.cpp runs (--dtype f32|f16|bf16|q8_0)",
+    load: async () => (await import("./cli/gguf-commands.js")).exportGgufCommand,
+  },
+  {
+    name: "convert gguf",
+    summary: "a GGUF model → a Hugging Face directory kiln loads and trains",
+    load: async () => (await import("./cli/gguf-commands.js")).convertGgufCommand,
+  },
+  {
     name: "agent-model",
     summary: "rebuild the embedded agent model from nothing (scripted transcripts → BPE → a small Qwen3)",
     load: async () => (await import("./agent-model/cli.js")).agentModelCommand,

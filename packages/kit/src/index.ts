@@ -66,6 +66,7 @@ export {
 export { interruptMessage, resumeCommand, runPosition } from "./cli/interrupt.js";
 export { type DirLock, DirLockError, type DirLockHolder, acquireDirLock, withDirLocks } from "./dir-lock.js";
 export { type NamedPath, OutputDirError, checkOutputSeparate, writeDirAtomic } from "./output-dir.js";
+export { convertGguf, exportGguf, type ConvertGgufOptions, type ExportGgufOptions } from "./gguf-commands.js";
 export { checkRecipeConfig, configProblems } from "./recipes/config-checks.js";
 export { RecipeError } from "./recipes/errors.js";
 export {
