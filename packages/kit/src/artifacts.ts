@@ -22,7 +22,7 @@ import type { ChatTemplate, Model, Tokenizer } from "@kiln/models";
 import { loadModel, loadTokenizer } from "@kiln/models";
 import { f32ToBf16Bits } from "@kiln/tensor";
 import { checkOutputSeparate, writeDirAtomic } from "./output-dir.js";
-import { RecipeError } from "./recipes/errors.js";
+import { RecipeError } from "./errors.js";
 import type { RunMetadata } from "./run-dir.js";
 
 /**

@@ -5,11 +5,11 @@
 import { mkdirSync } from "node:fs";
 import { questworld } from "@kiln/benchmarks";
 import { convertLlama2c } from "@kiln/hub-io";
-import { countTargetTokens, sftLoss } from "@kiln/losses";
+import { collateSft, countTargetTokens, sftLoss } from "@kiln/losses";
 import { attachLora, mergeAdapter, parameterReport } from "@kiln/lora";
 import { generate, loadModel, loadTokenizer } from "@kiln/models";
 import { ProgressBar } from "@kiln/rollout";
-import { type BackendName, Tensor, disposeWasmBackend, getBackend, initBackend, setBackend } from "@kiln/tensor";
+import { type BackendName, disposeWasmBackend, getBackend, initBackend, setBackend } from "@kiln/tensor";
 import { stories260KPaths } from "./data-dir.js";
 import { RunDir } from "./run-dir.js";
 import { train } from "./trainer/trainer.js";
@@ -100,22 +100,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       `[kiln] LoRA r=16 α=32 on all linear layers: ${counts.trainable} trainable of ${counts.total} (${counts.trainablePercent.toFixed(2)}%)`,
     );
     const rows = TRAINING_TEXT.map((t) => tokenizer.encode(t, { addSpecialTokens: true }));
-    const T = Math.max(...rows.map((r) => r.length));
-    const ids = new Int32Array(rows.length * T);
-    const labels = new Int32Array(rows.length * T).fill(-100);
-    const mask = new Int32Array(rows.length * T);
-    rows.forEach((r, b) => {
-      for (let t = 0; t < r.length; t++) {
-        ids[b * T + t] = r[t];
-        labels[b * T + t] = r[t];
-        mask[b * T + t] = 1;
-      }
-    });
-    const batch = {
-      inputIds: new Tensor(ids, [rows.length, T], "i32"),
-      labels: new Tensor(labels, [rows.length, T], "i32"),
-      attentionMask: new Tensor(mask, [rows.length, T], "i32"),
-    };
+    // Every token is a label; padding (id 0) is not.
+    const batch = collateSft(
+      rows.map((ids) => ({ ids, mask: new Uint8Array(ids.length).fill(1) })),
+      0,
+    );
     // The one trainer loop: 3 fixed rows, all of them every step (micro-batch 3, no shuffle).
     const result = await train<number>({
       stage: "sft",

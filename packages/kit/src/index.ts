@@ -26,12 +26,21 @@ export {
   type TrainerState,
 } from "./trainer/checkpoints.js";
 export {
+  consolidationLoss,
   consolidationObjective,
+  dpoBatchLoss,
   dpoObjective,
+  opdBatch,
+  opdBatchLoss,
   opdObjective,
   sftObjective,
+  turnWeights,
+  type ConsolidateOptions,
+  type ConsolidationSample,
   type LengthOptions,
-} from "./trainer/objectives.js";
+  type OpdObjectiveOptions,
+  type OpdSample,
+} from "./trainer/objectives/index.js";
 export { trainingLogits } from "./trainer/training-logits.js";
 export {
   baseModelId,
@@ -68,7 +77,7 @@ export { type DirLock, DirLockError, type DirLockHolder, acquireDirLock, withDir
 export { type NamedPath, OutputDirError, checkOutputSeparate, writeDirAtomic } from "./output-dir.js";
 export { convertGguf, exportGguf, type ConvertGgufOptions, type ExportGgufOptions } from "./gguf-commands.js";
 export { checkRecipeConfig, configProblems } from "./recipes/config-checks.js";
-export { RecipeError } from "./recipes/errors.js";
+export { RecipeError } from "./errors.js";
 export {
   CHATML_TOOL_TEMPLATE,
   charTokenizer,
@@ -85,9 +94,8 @@ export {
   type Conversation,
   type PreferenceBatch,
   type PreferenceExample,
-} from "./recipes/batches.js";
+} from "./trainer/chat-batches.js";
 export { holdoutSplit, isSuccessful, successOnlySftSet, type SuccessSetOptions } from "./recipes/sft-set.js";
-export { dpoBatchLoss } from "./recipes/dpo-trainer.js";
 export {
   branchDpoPairs,
   runArp,
@@ -124,17 +132,12 @@ export {
   scoreWithTeacher,
   viewPolicy,
   type MessageView,
-  type OpdSample,
 } from "./recipes/opd-samples.js";
-export { opdBatch, opdBatchLoss, turnWeights, type OpdObjectiveOptions } from "./recipes/opd-update.js";
 export { runOpdRounds, type OpdEvaluation, type OpdOptions, type OpdRoundResult } from "./recipes/opd.js";
 export {
-  consolidationLoss,
   consolidationSamples,
   passHatKEval,
   runOel,
-  type ConsolidateOptions,
-  type ConsolidationSample,
   type OelOptions,
   type OelResult,
   type OelTask,

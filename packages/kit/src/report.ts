@@ -6,7 +6,7 @@
 // table); the configuration and the metadata folded away.
 import { formatMeanSe } from "@kiln/rollout";
 import type { RunDir } from "./run-dir.js";
-import type { PhaseEval } from "./recipes/recipe-run.js";
+import type { PhaseEval } from "./phase-eval.js";
 import { type ScoreBar, type Series, barChart, esc, lineChart } from "./report-svg.js";
 
 /** Metrics drawn per training stage, in this order, with their axis titles (units). */

@@ -6,7 +6,7 @@ import { Tensor } from "@kiln/tensor";
 import { LossInputError } from "./errors.js";
 
 export interface MaskedRow {
-  ids: readonly number[];
+  ids: ArrayLike<number>;
   /** 1 where the token is trained on (assistant or completion tokens). */
   mask: ArrayLike<number>;
 }
@@ -19,21 +19,52 @@ export interface PaddedRows {
   attention: Int32Array;
 }
 
-/** Right-pad rows to the longest (at least 1 token) with `padId`; padding has mask 0 and attention 0. */
-export function padRows(rows: readonly MaskedRow[], padId: number): PaddedRows {
+export interface PaddedTokenRows {
+  B: number;
+  T: number;
+  /** [B, T] row-major, `padId` after each row's tokens. */
+  ids: Int32Array;
+  /** [B, T] 1 on tokens, 0 on padding. */
+  attention: Int32Array;
+}
+
+/**
+ * Right-pad token rows with `padId` to `width` columns, or to the longest row (at least 1 token) when
+ * no width is given. Every padded batch of the project is laid out by this function.
+ */
+export function padTokenRows(rows: readonly ArrayLike<number>[], padId: number, width?: number): PaddedTokenRows {
+  if (rows.length === 0) throw new LossInputError("padTokenRows: no rows to pad");
+  const longest = Math.max(1, ...rows.map((r) => r.length));
+  if (width !== undefined && !(Number.isInteger(width) && width >= longest))
+    throw new LossInputError(`padTokenRows: width ${width} must be an integer ≥ the longest row (${longest} tokens)`);
+  const B = rows.length;
+  const T = width ?? longest;
+  const ids = new Int32Array(B * T).fill(padId);
+  const attention = new Int32Array(B * T);
+  rows.forEach((r, b) => {
+    ids.set(r, b * T);
+    attention.fill(1, b * T, b * T + r.length);
+  });
+  return { B, T, ids, attention };
+}
+
+/**
+ * Right-pad rows to `width` columns (default: the longest, at least 1 token) with `padId`; padding has
+ * mask 0 and attention 0.
+ */
+export function padRows(rows: readonly MaskedRow[], padId: number, width?: number): PaddedRows {
   if (rows.length === 0) throw new LossInputError("padRows: no rows to collate");
   for (const [i, r] of rows.entries())
     if (r.mask.length !== r.ids.length)
       throw new LossInputError(`padRows: row ${i} has ${r.ids.length} ids but ${r.mask.length} mask values`);
-  const B = rows.length;
-  const T = Math.max(1, ...rows.map((r) => r.ids.length));
-  const ids = new Int32Array(B * T).fill(padId);
+  const { B, T, ids, attention } = padTokenRows(
+    rows.map((r) => r.ids),
+    padId,
+    width,
+  );
   const mask = new Uint8Array(B * T);
-  const attention = new Int32Array(B * T);
   rows.forEach((r, b) => {
-    ids.set(r.ids, b * T);
     for (let t = 0; t < r.ids.length; t++) mask[b * T + t] = r.mask[t] ? 1 : 0;
-    attention.fill(1, b * T, b * T + r.ids.length);
   });
   return { B, T, ids, mask, attention };
 }
@@ -58,8 +89,9 @@ export interface SftCollated {
   attentionMask: Tensor;
 }
 
-export function collateSft(rows: readonly MaskedRow[], padId: number, ignoreIndex = -100): SftCollated {
-  const p = padRows(rows, padId);
+/** SFT rows → inputIds, labels (ids where masked, `ignoreIndex` elsewhere) and attention, `width` columns if given. */
+export function collateSft(rows: readonly MaskedRow[], padId: number, ignoreIndex = -100, width?: number): SftCollated {
+  const p = padRows(rows, padId, width);
   const labels = new Int32Array(p.B * p.T).fill(ignoreIndex);
   for (let i = 0; i < labels.length; i++) if (p.mask[i]) labels[i] = p.ids[i];
   return {

@@ -10,6 +10,8 @@ export {
   collateSft,
   lastSpanMask,
   padRows,
+  padTokenRows,
+  type PaddedTokenRows,
   type MaskedRow,
   type PaddedRows,
   type PreferenceCollated,

@@ -6,6 +6,7 @@ import {
   countTargetTokens,
   lastSpanMask,
   padRows,
+  padTokenRows,
 } from "../src/index.js";
 
 describe("collators", () => {
@@ -40,5 +41,21 @@ describe("collators", () => {
     expect(() => collatePreference([{ ids: [1], mask: [0] }], [{ ids: [1], mask: [1] }], 0)).toThrow(
       /row 0 has no completion tokens/,
     );
+  });
+
+  it("pads token rows to the longest row or to a fixed width, and refuses a width that would cut", () => {
+    const p = padTokenRows([[4, 5, 6], Int32Array.from([7])], 9);
+    expect([p.B, p.T]).toEqual([2, 3]);
+    expect(Array.from(p.ids)).toEqual([4, 5, 6, 7, 9, 9]);
+    expect(Array.from(p.attention)).toEqual([1, 1, 1, 1, 0, 0]);
+    const wide = padTokenRows([[4, 5], []], 0, 4);
+    expect(Array.from(wide.ids)).toEqual([4, 5, 0, 0, 0, 0, 0, 0]);
+    expect(Array.from(wide.attention)).toEqual([1, 1, 0, 0, 0, 0, 0, 0]);
+    expect(padTokenRows([[]], 0).T).toBe(1);
+    expect(() => padTokenRows([[1, 2, 3]], 0, 2)).toThrow(/width 2 must be an integer ≥ the longest row \(3 tokens\)/);
+    expect(() => padTokenRows([], 0)).toThrow(LossInputError);
+    const sft = collateSft([{ ids: [1, 2], mask: [0, 1] }], 0, -100, 4);
+    expect(sft.labels.shape).toEqual([1, 4]);
+    expect(Array.from(sft.labels.dataSync())).toEqual([-100, 2, -100, -100]);
   });
 });

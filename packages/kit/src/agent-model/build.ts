@@ -4,10 +4,10 @@
 import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "@kiln/hub-io";
-import { sftLoss } from "@kiln/losses";
+import { type SftCollated, collateSft, sftLoss } from "@kiln/losses";
 import { type Model, type Tokenizer, createModel } from "@kiln/models";
 import { ProgressBar, mulberry32 } from "@kiln/rollout";
-import { AdamW, Tensor, backward, clipGradNorm, cosineSchedule, getBackend, tidy, warmupSteps } from "@kiln/tensor";
+import { AdamW, backward, clipGradNorm, cosineSchedule, getBackend, tidy, warmupSteps } from "@kiln/tensor";
 import { writeMergedModel } from "../artifacts.js";
 import { chatmlTemplate, tinyQwen3Config } from "../recipes/tiny-chat.js";
 import { trainBpeTokenizer } from "./bpe.js";
@@ -91,29 +91,18 @@ export function documentRow(doc: CorpusDocument, tokenizer: Tokenizer, maxLength
   return { ids: Int32Array.from(ids.slice(start)), lossFrom: Math.max(0, lossFrom - start) };
 }
 
-interface Batch {
-  ids: Int32Array;
-  labels: Int32Array;
-  mask: Int32Array;
-  rows: number;
-  cols: number;
-}
-
 /** Batch widths are rounded up to this many tokens, so a run sees a few shapes and reuses their memory. */
 const WIDTH_STEP = 64;
 
-/** Right-padded rows with every token a label (the held-out perplexity's batches). */
-function paddedBatch(rows: readonly Int32Array[], padId: number): Batch {
-  const cols = Math.ceil(Math.max(...rows.map((r) => r.length)) / WIDTH_STEP) * WIDTH_STEP;
-  const ids = new Int32Array(rows.length * cols).fill(padId);
-  const labels = new Int32Array(rows.length * cols).fill(-100);
-  const mask = new Int32Array(rows.length * cols);
-  rows.forEach((r, b) => {
-    ids.set(r, b * cols);
-    labels.set(r, b * cols);
-    mask.fill(1, b * cols, b * cols + r.length);
-  });
-  return { ids, labels, mask, rows: rows.length, cols };
+/** Right-padded rows with every token a label (the held-out perplexity's batches), width a multiple of WIDTH_STEP. */
+function paddedBatch(rows: readonly Int32Array[], padId: number): SftCollated {
+  const width = Math.ceil(Math.max(...rows.map((r) => r.length)) / WIDTH_STEP) * WIDTH_STEP;
+  return collateSft(
+    rows.map((ids) => ({ ids, mask: new Uint8Array(ids.length).fill(1) })),
+    padId,
+    -100,
+    width,
+  );
 }
 
 /**
@@ -148,21 +137,22 @@ function epochPackedBatches(rows: readonly Row[], batchRows: number, width: numb
   return batches;
 }
 
-function makePackedBatch(batch: readonly Row[][], batchRows: number, width: number, padId: number): Batch {
-  const ids = new Int32Array(batchRows * width).fill(padId);
-  const labels = new Int32Array(batchRows * width).fill(-100);
-  const mask = new Int32Array(batchRows * width);
-  batch.forEach((docs, b) => {
-    let at = b * width;
+/** `batchRows` rows of `width` tokens, each the concatenation of its documents; loss from each document's lossFrom. */
+function makePackedBatch(batch: readonly Row[][], batchRows: number, width: number, padId: number): SftCollated {
+  const rows = Array.from({ length: batchRows }, (_, b) => {
+    const docs = batch[b] ?? [];
+    const ids = new Int32Array(docs.reduce((n, d) => n + d.ids.length, 0));
+    const mask = new Uint8Array(ids.length);
+    let at = 0;
     for (const d of docs) {
       ids.set(d.ids, at);
       // The label at position t is token t itself (the loss shifts); a document's loss starts at lossFrom.
-      labels.set(d.ids.subarray(d.lossFrom), at + d.lossFrom);
+      mask.fill(1, at + d.lossFrom, at + d.ids.length);
       at += d.ids.length;
     }
-    mask.fill(1, b * width, at);
+    return { ids, mask };
   });
-  return { ids, labels, mask, rows: batchRows, cols: width };
+  return collateSft(rows, padId, -100, width);
 }
 
 /** Mean next-token loss (nats per token) of `texts` under the model, in batches, without gradients. */
@@ -172,12 +162,10 @@ export function textPerplexity(model: Model, tokenizer: Tokenizer, texts: readon
   let count = 0;
   for (let i = 0; i < texts.length; i += 8) {
     const rows = texts.slice(i, i + 8).map((t) => Int32Array.from(tokenizer.encode(t).slice(0, maxLength)));
-    const b = paddedBatch(rows, pad);
     tidy(() => {
-      const logits = model.chunkedLogits(new Tensor(b.ids, [b.rows, b.cols], "i32"), {
-        attentionMask: new Tensor(b.mask, [b.rows, b.cols], "i32"),
-      });
-      const out = sftLoss(logits, new Tensor(b.labels, [b.rows, b.cols], "i32"), {});
+      const b = paddedBatch(rows, pad);
+      const logits = model.chunkedLogits(b.inputIds, { attentionMask: b.attentionMask });
+      const out = sftLoss(logits, b.labels, {});
       const n = rows.reduce((a, r) => a + r.length - 1, 0);
       nll += out.loss.item() * n;
       count += n;
@@ -253,13 +241,12 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   let ema = Number.NaN;
   for (let step = 0; step < steps; step++) {
     if (queue.length === 0) queue = epochPackedBatches(rows, batchSize, maxLength, rng);
-    const b = makePackedBatch(queue.shift()!, batchSize, maxLength, pad);
+    const docs = queue.shift()!;
     optimizer.lr = lr * schedule(step);
     const loss = tidy(() => {
-      const logits = model.chunkedLogits(new Tensor(b.ids, [b.rows, b.cols], "i32"), {
-        attentionMask: new Tensor(b.mask, [b.rows, b.cols], "i32"),
-      });
-      const out = sftLoss(logits, new Tensor(b.labels, [b.rows, b.cols], "i32"), {});
+      const b = makePackedBatch(docs, batchSize, maxLength, pad);
+      const logits = model.chunkedLogits(b.inputIds, { attentionMask: b.attentionMask });
+      const out = sftLoss(logits, b.labels, {});
       backward(out.loss);
       clipGradNorm(params, 1);
       optimizer.step();

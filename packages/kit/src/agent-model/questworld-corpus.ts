@@ -5,7 +5,7 @@
 // the time, so the same model with the note added (OPD's scaffolded teacher) plays like the expert.
 import { questworld } from "@kiln/benchmarks";
 import { type Message, cloneMessages, deriveSeed, mulberry32 } from "@kiln/rollout";
-import { RecipeError } from "../recipes/errors.js";
+import { RecipeError } from "../errors.js";
 import { withSystemNote } from "../recipes/system-note.js";
 import { QUESTWORLD_SKILLS, type QuestworldSkill, questworldPlayer } from "./questworld-players.js";
 import { QUESTWORLD_WINDOW_KEEP, type QuestworldWindowOptions, questworldWindow } from "./questworld-window.js";

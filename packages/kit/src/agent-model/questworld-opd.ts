@@ -7,7 +7,7 @@
 // and in the teacher's scoring alike.
 import { questworld } from "@kiln/benchmarks";
 import type { EpisodeSpec, Environment, Message, Policy } from "@kiln/rollout";
-import { RecipeError } from "../recipes/errors.js";
+import { RecipeError } from "../errors.js";
 import type { OpdEvaluation } from "../recipes/opd.js";
 import { questworldOpdStart, questworldTrainSeed } from "./questworld-corpus.js";
 import { QUESTWORLD_WINDOW_KEEP, WindowedPolicy, questworldView } from "./questworld-window.js";

@@ -6,7 +6,7 @@
 // emit: an assistant message with one tool call, and the same call as Hermes `<tool_call>` text.
 import { questworld } from "@kiln/benchmarks";
 import { type Generation, type Message, type Policy, deriveSeed, mulberry32 } from "@kiln/rollout";
-import { RecipeError } from "../recipes/errors.js";
+import { RecipeError } from "../errors.js";
 
 export interface QuestworldSkill {
   /** Recorded on corpus documents ("expert", "noisy-15", …). */

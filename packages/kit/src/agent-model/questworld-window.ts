@@ -13,7 +13,7 @@ import {
   type ToolSchema,
   cloneMessages,
 } from "@kiln/rollout";
-import { RecipeError } from "../recipes/errors.js";
+import { RecipeError } from "../errors.js";
 import { type MessageView, viewPolicy } from "../recipes/opd-samples.js";
 
 /** Messages after the head kept by default: the last three (call, result) pairs. */

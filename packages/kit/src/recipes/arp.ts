@@ -38,9 +38,9 @@ import { noGrad } from "@kiln/tensor";
 import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { type RunDir, RunDir as RunDirClass, type RunMode } from "../run-dir.js";
-import { dpoObjective, sftObjective } from "../trainer/objectives.js";
+import { dpoObjective, sftObjective } from "../trainer/objectives/index.js";
 import { type TrainConfig, type TrainResult, train } from "../trainer/trainer.js";
-import type { ChatCodec, Conversation, PreferenceExample } from "./batches.js";
+import type { ChatCodec, Conversation, PreferenceExample } from "../trainer/chat-batches.js";
 import type { DiagnoseOptions, RepairFn } from "./diagnose.js";
 import {
   type ArpConfig,

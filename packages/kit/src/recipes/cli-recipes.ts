@@ -24,7 +24,7 @@ import { acquireDirLock } from "../dir-lock.js";
 import { checkOutputSeparate } from "../output-dir.js";
 import { type RunMode, checkRunName } from "../run-dir.js";
 import { acquireExpertEpisodes, runArp } from "./arp.js";
-import type { ChatCodec } from "./batches.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
 import type { DiagnoseOptions } from "./diagnose.js";
 import { runOel } from "./oel.js";
 import { Tau2TasksEnvironment, experienceMemory } from "./oel-tau2.js";

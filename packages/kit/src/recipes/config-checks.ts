@@ -1,7 +1,7 @@
 // Every field of a recipe (or repro) configuration checked before a run directory exists: a value the
 // trainer or a stage would refuse later (`--set sft.lr=-1`) is refused while nothing has been written,
 // naming its path. The rules go by field name, so the same rule holds in every stage and recipe.
-import { RecipeError } from "./errors.js";
+import { RecipeError } from "../errors.js";
 
 type Rule = (v: unknown) => string | undefined;
 

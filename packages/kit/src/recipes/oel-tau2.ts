@@ -8,7 +8,7 @@
 // experience, not the answer.
 import { tau2 } from "@kiln/benchmarks";
 import type { Action, Environment, Policy, ResetResult, StepResult, ToolSchema, Trajectory } from "@kiln/rollout";
-import { RecipeError } from "./errors.js";
+import { RecipeError } from "../errors.js";
 
 /** Plays the task named in reset({ state: { taskId } }) (default: tasks[seed mod n]). */
 export class Tau2TasksEnvironment implements Environment<tau2.Tau2EnvState | { taskId: string }> {

@@ -6,9 +6,9 @@
 // divergence (@kiln/losses distillationLoss; TRL SDFT/GKD full_logits, docs/NUMERICS.md §3.3).
 // Merge the adapter in fp32, then evaluate pass^k with standard errors (tau2's estimator).
 import { tau2 } from "@kiln/benchmarks";
-import { type ChunkedLogits, type DivergenceKind, type Logits, distillationLoss } from "@kiln/losses";
+import type { DivergenceKind } from "@kiln/losses";
 import { attachLora, mergeAdapter } from "@kiln/lora";
-import { LocalPolicy, type Model, defaultHeadChunkRows } from "@kiln/models";
+import { LocalPolicy, type Model } from "@kiln/models";
 import {
   type EpisodeLimits,
   type Environment,
@@ -20,15 +20,13 @@ import {
   messagesBeforeTurn,
   runEpisodes,
 } from "@kiln/rollout";
-import { Tensor, embedding, isTensor, noGrad, reshape } from "@kiln/tensor";
 import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
-import { consolidationObjective } from "../trainer/objectives.js";
+import { type ConsolidationSample, consolidationObjective } from "../trainer/objectives/index.js";
 import { train } from "../trainer/trainer.js";
-import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
-import type { ChatCodec } from "./batches.js";
-import { RecipeError } from "./errors.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
+import { RecipeError } from "../errors.js";
 import { type OelConfig, oelTinyConfig, stageForward } from "./presets.js";
 import { type PhaseEval, type RecipeIo, phaseFromScores, phaseTable, writeRollouts } from "./recipe-run.js";
 import { isSuccessful } from "./sft-set.js";
@@ -41,16 +39,6 @@ export interface OelTask {
   memory: string;
   /** Optional saved environment state to start from. */
   state?: unknown;
-}
-
-export interface ConsolidationSample {
-  episodeId: string;
-  turn: number;
-  /** Prompt the student saw (no memory). */
-  studentPromptIds: number[];
-  /** The same conversation with the memory in the system prompt. */
-  teacherPromptIds: number[];
-  completionIds: number[];
 }
 
 function promptIds(codec: ChatCodec, messages: Message[], tools?: ToolSchema[]): number[] {
@@ -80,103 +68,6 @@ export function consolidationSamples(
     }
   }
   return out;
-}
-
-function padded(rows: number[][], pad: number) {
-  const B = rows.length;
-  const T = Math.max(...rows.map((r) => r.length));
-  const ids = new Int32Array(B * T).fill(pad);
-  const attention = new Int32Array(B * T);
-  rows.forEach((r, b) => {
-    ids.set(r, b * T);
-    attention.fill(1, b * T, b * T + r.length);
-  });
-  return { B, T, ids: new Tensor(ids, [B, T], "i32"), attention: new Tensor(attention, [B, T], "i32") };
-}
-
-export interface ConsolidateOptions {
-  /** "forward_kl" = KL(teacher‖student) (default), "reverse_kl", or "jsd" with `beta`. */
-  kind?: DivergenceKind;
-  beta?: number;
-  temperature?: number;
-}
-
-/**
- * Divergence between the student (gradient on) and teacher logits on each completion token.
- * `teacherLogits(ids, attention)` runs the teacher (no gradient), e.g. the adapter-off model; it
- * may return full logits [B, T, V] or hidden states plus head (`ChunkedLogits`). The student is
- * always projected in chunks; a chunked teacher is projected only at the completion rows,
- * `headChunkRows` rows at a time, so neither side ever holds [T, V] logits in one tensor.
- */
-export function consolidationLoss(
-  model: Model,
-  teacherLogits: (ids: Tensor, attention: Tensor) => Logits,
-  samples: readonly ConsolidationSample[],
-  options: ConsolidateOptions & LengthOptions = {},
-  padId = 0,
-  /** Sees the student's logits (hidden states + head, rows in B·T order) and the completion-row mask. */
-  onStudentLogits?: (logits: ChunkedLogits, mask: Uint8Array) => void,
-) {
-  if (samples.length === 0) throw new RecipeError("consolidationLoss: no samples");
-  for (const x of samples)
-    if (x.studentPromptIds.length === 0 || x.teacherPromptIds.length === 0)
-      throw new RecipeError(`consolidationLoss: ${x.episodeId} turn ${x.turn} has an empty prompt`);
-  const s = padded(
-    samples.map((x) => [...x.studentPromptIds, ...x.completionIds]),
-    padId,
-  );
-  const t = padded(
-    samples.map((x) => [...x.teacherPromptIds, ...x.completionIds]),
-    padId,
-  );
-  const student = trainingLogits(model, s.ids, s.attention, options);
-  const teacher = noGrad(() => teacherLogits(t.ids, t.attention));
-  const mask = new Uint8Array(s.B * s.T);
-  const teacherRows = new Int32Array(s.B * s.T);
-  const studentAt: number[] = [];
-  const teacherAt: number[] = [];
-  samples.forEach((x, b) => {
-    // Row P+j−1 predicts completion token j in both renders.
-    for (let j = 0; j < x.completionIds.length; j++) {
-      const r = b * s.T + x.studentPromptIds.length + j - 1;
-      mask[r] = 1;
-      teacherRows[r] = b * t.T + x.teacherPromptIds.length + j - 1;
-      studentAt.push(r);
-      teacherAt.push(teacherRows[r]);
-    }
-  });
-  onStudentLogits?.(student, mask);
-  const divergence = {
-    kind: options.kind ?? "forward_kl",
-    beta: options.beta,
-    temperature: options.temperature,
-  } as const;
-  if (isTensor(teacher)) {
-    const V = teacher.shape[teacher.rank - 1];
-    return distillationLoss(student, reshape(teacher, [t.B * t.T, V]), { ...divergence, mask, teacherRows });
-  }
-  const N = studentAt.length;
-  if (N === 0) throw new RecipeError("consolidationLoss: the samples have no completion tokens");
-  if (teacher.vocab !== student.vocab)
-    throw new RecipeError(
-      `consolidationLoss: teacher vocabulary ${teacher.vocab} differs from the student's ${student.vocab}`,
-    );
-  // The completion rows of both sides, projected `size` rows at a time by distillationLoss; the
-  // teacher's chunks are projected again in the backward rather than kept (no [N, V] of them).
-  const D = student.hidden.shape[student.hidden.rank - 1];
-  const studentFlat = reshape(student.hidden, [s.B * s.T, D]);
-  const size = options.headChunkRows ?? student.chunkRows ?? defaultHeadChunkRows(student.vocab);
-  const out = distillationLoss(
-    {
-      hidden: embedding(studentFlat, new Tensor(Int32Array.from(studentAt), [N], "i32")),
-      vocab: student.vocab,
-      project: student.project,
-      chunkRows: size,
-    },
-    teacher,
-    { ...divergence, teacherRows: teacherAt },
-  );
-  return { loss: out.loss, metrics: { loss: out.metrics.loss, divergence: out.metrics.divergence, num_tokens: N } };
 }
 
 export interface OelOptions extends RecipeIo {

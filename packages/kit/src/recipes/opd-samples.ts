@@ -3,31 +3,11 @@
 // docs/NUMERICS.md §4.1 steps 1–2).
 import type { Message, Policy, ScoreOptions, TokenScores, ToolSchema, Trajectory } from "@kiln/rollout";
 import { messagesBeforeTurn } from "@kiln/rollout";
-import { RecipeError } from "./errors.js";
+import { RecipeError } from "../errors.js";
+import type { OpdSample } from "../trainer/objectives/opd.js";
 import { withSystemNote } from "./system-note.js";
 
-export interface OpdSample {
-  episodeId: string;
-  turn: number;
-  promptIds: number[];
-  completionIds: number[];
-  /** log q(y_t) recorded by the sampler. */
-  samplerLogps: number[];
-  /** log p_teacher(y_t) of the same tokens. */
-  teacherLogps: number[];
-  /**
-   * The teacher's most likely tokens at each completion position (scoreWithTeacher's
-   * `topLogprobs`): what the full-distribution objectives (OpdObjectiveOptions.divergence) fit.
-   */
-  teacherTop?: { tokenIds: number[]; logprobs: number[] }[];
-  /**
-   * Set on packed samples (packEpisodeTurns): 1 where a completion position is the student's own
-   * token, 0 for what the environment and the template put between turns. Absent = all 1.
-   */
-  trainMask?: number[];
-  /** Packed samples: the turn of each completion position. Absent = `turn` for all. */
-  turns?: number[];
-}
+export type { OpdSample };
 
 /**
  * One sample per episode instead of one per turn, where that changes nothing the loss sees: when

@@ -24,10 +24,10 @@ import {
 import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from "../artifacts.js";
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
-import { opdObjective } from "../trainer/objectives.js";
+import { opdObjective } from "../trainer/objectives/index.js";
 import { type TrainResult, train } from "../trainer/trainer.js";
-import type { ChatCodec } from "./batches.js";
-import { RecipeError } from "./errors.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
+import { RecipeError } from "../errors.js";
 import { type OpdSample, packEpisodeTurns, scoreWithTeacher, viewPolicy } from "./opd-samples.js";
 import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
 import {

@@ -4,7 +4,7 @@
 // the effective configuration is written to the run's config.json.
 import type { ScheduleKind } from "../trainer/trainer.js";
 import type { FailureMode } from "./diagnose.js";
-import { RecipeError } from "./errors.js";
+import { RecipeError } from "../errors.js";
 
 export interface LoraSettings {
   r: number;

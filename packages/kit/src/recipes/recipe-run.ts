@@ -6,8 +6,6 @@ import type { Optimizer } from "@kiln/tensor";
 import {
   type EpisodeLimits,
   type EpisodeSpec,
-  type MeanSe,
-  type PairedDelta,
   formatMeanSe,
   isSuccessful,
   meanSe,
@@ -20,8 +18,11 @@ import {
   TrajectoryWriter,
   runEpisodes,
 } from "@kiln/rollout";
+import type { PhaseEval } from "../phase-eval.js";
 import type { RunDir } from "../run-dir.js";
 import { saveOptimizerState } from "../trainer/checkpoints.js";
+
+export type { PhaseEval };
 
 export interface RecipeIo {
   /** Root of run directories (default "runs"). */
@@ -90,20 +91,6 @@ export function summarizeEpisodes(trajectories: readonly Trajectory[]): EpisodeE
     score_se: score.se,
     errored: trajectories.filter((t) => t.outcome.status === "error").length,
   };
-}
-
-/** One phase's evaluation: per-instance scores (for paired Δ), mean ± SE, errors surfaced. */
-export interface PhaseEval {
-  phase: string;
-  n: number;
-  score: MeanSe;
-  success: MeanSe;
-  /** Score per evaluation instance id. */
-  scores: Record<string, number>;
-  /** Episodes that errored: id and reason. */
-  errors: { id: string; reason: string }[];
-  /** Paired difference of the score against the base model on the same instances. */
-  delta?: PairedDelta;
 }
 
 /** Play the evaluation instances (greedy unless `params` says otherwise) and summarise them. */

@@ -3,8 +3,8 @@
 // cannot dominate), then a seeded holdout fraction split off for evaluation loss.
 import { type Trajectory, isSuccessful, trajectoryMessages } from "@kiln/rollout";
 import { epochOrder } from "../trainer/trainer.js";
-import type { Conversation } from "./batches.js";
-import { RecipeError } from "./errors.js";
+import type { Conversation } from "../trainer/chat-batches.js";
+import { RecipeError } from "../errors.js";
 
 export { isSuccessful };
 

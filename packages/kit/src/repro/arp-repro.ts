@@ -11,7 +11,7 @@ import { GuessNumberEnv, ScriptedPolicy, type Trajectory, episodeSpecs } from "@
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { guessNumberDiagnose, guessPlayerScript } from "../agent-model/guess-number-players.js";
 import { agentModelHeldoutPath } from "../agent-model/paths.js";
-import type { ChatCodec } from "../recipes/batches.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
 import { acquireExpertEpisodes, runArp } from "../recipes/arp.js";
 import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
 import type { ReproConfig } from "./config.js";

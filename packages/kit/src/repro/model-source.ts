@@ -4,7 +4,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ChatTemplate, type Model, loadModel, loadTokenizer } from "@kiln/models";
-import type { ChatCodec } from "../recipes/batches.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
 import { tinyChat } from "../recipes/tiny-chat.js";
 import { ReproError } from "./errors.js";
 

@@ -4,10 +4,10 @@
 // first load, with the ARP table's own SFT settings, seed and expert episodes, so `repro all`
 // and `repro opd` distil towards the same model that the ARP table reports as "A SFT".
 import { attachLora, mergeAdapter } from "@kiln/lora";
-import type { ChatCodec } from "../recipes/batches.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
 import { stageForward } from "../recipes/presets.js";
 import { holdoutSplit, successOnlySftSet } from "../recipes/sft-set.js";
-import { sftObjective } from "../trainer/objectives.js";
+import { sftObjective } from "../trainer/objectives/index.js";
 import { train } from "../trainer/trainer.js";
 import type { Model } from "@kiln/models";
 import { expertSourceEpisodes } from "./arp-repro.js";

@@ -6,11 +6,11 @@ import { attachLora, loadAdapter, mergeAdapter } from "@kiln/lora";
 import { loadModel } from "@kiln/models";
 import { Tensor, disposeWasmBackend, initBackend, noGrad, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { conversationBatch, preferenceBatch } from "../../src/recipes/batches.js";
+import { conversationBatch, preferenceBatch } from "../../src/trainer/chat-batches.js";
 import { runArp } from "../../src/recipes/arp.js";
 import { arpTinyConfig } from "../../src/recipes/presets.js";
 import { successOnlySftSet } from "../../src/recipes/sft-set.js";
-import { dpoObjective, sftObjective } from "../../src/trainer/objectives.js";
+import { dpoObjective, sftObjective } from "../../src/trainer/objectives/index.js";
 import { train } from "../../src/trainer/trainer.js";
 import { expertEpisodes, makeEnv, setup, tmpRoot } from "./helpers.js";
 

@@ -1,6 +1,6 @@
 import type { Trajectory } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
-import { conversationBatch, preferenceBatch } from "../../src/recipes/batches.js";
+import { conversationBatch, preferenceBatch } from "../../src/trainer/chat-batches.js";
 import { diagnoseTrajectory, diagnoseTurn, turnLocalPairs } from "../../src/recipes/diagnose.js";
 import { successOnlySftSet } from "../../src/recipes/sft-set.js";
 import { expertEpisodes, setup } from "./helpers.js";

@@ -7,7 +7,8 @@ import { runEpisodes } from "@kiln/rollout";
 import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdamW, backward } from "@kiln/tensor";
-import { type OelTask, consolidationLoss, consolidationSamples, passHatKEval, runOel } from "../../src/recipes/oel.js";
+import { type OelTask, consolidationSamples, passHatKEval, runOel } from "../../src/recipes/oel.js";
+import { consolidationLoss } from "../../src/trainer/objectives/index.js";
 import { oelSeedConfig, oelTinyConfig } from "../../src/recipes/presets.js";
 import { makeEnv, setup, tmpRoot } from "./helpers.js";
 

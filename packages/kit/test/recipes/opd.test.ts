@@ -12,10 +12,10 @@ import {
   scaffoldedTeacher,
   scoreWithTeacher,
 } from "../../src/recipes/opd-samples.js";
-import { opdBatchLoss } from "../../src/recipes/opd-update.js";
+import { opdBatchLoss } from "../../src/trainer/objectives/opd.js";
 import { runOpdRounds } from "../../src/recipes/opd.js";
 import { opdTinyConfig } from "../../src/recipes/presets.js";
-import { opdObjective } from "../../src/trainer/objectives.js";
+import { opdObjective } from "../../src/trainer/objectives/index.js";
 import { train } from "../../src/trainer/trainer.js";
 import { makeEnv, setup, tmpRoot } from "./helpers.js";
 

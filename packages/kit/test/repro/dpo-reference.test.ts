@@ -4,8 +4,8 @@
 import { attachLora } from "@kiln/lora";
 import { Tensor } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
-import { type PreferenceExample, preferenceBatch } from "../../src/recipes/batches.js";
-import { dpoBatchLoss } from "../../src/recipes/dpo-trainer.js";
+import { type PreferenceExample, preferenceBatch } from "../../src/trainer/chat-batches.js";
+import { dpoBatchLoss } from "../../src/trainer/objectives/dpo.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
 
 const pairs: PreferenceExample[] = [

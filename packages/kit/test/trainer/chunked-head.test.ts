@@ -13,9 +13,9 @@ import {
   type PreferenceExample,
   conversationBatch,
   preferenceBatch,
-} from "../../src/recipes/batches.js";
+} from "../../src/trainer/chat-batches.js";
 import { writeMergedModel } from "../../src/artifacts.js";
-import type { ConsolidationSample } from "../../src/recipes/oel.js";
+import type { ConsolidationSample } from "../../src/trainer/objectives/index.js";
 import type { OpdSample } from "../../src/recipes/opd-samples.js";
 import {
   arpSeedConfig,
@@ -29,7 +29,12 @@ import {
   stageForward,
 } from "../../src/recipes/presets.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
-import { consolidationObjective, dpoObjective, opdObjective, sftObjective } from "../../src/trainer/objectives.js";
+import {
+  consolidationObjective,
+  dpoObjective,
+  opdObjective,
+  sftObjective,
+} from "../../src/trainer/objectives/index.js";
 import type { Objective } from "../../src/trainer/trainer.js";
 import { train } from "../../src/trainer/trainer.js";
 

@@ -10,8 +10,8 @@ import { sftLoss } from "@kiln/losses";
 import { CausalLM, type Model, defaultHeadChunkRows, parameterShapes, parseDecoderConfig } from "@kiln/models";
 import { type BackendChoice, Tensor, getBackend, initBackend, noGrad, setBackend, storageOf } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConsolidationSample } from "../../src/recipes/oel.js";
-import { consolidationObjective } from "../../src/trainer/objectives.js";
+import type { ConsolidationSample } from "../../src/trainer/objectives/index.js";
+import { consolidationObjective } from "../../src/trainer/objectives/index.js";
 import { type Objective, train } from "../../src/trainer/trainer.js";
 import { trainingLogits } from "../../src/trainer/training-logits.js";
 

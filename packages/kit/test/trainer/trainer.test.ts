@@ -2,9 +2,9 @@ import { attachLora } from "@kiln/lora";
 import { GuessNumberEnv, ScriptedPolicy, guessNumberScript, runEpisodes, trajectoryMessages } from "@kiln/rollout";
 import { cosineSchedule, warmupSteps } from "@kiln/tensor";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Conversation } from "../../src/recipes/batches.js";
+import type { Conversation } from "../../src/trainer/chat-batches.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
-import { fitToLength, sftObjective } from "../../src/trainer/objectives.js";
+import { fitToLength, sftObjective } from "../../src/trainer/objectives/index.js";
 import { TrainerError, epochOrder, plannedSteps, train } from "../../src/index.js";
 
 let data: Conversation[] = [];

@@ -7,7 +7,7 @@ import { renderForTraining } from "@kiln/models";
 import { collatePreference, collateSft, lastSpanMask } from "@kiln/losses";
 import type { Tensor } from "@kiln/tensor";
 import type { SftBatch } from "../sft-trainer.js";
-import { RecipeError } from "./errors.js";
+import { RecipeError } from "../errors.js";
 
 export interface ChatCodec {
   tokenizer: Tokenizer;

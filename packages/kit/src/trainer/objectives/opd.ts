@@ -3,12 +3,43 @@
 // PPO-clipped importance-sampled objective (docs/NUMERICS.md §4.3). With `divergence` the
 // update instead fits the teacher's whole top-k distribution at every student position (GKD with
 // λ = 1, docs/NUMERICS.md §3.3): the same on-policy data, an exact gradient instead of a one-sample one.
-import { type ChunkedLogits, opdLoss, teacherTopKDivergence, tokenLogProbs } from "@kiln/losses";
+import {
+  type ChunkedLogits,
+  opdLoss,
+  padTokenRows,
+  teacherTopKDivergence,
+  tokenEntropy,
+  tokenLogProbs,
+} from "@kiln/losses";
 import type { Model } from "@kiln/models";
-import { Tensor, div, mul, reshape, sum } from "@kiln/tensor";
-import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
-import { RecipeError } from "./errors.js";
-import type { OpdSample } from "./opd-samples.js";
+import { Tensor, div, mul, noGrad, reshape, sum } from "@kiln/tensor";
+import { RecipeError } from "../../errors.js";
+import type { Objective } from "../trainer.js";
+import { type LengthOptions, trainingLogits } from "../training-logits.js";
+import { completionTokens, fitToLength } from "./fit.js";
+
+export interface OpdSample {
+  episodeId: string;
+  turn: number;
+  promptIds: number[];
+  completionIds: number[];
+  /** log q(y_t) recorded by the sampler. */
+  samplerLogps: number[];
+  /** log p_teacher(y_t) of the same tokens. */
+  teacherLogps: number[];
+  /**
+   * The teacher's most likely tokens at each completion position (recipes' scoreWithTeacher's
+   * `topLogprobs`): what the full-distribution objectives (OpdObjectiveOptions.divergence) fit.
+   */
+  teacherTop?: { tokenIds: number[]; logprobs: number[] }[];
+  /**
+   * Set on packed samples (packEpisodeTurns): 1 where a completion position is the student's own
+   * token, 0 for what the environment and the template put between turns. Absent = all 1.
+   */
+  trainMask?: number[];
+  /** Packed samples: the turn of each completion position. Absent = `turn` for all. */
+  turns?: number[];
+}
 
 export interface OpdObjectiveOptions {
   /** Advantage clamp c (project choice, docs/NUMERICS.md §4.2; the seed used 3). */
@@ -50,10 +81,10 @@ export function opdBatch(samples: readonly OpdSample[], padId = 0) {
         `opdBatch: ${s.episodeId} turn ${s.turn}: ${s.completionIds.length} tokens but ${s.samplerLogps.length} sampler and ${s.teacherLogps.length} teacher log-probs`,
       );
   }
-  const B = samples.length;
-  const T = Math.max(...samples.map((s) => s.promptIds.length + s.completionIds.length));
-  const ids = new Int32Array(B * T).fill(padId);
-  const attention = new Int32Array(B * T);
+  const { B, T, ids, attention } = padTokenRows(
+    samples.map((s) => [...s.promptIds, ...s.completionIds]),
+    padId,
+  );
   const targets = new Int32Array(B * T).fill(-100);
   const sampler = new Float32Array(B * T);
   const teacher = new Float32Array(B * T);
@@ -63,9 +94,6 @@ export function opdBatch(samples: readonly OpdSample[], padId = 0) {
   const topIds = new Int32Array(B * T * k).fill(-1);
   const topLogps = new Float32Array(B * T * k);
   samples.forEach((s, b) => {
-    const seq = [...s.promptIds, ...s.completionIds];
-    ids.set(seq, b * T);
-    attention.fill(1, b * T, b * T + seq.length);
     // Row t of the logits predicts token t+1: completion token j sits at P+j, scored by row P+j−1.
     const P = s.promptIds.length;
     s.completionIds.forEach((id, j) => {
@@ -160,5 +188,42 @@ function topKBatchLoss(
       divergence: divergenceMean / Math.max(1, tokens),
       "advantage/mean": Number.NaN,
     } as Record<string, number>,
+  };
+}
+
+/** OPD's PPO-clipped importance-sampled objective on teacher-scored turns. Items: completion tokens. */
+export function opdObjective(model: Model, options: OpdObjectiveOptions & LengthOptions = {}): Objective<OpdSample> {
+  const fit = (samples: readonly OpdSample[]) =>
+    options.maxLength === undefined
+      ? samples
+      : samples.map((x) =>
+          fitToLength(x as OpdSample & Record<string, unknown>, options.maxLength!, [
+            "samplerLogps",
+            "teacherLogps",
+            ...(x.teacherTop ? (["teacherTop"] as const) : []),
+            ...(x.trainMask ? (["trainMask", "turns"] as const) : []),
+          ]),
+        );
+  return {
+    items: (samples) => completionTokens(fit(samples)),
+    loss(all, stepItems) {
+      const samples = fit(all);
+      const n = completionTokens(samples);
+      let entropy = Number.NaN;
+      const out = opdBatchLoss(model, samples, options, (logits, mask) => {
+        entropy = noGrad(() => tokenEntropy(logits, { mask }).mean);
+      });
+      return {
+        loss: mul(out.loss, n / stepItems),
+        tokens: samples.reduce((a, s) => a + s.promptIds.length + s.completionIds.length, 0),
+        metrics: {
+          teacher_kl: out.metrics.teacher_kl,
+          ...(out.metrics.divergence !== undefined ? { divergence: out.metrics.divergence } : {}),
+          advantage_mean: out.metrics["advantage/mean"],
+          clip_fraction: out.metrics.clip_fraction ?? 0,
+          entropy,
+        },
+      };
+    },
   };
 }

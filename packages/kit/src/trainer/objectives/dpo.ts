@@ -1,12 +1,13 @@
-// DPO on a LoRA adapter (one micro-batch; training runs through trainer/trainer.ts): the reference policy is the same model with the adapter disabled
+// DPO on a LoRA adapter: the reference policy is the same model with the adapter disabled
 // (TRL, PEFT model without ref_model; docs/NUMERICS.md §3.2), computed under noGrad. The loss and
 // its metrics (rewards/chosen|rejected|margins|accuracies) are @kiln/losses' dpoLossFromLogits.
 import { dpoLossFromLogits, type DpoOptions } from "@kiln/losses";
 import type { LoraAdapter } from "@kiln/lora";
 import type { Model } from "@kiln/models";
-import { type Tensor, noGrad } from "@kiln/tensor";
-import { type LengthOptions, trainingLogits } from "../trainer/training-logits.js";
-import type { PreferenceBatch } from "./batches.js";
+import { type Tensor, mul, noGrad } from "@kiln/tensor";
+import { type ChatCodec, type PreferenceBatch, type PreferenceExample, preferenceBatch } from "../chat-batches.js";
+import type { Objective } from "../trainer.js";
+import { type LengthOptions, trainingLogits } from "../training-logits.js";
 
 /**
  * One DPO forward: policy logits with the adapter on, reference logits with it off, both as
@@ -42,4 +43,36 @@ export function dpoBatchLoss(
     },
     options,
   );
+}
+
+/** DPO (sigmoid by default) against the adapter-off model. Items: pairs. */
+export function dpoObjective(
+  model: Model,
+  adapter: LoraAdapter,
+  codec: ChatCodec,
+  options: LengthOptions & {
+    beta?: number;
+    /** A separate frozen reference model (default: the adapter-off model). */
+    referenceModel?: Model;
+  } = {},
+): Objective<PreferenceExample> {
+  const { referenceModel, ...forward } = options;
+  return {
+    items: (examples) => examples.length,
+    loss(examples, stepItems) {
+      const batch = preferenceBatch(codec, examples, options.maxLength);
+      const out = dpoBatchLoss(model, adapter, batch, { beta: options.beta ?? 0.1 }, forward, referenceModel);
+      const m = out.metrics;
+      return {
+        loss: mul(out.loss, examples.length / stepItems),
+        tokens: batch.inputIds.size,
+        metrics: {
+          "rewards/chosen": m["rewards/chosen"],
+          "rewards/rejected": m["rewards/rejected"],
+          "rewards/margins": m["rewards/margins"],
+          "rewards/accuracies": m["rewards/accuracies"],
+        },
+      };
+    },
+  };
 }
