@@ -22,6 +22,37 @@ const MODEL_TYPE_TO_ARCH: Record<string, Architecture> = {
   qwen3_5_text: "Qwen3_5ForCausalLM",
 };
 
+/** model_type values kiln builds, and the architectures each may name (transformers' config classes). */
+const MODEL_TYPE_ARCHITECTURES: Record<string, readonly Architecture[]> = {
+  llama: ["LlamaForCausalLM"],
+  qwen2: ["Qwen2ForCausalLM"],
+  qwen3: ["Qwen3ForCausalLM"],
+  qwen3_5: ["Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM"],
+  qwen3_5_text: ["Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"],
+};
+
+/**
+ * Upper bounds on config sizes: far above any released checkpoint (the largest vocabularies are
+ * ~262 k, the longest contexts ~10 M positions), low enough that a typo or a hostile file cannot
+ * ask for an absurd allocation or a context the position arithmetic cannot hold exactly.
+ */
+export const CONFIG_LIMITS = {
+  vocab_size: 2 ** 24,
+  hidden_size: 2 ** 16,
+  intermediate_size: 2 ** 20,
+  num_hidden_layers: 1024,
+  num_attention_heads: 1024,
+  num_key_value_heads: 1024,
+  head_dim: 4096,
+  max_position_embeddings: 2 ** 24,
+  linear_conv_kernel_dim: 64,
+  linear_num_key_heads: 1024,
+  linear_num_value_heads: 1024,
+  linear_key_head_dim: 4096,
+  linear_value_head_dim: 4096,
+  full_attention_interval: 1024,
+} as const;
+
 const QWEN3_5_ARCHITECTURES: readonly Architecture[] = ["Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM"];
 
 /** RoPE frequency scaling (`rope_scaling` / `rope_parameters`): default, linear or llama3. */
@@ -111,17 +142,42 @@ function positiveNum(raw: Record<string, unknown>, key: string, fallback?: numbe
   return v;
 }
 
-function posInt(raw: Record<string, unknown>, key: string, fallback?: number): number {
+function posInt(raw: Record<string, unknown>, key: keyof typeof CONFIG_LIMITS, fallback?: number): number {
   const v = num(raw, key, fallback);
-  if (!Number.isInteger(v) || v <= 0)
-    throw new ModelConfigError(`config.json: "${key}" must be a positive integer, got ${v}`);
+  const max = CONFIG_LIMITS[key];
+  if (!Number.isInteger(v) || v <= 0 || v > max)
+    throw new ModelConfigError(
+      `config.json: "${key}" must be a positive integer of at most ${max}, got ${JSON.stringify(raw[key] ?? v)}`,
+    );
   return v;
 }
 
-function tokenIds(v: unknown): number[] {
-  if (typeof v === "number") return [v];
-  if (Array.isArray(v)) return v.filter((x): x is number => typeof x === "number");
-  return [];
+/** bos/eos ids: integers the model can emit (0 ≤ id < vocab_size); absent is allowed. */
+function tokenIds(raw: Record<string, unknown>, key: string, vocabSize: number): number[] {
+  const v = raw[key];
+  if (v === undefined || v === null) return [];
+  const ids = Array.isArray(v) ? v : [v];
+  for (const id of ids)
+    if (!(typeof id === "number" && Number.isInteger(id) && id >= 0 && id < vocabSize))
+      throw new ModelConfigError(
+        `config.json: "${key}" must be a token id in [0, vocab_size ${vocabSize}) or a list of them, got ${JSON.stringify(v)}`,
+      );
+  return ids as number[];
+}
+
+/** model_type, when given, must be one kiln builds and agree with the architecture. */
+function checkModelType(config: Record<string, unknown>, architecture: Architecture): void {
+  const mt = config.model_type;
+  if (mt === undefined) return;
+  const archs = typeof mt === "string" ? MODEL_TYPE_ARCHITECTURES[mt] : undefined;
+  if (!archs)
+    throw new UnsupportedArchitectureError(
+      `config.json: "model_type" ${JSON.stringify(mt)} is not supported; supported: ${Object.keys(MODEL_TYPE_ARCHITECTURES).join(", ")}`,
+    );
+  if (!archs.includes(architecture))
+    throw new ModelConfigError(
+      `config.json: "model_type" "${mt}" does not match architecture "${architecture}" (${mt} builds ${archs.join(" or ")})`,
+    );
 }
 
 /** Which architecture a config asks for; throws listing the supported ones otherwise. */
@@ -206,6 +262,7 @@ function parseLinearAttention(raw: Record<string, unknown>): LinearAttentionConf
 /** Normalise a config.json object. */
 export function parseDecoderConfig(config: Record<string, unknown>): DecoderConfig {
   const architecture = resolveArchitecture(config);
+  checkModelType(config, architecture);
   const isQwen35 = QWEN3_5_ARCHITECTURES.includes(architecture);
   const raw = isQwen35 ? textConfigOf(config) : config;
   const hiddenSize = posInt(raw, "hidden_size");
@@ -217,10 +274,14 @@ export function parseDecoderConfig(config: Record<string, unknown>): DecoderConf
       `config.json: num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`,
     );
   }
-  const headDim = raw.head_dim == null ? hiddenSize / numHeads : posInt(raw, "head_dim");
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
+  if (raw.head_dim == null && hiddenSize % numHeads !== 0)
     throw new ModelConfigError(
-      `config.json: head dim ${headDim} must be an even integer (hidden_size / num_attention_heads or head_dim)`,
+      `config.json: "hidden_size" ${hiddenSize} is not a multiple of "num_attention_heads" ${numHeads} (and no "head_dim" is given)`,
+    );
+  const headDim = raw.head_dim == null ? hiddenSize / numHeads : posInt(raw, "head_dim");
+  if (headDim % 2 !== 0) {
+    throw new ModelConfigError(
+      `config.json: head dim ${headDim} must be even for RoPE (hidden_size / num_attention_heads or "head_dim")`,
     );
   }
   const act = raw.hidden_act ?? "silu";
@@ -265,10 +326,11 @@ export function parseDecoderConfig(config: Record<string, unknown>): DecoderConf
       `config.json: partial_rotary_factor ${partialRotaryFactor} must be in (0, 1] and give an even rotary dim (head dim ${headDim} → ${rotaryDim})`,
     );
   }
+  const vocabSize = posInt(raw, "vocab_size");
   return {
     architecture,
     modelType,
-    vocabSize: posInt(raw, "vocab_size"),
+    vocabSize,
     hiddenSize,
     intermediateSize: posInt(raw, "intermediate_size"),
     numLayers,
@@ -290,9 +352,9 @@ export function parseDecoderConfig(config: Record<string, unknown>): DecoderConf
     linearAttention,
     weightPrefix: architecture === "Qwen3_5ForConditionalGeneration" ? "model.language_model." : "model.",
     layerTypes,
-    maxPositionEmbeddings: num(raw, "max_position_embeddings", 2048),
-    bosTokenId: typeof raw.bos_token_id === "number" ? raw.bos_token_id : null,
-    eosTokenIds: tokenIds(raw.eos_token_id),
+    maxPositionEmbeddings: posInt(raw, "max_position_embeddings", 2048),
+    bosTokenId: tokenIds(raw, "bos_token_id", vocabSize)[0] ?? null,
+    eosTokenIds: tokenIds(raw, "eos_token_id", vocabSize),
     raw: config,
   };
 }

