@@ -3,10 +3,23 @@
 // rotate-half RoPE, GQA scaled dot-product attention, output projection. Qwen3.5 (Qwen3_5Attention)
 // adds an output gate carried in a doubled q_proj: o_proj(attn ⊙ σ(gate)), and rotates only the
 // first partial_rotary_factor of each head.
-import { type Tensor, attention, mul, narrow, permute, reshape, rmsNorm, ropeHeads, sigmoid } from "@kiln/tensor";
+import {
+  type Tensor,
+  attention,
+  concat,
+  mul,
+  narrow,
+  permute,
+  reshape,
+  rmsNorm,
+  ropeHeads,
+  sigmoid,
+  zeros,
+} from "@kiln/tensor";
 import type { DecoderConfig } from "./config.js";
+import { GenerationError } from "./errors.js";
 import type { Linear } from "./linear.js";
-import type { LayerContext } from "./layer-context.js";
+import type { LayerContext, RaggedBatch } from "./layer-context.js";
 
 export interface SelfAttentionWeights {
   qProj: Linear;
@@ -60,11 +73,66 @@ export class SelfAttention {
     let q = ropeHeads(split(qProjected, H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
     let k = ropeHeads(split(this.kProj.forward(x), Hkv, this.kNorm), ctx.positions, ctx.invFreq, { rotaryDim });
     const vs = split(this.vProj.forward(x), Hkv, null);
+    if (ctx.ragged) {
+      const merged = this.raggedAttention(q, k, vs, ctx.ragged, ctx.layerIndex);
+      return this.oProj.forward(gate ? mul(merged, sigmoid(gate)) : merged);
+    }
     let v = T === 1 ? reshape(vs, [B, Hkv, 1, d]) : permute(vs, [0, 2, 1, 3]);
     if (ctx.cache) ({ k, v } = ctx.cache.appendAttention(ctx.layerIndex, k, v));
     q = attention(q, k, v, { causal: true, keyMask: ctx.keyMask });
     const merged = reshape(T === 1 ? q : permute(q, [0, 2, 1, 3]), [B, T, H * d]);
     return this.oProj.forward(gate ? mul(merged, sigmoid(gate)) : merged);
+  }
+
+  /**
+   * Attention of a scheduler step (docs/ARCHITECTURE.md, "Continuous batching"): each segment's new keys
+   * and values go into its own SequenceKV, and each segment attends to its own cache alone, so a row's
+   * result never depends on which other sequences share the step. q [B, H, T, d] and k [B, Hkv, T, d]
+   * after RoPE, vs [B, T, Hkv, d]; returns [B, T, H·d] (zeros on padding rows).
+   */
+  private raggedAttention(q: Tensor, k: Tensor, vs: Tensor, batch: RaggedBatch, layer: number): Tensor {
+    const [B, H, T, d] = q.shape;
+    const Hkv = k.shape[1];
+    for (const s of batch.segments) {
+      s.kv.write(
+        layer,
+        { tensor: k, offset: (s.row * Hkv * T + s.start) * d, headStride: T * d, tokenStride: d },
+        { tensor: vs, offset: (s.row * T + s.start) * Hkv * d, headStride: d, tokenStride: Hkv * d },
+        s.length,
+      );
+    }
+    if (batch.layout === "rows") {
+      if (T !== 1) throw new GenerationError(`ragged attention: a "rows" step has T = 1, got ${T}`);
+      const byRow = new Map(batch.segments.map((s) => [s.row, s]));
+      const pad = zeros([1, H, 1, d]);
+      const pieces: Tensor[] = [];
+      for (let b = 0; b < B; b++) {
+        const s = byRow.get(b);
+        if (!s) {
+          pieces.push(pad);
+          continue;
+        }
+        // Decode: the whole buffer, unwritten positions masked. Its capacity depends on this sequence alone.
+        const { keys, values } = s.kv.layer(layer);
+        const mask = new Uint8Array(keys.shape[2]).fill(1, 0, s.kv.length + 1);
+        pieces.push(attention(narrow(q, 0, b, b + 1), keys, values, { causal: false, keyMask: mask }));
+      }
+      return reshape(concat(pieces, 0), [B, 1, H * d]);
+    }
+    if (B !== 1) throw new GenerationError(`ragged attention: a "packed" step has B = 1, got ${B}`);
+    const pieces: Tensor[] = [];
+    let at = 0;
+    for (const s of [...batch.segments].sort((a, b) => a.start - b.start)) {
+      if (s.start > at) pieces.push(zeros([1, H, s.start - at, d]));
+      // Prefill chunk: queries are the last `length` of the cached positions, causal among themselves.
+      const visible = s.kv.length + s.length;
+      const { keys, values } = s.kv.layer(layer);
+      const qs = narrow(q, 2, s.start, s.start + s.length);
+      pieces.push(attention(qs, narrow(keys, 2, 0, visible), narrow(values, 2, 0, visible), { causal: true }));
+      at = s.start + s.length;
+    }
+    if (at < T) pieces.push(zeros([1, H, T - at, d]));
+    return reshape(permute(concat(pieces, 2), [0, 2, 1, 3]), [1, T, H * d]);
   }
 
   namedLinears(prefix: string): [string, Linear][] {

@@ -5,7 +5,7 @@ import type { DecoderConfig } from "./config.js";
 import { GenerationError, WeightLoadError } from "./errors.js";
 import { type HeadLogProbsOptions, headTokenLogProbs } from "./chunked-head.js";
 import { KVCache } from "./kv-cache.js";
-import type { DecoderBlock, LayerContext } from "./layer-context.js";
+import type { DecoderBlock, LayerContext, RaggedBatch } from "./layer-context.js";
 import { Linear, pushLinear } from "./linear.js";
 import { computeInvFreq } from "./rope.js";
 
@@ -137,6 +137,31 @@ export class CausalLM {
         throw new GenerationError(`forward: logitsToKeep = ${keep} must be an integer in [1, ${T}]`);
       if (keep < T) x = narrow(x, 1, T - keep);
     }
+    return rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
+  }
+
+  /** Whether every block can run a scheduler step (softmax attention; recurrent blocks keep batch-shaped state). */
+  get supportsRaggedBatches(): boolean {
+    return this.layers.every((l) => l.layerType === "full_attention");
+  }
+
+  /**
+   * The final-normed hidden states [B, T, D] of a batching-scheduler step: `ids` i32 [B, T] hold unrelated
+   * sequences' new tokens as `batch` lays them out, `positions` [B·T] their positions in their own sequences.
+   * Each segment's keys and values are appended to its SequenceKV (its length advances when the caller says).
+   */
+  raggedHiddenStates(ids: Tensor, positions: Int32Array, batch: RaggedBatch): Tensor {
+    if (!this.supportsRaggedBatches)
+      throw new GenerationError(
+        `forward: a batched step needs softmax-attention layers only; this model has ${[...new Set(this.config.layerTypes)].join(", ")}`,
+      );
+    if (ids.dtype !== "i32" || ids.rank !== 2 || positions.length !== ids.size)
+      throw new GenerationError(
+        `forward: a batched step takes ids i32 [B, T] and B·T positions, got ${ids.dtype} [${ids.shape.join(", ")}] and ${positions.length}`,
+      );
+    let x = embedding(this.embedTokens, ids);
+    for (const [layerIndex, layer] of this.layers.entries())
+      x = layer.forward(x, { layerIndex, positions, keyMask: null, invFreq: this.invFreq, cache: null, ragged: batch });
     return rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
   }
 

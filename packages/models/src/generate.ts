@@ -6,15 +6,9 @@ import { Rng, Tensor } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { GenerationError } from "./errors.js";
 import { type HostReads, readAsync, readSync } from "./host-read.js";
-import {
-  type SamplingParams,
-  applyRepetitionPenalty,
-  checkSamplingParams,
-  logSoftmaxRow,
-  sampleFromLogits,
-  topEntries,
-} from "./sampling.js";
-import { RunCRng, sampleRunC } from "./runc-sampler.js";
+import { RowDecoder } from "./row-decoder.js";
+import { RunCRng } from "./runc-sampler.js";
+import { type SamplingParams, checkSamplingParams } from "./sampling.js";
 import type { Tokenizer } from "./tokenizer.js";
 
 export interface GenerateOptions extends SamplingParams {
@@ -65,7 +59,8 @@ export interface GenerationOutput {
   stoppedBy?: number | string;
 }
 
-function stopIdsFor(model: CausalLM, options: GenerateOptions): Set<number> {
+/** The token ids that end a row: `stopTokenIds`, else the config's and the tokenizer's eos. */
+export function stopIdsFor(model: CausalLM, options: Pick<GenerateOptions, "stopTokenIds" | "tokenizer">): Set<number> {
   if (options.stopTokenIds) return new Set(options.stopTokenIds);
   const ids = new Set(model.config.eosTokenIds);
   const eos = options.tokenizer?.eosTokenId;
@@ -118,6 +113,19 @@ function* generationSteps(
         return new RunCRng(seed as number);
       })
     : [];
+  const rows = prompts.map(
+    (p, b) =>
+      new RowDecoder(p, {
+        sampling: options,
+        rng: rngs[b],
+        ...(runc ? { runcRng: runcRngs[b] } : {}),
+        maxNewTokens: maxNew,
+        stopIds,
+        stopStrings: options.stopStrings,
+        tokenizer: options.tokenizer,
+        topLogprobs: options.topLogprobs,
+      }),
+  );
   const L = Math.max(...prompts.map((p) => p.length));
   const ids = new Int32Array(B * L).fill(pad);
   const mask = new Uint8Array(B * L);
@@ -125,70 +133,25 @@ function* generationSteps(
     ids.set(p, b * L + L - p.length);
     mask.fill(1, b * L + L - p.length, (b + 1) * L);
   });
-  const outs: GenerationOutput[] = prompts.map((p) => ({
-    promptIds: [...p],
-    tokenIds: [],
-    text: "",
-    logprobs: [],
-    finishReason: "length",
-  }));
-  if (options.topLogprobs) for (const o of outs) o.topLogprobs = [];
-  const done = new Array<boolean>(B).fill(maxNew === 0);
-  const cache = model.newCache(B);
-  {
+  if (maxNew > 0) {
+    const cache = model.newCache(B);
     let logits = model.forward(new Tensor(ids, [B, L], "i32"), { attentionMask: mask, cache, logitsToKeep: 1 });
-    for (let step = 0; step < maxNew; step++) {
+    for (;;) {
       const data: Float32Array = yield logits;
       const next = new Int32Array(B).fill(pad);
       const stepMask = new Uint8Array(B);
-      for (let b = 0; b < B; b++) {
-        if (done[b]) continue;
-        const raw = data.subarray(b * V, (b + 1) * V);
-        const out = outs[b];
-        const processed = Float32Array.from(raw);
-        if (options.repetitionPenalty && options.repetitionPenalty !== 1) {
-          applyRepetitionPenalty(processed, [...out.promptIds, ...out.tokenIds], options.repetitionPenalty);
-        }
-        const token = runc
-          ? sampleRunC(processed, options.temperature ?? 1, options.topP ?? 1, runcRngs[b])
-          : sampleFromLogits(processed, options, rngs[b].uniform(1)[0]);
-        const lp = logSoftmaxRow(raw);
-        out.tokenIds.push(token);
-        out.logprobs.push(lp[token]);
-        if (options.topLogprobs)
-          out.topLogprobs?.push(
-            topEntries(lp, options.topLogprobs).map(([tokenId, logprob]) => ({ tokenId, logprob })),
-          );
+      for (const [b, row] of rows.entries()) {
+        if (row.done) continue;
+        const token = row.step(data.subarray(b * V, (b + 1) * V));
         options.onToken?.(b, token);
         next[b] = token;
         stepMask[b] = 1;
-        if (stopIds.has(token)) {
-          done[b] = true;
-          out.finishReason = "stop";
-          out.stoppedBy = token;
-        } else if (options.stopStrings?.length && options.tokenizer) {
-          const text = options.tokenizer.decodeContinuation(out.promptIds, out.tokenIds);
-          const hit = firstStop(text, options.stopStrings);
-          if (hit) {
-            done[b] = true;
-            out.finishReason = "stop";
-            out.stoppedBy = hit.stop;
-            out.text = text.slice(0, hit.index);
-          }
-        }
       }
-      if (done.every(Boolean) || step === maxNew - 1) break;
+      if (rows.every((r) => r.done)) break;
       logits = model.forward(new Tensor(next, [B, 1], "i32"), { attentionMask: stepMask, cache });
     }
-    if (options.tokenizer) {
-      for (const out of outs) {
-        if (typeof out.stoppedBy === "string") continue;
-        const body = out.finishReason === "stop" ? out.tokenIds.slice(0, -1) : out.tokenIds;
-        out.text = options.tokenizer.decodeContinuation(out.promptIds, body);
-      }
-    }
-    return outs;
   }
+  return rows.map((r) => r.finish());
 }
 
 /**
@@ -211,14 +174,4 @@ export async function generateAsync(
   options: GenerateOptions = {},
 ): Promise<GenerationOutput[]> {
   return readAsync(() => generationSteps(model, prompts, options));
-}
-
-function firstStop(text: string, stops: readonly string[]): { index: number; stop: string } | null {
-  let best: { index: number; stop: string } | null = null;
-  for (const s of stops) {
-    if (s === "") continue;
-    const i = text.indexOf(s);
-    if (i >= 0 && (best === null || i < best.index)) best = { index: i, stop: s };
-  }
-  return best;
 }

@@ -4,7 +4,7 @@ export * from "./config.js";
 export { computeInvFreq } from "./rope.js";
 export { Linear, pushLinear, type LinearAdapter } from "./linear.js";
 export { KVCache, type AttentionLayerCache, type LayerCache, type OtherLayerCache } from "./kv-cache.js";
-export type { DecoderBlock, LayerContext } from "./layer-context.js";
+export type { DecoderBlock, LayerContext, RaggedBatch, RaggedSegment } from "./layer-context.js";
 export { SelfAttention } from "./attention.js";
 export { SwiGluMlp } from "./mlp.js";
 export { AttentionBlock, FULL_ATTENTION_BLOCK } from "./attention-block.js";
@@ -54,6 +54,15 @@ export {
   type ScoreItem,
   type TopLogprobs,
 } from "./score.js";
+export {
+  BatchScheduler,
+  type BatchSchedulerOptions,
+  type ScheduledGenerateOptions,
+  type ScheduledScore,
+  type SchedulerStats,
+} from "./batch-scheduler.js";
+export { SequenceKV, kvBytesPerPosition, type KVSource } from "./sequence-kv.js";
+export { RowDecoder, type RowDecoderOptions } from "./row-decoder.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";
 export {
   LlamaCppPolicy,

@@ -3,6 +3,25 @@
 import type { Tensor } from "@kiln/tensor";
 import type { KVCache } from "./kv-cache.js";
 import type { Linear } from "./linear.js";
+import type { SequenceKV } from "./sequence-kv.js";
+
+/** One sequence's new tokens in a ragged step: rows [start, start + length) of batch row `row`. */
+export interface RaggedSegment {
+  row: number;
+  start: number;
+  length: number;
+  kv: SequenceKV;
+}
+
+/**
+ * A step of the batching scheduler: unrelated sequences share the rows of one [B, T, D] input and each
+ * attends only to its own cache. Decode steps put one sequence per batch row (T = 1); prefill steps pack
+ * sequences' prompt chunks along T (B = 1). Rows that belong to no segment are padding.
+ */
+export interface RaggedBatch {
+  layout: "rows" | "packed";
+  segments: RaggedSegment[];
+}
 
 export interface LayerContext {
   layerIndex: number;
@@ -13,6 +32,8 @@ export interface LayerContext {
   /** RoPE inverse frequencies (rotaryDim / 2 of them). */
   invFreq: Float32Array;
   cache: KVCache | null;
+  /** Set by the batching scheduler instead of `cache`/`keyMask` (only attention blocks support it). */
+  ragged?: RaggedBatch | null;
 }
 
 /** Anything that maps hidden states to hidden states inside the decoder stack. */

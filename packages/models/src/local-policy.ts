@@ -13,11 +13,12 @@ import {
   type ToolSchema,
   assistantMessageFromText,
 } from "@kiln/rollout";
+import { BatchScheduler, type BatchSchedulerOptions, type SchedulerStats } from "./batch-scheduler.js";
 import type { CausalLM } from "./causal-lm.js";
 import { ChatTemplate } from "./chat-template.js";
 import { GenerationError } from "./errors.js";
-import { type GenerateOptions, type GenerationOutput, generate } from "./generate.js";
-import { scoreCompletions, scoreCompletionsTopK } from "./score.js";
+import { type GenerateOptions, type GenerationOutput, generateAsync } from "./generate.js";
+import { scoreCompletionsAsync, scoreCompletionsTopKAsync } from "./score.js";
 import type { Tokenizer } from "./tokenizer.js";
 
 export interface LocalPolicyOptions {
@@ -30,6 +31,11 @@ export interface LocalPolicyOptions {
   defaults?: GenerateParams;
   /** Extra options for the sampler not in GenerateParams (repetition penalty, stop token ids). */
   sampler?: Pick<GenerateOptions, "repetitionPenalty" | "stopTokenIds">;
+  /**
+   * Continuous batching of concurrent calls (BatchScheduler: its sequence cap, prefill chunk and KV byte
+   * budget). Default on for models whose layers all use softmax attention; `false` runs each call alone.
+   */
+  batching?: BatchSchedulerOptions | false;
 }
 
 export class LocalPolicy implements Policy {
@@ -37,12 +43,23 @@ export class LocalPolicy implements Policy {
   readonly model: CausalLM;
   readonly tokenizer: Tokenizer;
   readonly chatTemplate: ChatTemplate;
+  /** The scheduler concurrent calls share, or null when batching is off (or the model cannot batch). */
+  readonly scheduler: BatchScheduler | null;
 
   constructor(private readonly options: LocalPolicyOptions) {
     this.model = options.model;
     this.tokenizer = options.tokenizer;
     this.chatTemplate = options.chatTemplate ?? ChatTemplate.fromTokenizer(options.tokenizer);
     this.id = options.id ?? `local:${options.model.config.modelType}`;
+    this.scheduler =
+      options.batching === false || !options.model.supportsRaggedBatches
+        ? null
+        : new BatchScheduler(options.model, options.batching ?? {});
+  }
+
+  /** The batching scheduler's counters and KV memory (null without batching). */
+  stats(): SchedulerStats | null {
+    return this.scheduler?.stats() ?? null;
   }
 
   /** Token ids of the prompt the model continues for `messages`. */
@@ -72,17 +89,26 @@ export class LocalPolicy implements Policy {
     const prompt = this.promptIds(messages, tools, this.options.defaults?.enableThinking);
     const tokenIds = typeof completion === "string" ? this.tokenizer.encode(completion) : [...completion];
     const item = { promptIds: prompt, completionIds: tokenIds };
+    if (this.scheduler) {
+      const r = await this.scheduler.score(item, { topLogprobs: options.topLogprobs });
+      return { tokenIds, logprobs: r.logprobs, ...(r.top ? { top: r.top } : {}) };
+    }
     if (options.topLogprobs !== undefined) {
-      const r = scoreCompletionsTopK(this.model, [item], options.topLogprobs);
+      const r = await scoreCompletionsTopKAsync(this.model, [item], options.topLogprobs);
       return { tokenIds, logprobs: r.logprobs[0], top: r.top[0] };
     }
-    const [logprobs] = scoreCompletions(this.model, [item]);
+    const [logprobs] = await scoreCompletionsAsync(this.model, [item]);
     return { tokenIds, logprobs };
   }
 
-  private run(prompt: number[], p: GenerateParams, tools: ToolSchema[] | undefined, chat: boolean): Generation {
+  private async run(
+    prompt: number[],
+    p: GenerateParams,
+    tools: ToolSchema[] | undefined,
+    chat: boolean,
+  ): Promise<Generation> {
     const startedAt = Date.now();
-    const [out] = generate(this.model, [prompt], {
+    const options = {
       ...this.options.sampler,
       temperature: p.temperature,
       topP: p.topP,
@@ -93,7 +119,10 @@ export class LocalPolicy implements Policy {
       stopStrings: p.stop,
       topLogprobs: p.topLogprobs,
       tokenizer: this.tokenizer,
-    });
+    };
+    const out = this.scheduler
+      ? await this.scheduler.generate(prompt, { ...options, signal: p.signal })
+      : (await generateAsync(this.model, [prompt], options))[0];
     const generation = toGeneration(out, this.tokenizer, {
       tools,
       parse: chat,

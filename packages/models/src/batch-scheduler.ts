@@ -1,0 +1,438 @@
+// Continuous batching for in-process generation (docs/ARCHITECTURE.md, "Continuous batching").
+// Concurrent callers (episodes of runEpisodes, clients of kiln serve) submit generation and scoring
+// requests; one loop runs them together. Between steps, finished sequences leave and queued ones
+// join (FIFO, while they fit the sequence cap and the KV byte budget). Each step is at most one
+// prefill forward — newcomers' prompts in chunks, so running decoders never wait for a long
+// prompt — and one decode forward with one row per decoding sequence. Every sequence keeps its own
+// KV cache (SequenceKV) and its own RNG stream.
+//
+// Determinism: a sequence's tokens and log-probs do not depend on which other sequences share its
+// steps, so the same seed gives the same trajectories at any concurrency and arrival timing. Three
+// rules make that hold on kernels that are not batch-invariant themselves (a GEMM may pick another
+// code path, and another summation order, for another number of rows):
+//   1. fixed widths: a decode forward always has `maxNumSeqs` rows and a prefill forward
+//      `prefillChunk` rows, padded, so every matrix product has the same shape whatever the load;
+//   2. each sequence attends to its own cache alone, with shapes that depend on its own length;
+//   3. prefill chunk boundaries are multiples of `prefillChunk` in the sequence's own positions, and
+//      the last prompt token always goes through a decode forward (which makes the first logits).
+import { GenerationAbortedError } from "@kiln/rollout";
+import { Rng, Tensor, tidy } from "@kiln/tensor";
+import type { CausalLM } from "./causal-lm.js";
+import { GenerationError } from "./errors.js";
+import { type GenerationOutput, stopIdsFor } from "./generate.js";
+import type { RaggedSegment } from "./layer-context.js";
+import { RowDecoder } from "./row-decoder.js";
+import type { ScoreItem, TopLogprobs } from "./score.js";
+import { type SamplingParams, checkSamplingParams, logSoftmaxRow, topEntries } from "./sampling.js";
+import { SequenceKV, kvBytesPerPosition } from "./sequence-kv.js";
+import type { Tokenizer } from "./tokenizer.js";
+
+export interface BatchSchedulerOptions {
+  /** Sequences in flight at once, and the rows of every decode forward. Default 16. */
+  maxNumSeqs?: number;
+  /** Prompt tokens per prefill forward (its rows), and the chunk length prompts are cut into. Default 64. */
+  prefillChunk?: number;
+  /** Bytes of KV cache the sequences in flight may reserve (each reserves prompt + max new tokens). Default 1 GiB. */
+  kvBudgetBytes?: number;
+}
+
+export interface ScheduledGenerateOptions extends SamplingParams {
+  /** Default 64. */
+  maxNewTokens?: number;
+  /** The sequence draws from Rng(seed, 0), as row 0 of `generate` does. Default 0. */
+  seed?: number;
+  stopTokenIds?: number[];
+  stopStrings?: string[];
+  topLogprobs?: number;
+  tokenizer?: Tokenizer;
+  /** Called with each new token; an exception it throws ends this sequence with that error. */
+  onToken?: (tokenId: number) => void;
+  /** Aborting ends the sequence (between steps) with GenerationAbortedError. */
+  signal?: AbortSignal;
+}
+
+export interface ScheduledScore {
+  /** log p of each completion token. */
+  logprobs: number[];
+  /** Per completion position the `topLogprobs` most likely tokens, when asked. */
+  top?: TopLogprobs[];
+}
+
+/** What the scheduler holds and has done (LocalPolicy.stats, kiln serve's worker). */
+export interface SchedulerStats {
+  maxNumSeqs: number;
+  prefillChunk: number;
+  kvBudgetBytes: number;
+  /** Bytes reserved by the sequences in flight (their worst case). */
+  kvReservedBytes: number;
+  /** Bytes their caches hold now (≤ reserved). */
+  kvAllocatedBytes: number;
+  peakKvReservedBytes: number;
+  running: number;
+  waiting: number;
+  peakRunning: number;
+  /** Forwards run, and the real (not padding) rows they carried. */
+  decodeSteps: number;
+  decodeRows: number;
+  prefillSteps: number;
+  prefillRows: number;
+  completed: number;
+}
+
+interface Sequence {
+  tokens: number[];
+  /** Tokens [0, prefillEnd) go through prefill forwards; generation feeds the rest one per decode forward. */
+  prefillEnd: number;
+  /** Positions reserved in the budget. */
+  reservation: number;
+  kv: SequenceKV | null;
+  signal?: AbortSignal;
+  fail: (err: unknown) => void;
+  generate?: {
+    decoder: RowDecoder;
+    onToken?: (tokenId: number) => void;
+    resolve: (out: GenerationOutput) => void;
+  };
+  score?: {
+    promptLength: number;
+    topLogprobs?: number;
+    result: ScheduledScore;
+    resolve: (r: ScheduledScore) => void;
+  };
+}
+
+const yieldToEventLoop: () => Promise<void> =
+  typeof setImmediate === "function"
+    ? () => new Promise((resolve) => setImmediate(resolve))
+    : () => new Promise((resolve) => setTimeout(resolve, 0));
+
+export class BatchScheduler {
+  readonly maxNumSeqs: number;
+  readonly prefillChunk: number;
+  readonly kvBudgetBytes: number;
+  private readonly bytesPerPosition: number;
+  private readonly waiting: Sequence[] = [];
+  private readonly running: Sequence[] = [];
+  private reservedBytes = 0;
+  private loop: Promise<void> | null = null;
+  private counters = {
+    peakKvReservedBytes: 0,
+    peakRunning: 0,
+    decodeSteps: 0,
+    decodeRows: 0,
+    prefillSteps: 0,
+    prefillRows: 0,
+    completed: 0,
+  };
+
+  constructor(
+    readonly model: CausalLM,
+    options: BatchSchedulerOptions = {},
+  ) {
+    const positiveInt = (name: string, v: number) => {
+      if (!(Number.isInteger(v) && v >= 1))
+        throw new GenerationError(`BatchScheduler: ${name} = ${v} must be a positive integer`);
+      return v;
+    };
+    this.maxNumSeqs = positiveInt("maxNumSeqs", options.maxNumSeqs ?? 16);
+    this.prefillChunk = positiveInt("prefillChunk", options.prefillChunk ?? 64);
+    this.kvBudgetBytes = options.kvBudgetBytes ?? 2 ** 30;
+    if (!(this.kvBudgetBytes > 0))
+      throw new GenerationError(`BatchScheduler: kvBudgetBytes = ${this.kvBudgetBytes} must be positive`);
+    if (!model.supportsRaggedBatches)
+      throw new GenerationError(
+        `BatchScheduler: batched steps need softmax-attention layers only; this model has ${[...new Set(model.config.layerTypes)].join(", ")}`,
+      );
+    this.bytesPerPosition = kvBytesPerPosition(model.config);
+  }
+
+  /** Generates a completion of `prompt` in the shared batch; resolves when its sequence ends. */
+  generate(prompt: readonly number[], options: ScheduledGenerateOptions = {}): Promise<GenerationOutput> {
+    return new Promise((resolve, reject) => {
+      checkSamplingParams(options);
+      this.checkTokens("generate", prompt);
+      const maxNew = options.maxNewTokens ?? 64;
+      if (!(Number.isInteger(maxNew) && maxNew >= 0))
+        throw new GenerationError(`generate: maxNewTokens = ${maxNew} must be a non-negative integer`);
+      if (options.stopStrings?.length && !options.tokenizer)
+        throw new GenerationError("generate: stopStrings need a tokenizer");
+      const decoder = new RowDecoder(prompt, {
+        sampling: options,
+        rng: new Rng(options.seed ?? 0, 0),
+        maxNewTokens: maxNew,
+        stopIds: stopIdsFor(this.model, options),
+        stopStrings: options.stopStrings,
+        tokenizer: options.tokenizer,
+        topLogprobs: options.topLogprobs,
+      });
+      if (decoder.done) {
+        resolve(decoder.finish());
+        return;
+      }
+      this.enqueue({
+        tokens: [...prompt],
+        prefillEnd: prompt.length - 1,
+        // The prompt and every generated token but the last are fed through the model.
+        reservation: prompt.length + maxNew - 1,
+        kv: null,
+        signal: options.signal,
+        fail: reject,
+        generate: { decoder, onToken: options.onToken, resolve },
+      });
+    });
+  }
+
+  /** log p of `item.completionIds` after `item.promptIds` (teacher scoring), batched with everything else. */
+  score(item: ScoreItem, options: { topLogprobs?: number; signal?: AbortSignal } = {}): Promise<ScheduledScore> {
+    return new Promise((resolve, reject) => {
+      this.checkTokens("score", item.promptIds);
+      this.checkTokens("score", item.completionIds, true);
+      const k = options.topLogprobs;
+      const V = this.model.config.vocabSize;
+      if (k !== undefined && !(Number.isInteger(k) && k >= 1 && k <= V))
+        throw new GenerationError(`score: topLogprobs must be an integer in [1, ${V}], got ${k}`);
+      const result: ScheduledScore = { logprobs: [], ...(k !== undefined ? { top: [] } : {}) };
+      if (item.completionIds.length === 0) {
+        resolve(result);
+        return;
+      }
+      const tokens = [...item.promptIds, ...item.completionIds];
+      this.enqueue({
+        tokens,
+        // The last token predicts nothing.
+        prefillEnd: tokens.length - 1,
+        reservation: tokens.length - 1,
+        kv: null,
+        signal: options.signal,
+        fail: reject,
+        score: { promptLength: item.promptIds.length, topLogprobs: k, result, resolve },
+      });
+    });
+  }
+
+  stats(): SchedulerStats {
+    let allocated = 0;
+    for (const s of this.running) allocated += s.kv?.allocatedBytes ?? 0;
+    return {
+      maxNumSeqs: this.maxNumSeqs,
+      prefillChunk: this.prefillChunk,
+      kvBudgetBytes: this.kvBudgetBytes,
+      kvReservedBytes: this.reservedBytes,
+      kvAllocatedBytes: allocated,
+      running: this.running.length,
+      waiting: this.waiting.length,
+      ...this.counters,
+    };
+  }
+
+  /** Resolves once nothing is queued or running. */
+  async idle(): Promise<void> {
+    while (this.loop) await this.loop;
+  }
+
+  private checkTokens(op: string, ids: readonly number[], allowEmpty = false): void {
+    if (ids.length === 0 && !allowEmpty) throw new GenerationError(`${op}: the prompt is empty`);
+    const V = this.model.config.vocabSize;
+    for (const id of ids)
+      if (!(Number.isInteger(id) && id >= 0 && id < V))
+        throw new GenerationError(`${op}: token ${id} is outside [0, ${V})`);
+  }
+
+  private enqueue(seq: Sequence): void {
+    const bytes = seq.reservation * this.bytesPerPosition;
+    if (bytes > this.kvBudgetBytes)
+      throw new GenerationError(
+        `a sequence of ${seq.reservation} positions needs ${bytes} bytes of KV cache; the budget is ${this.kvBudgetBytes}`,
+      );
+    if (seq.signal?.aborted) throw new GenerationAbortedError("aborted before it started");
+    this.waiting.push(seq);
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.loop) return;
+    this.loop = this.run().finally(() => {
+      this.loop = null;
+      if (this.waiting.length > 0 || this.running.length > 0) this.kick();
+    });
+  }
+
+  private async run(): Promise<void> {
+    // Callers resumed in the same turn of the event loop (episodes whose replies just came back) join the first step.
+    await yieldToEventLoop();
+    while (this.waiting.length > 0 || this.running.length > 0) {
+      await this.step();
+      await yieldToEventLoop();
+    }
+  }
+
+  private async step(): Promise<void> {
+    this.dropAborted();
+    this.admit();
+    const prefill = this.planPrefill();
+    const decoders = this.running.filter((s) => s.generate && s.kv && s.kv.length === s.tokens.length - 1);
+    let prefillLogits: Tensor | null = null;
+    let decodeLogits: Tensor | null = null;
+    const involved = [...prefill.map((p) => p.seq), ...decoders];
+    try {
+      for (const s of decoders) s.kv?.reserve(1);
+      // Both forwards are queued before either result is read: on a device backend one submission per step.
+      if (prefill.length > 0) prefillLogits = this.prefillForward(prefill);
+      if (decoders.length > 0) decodeLogits = this.decodeForward(decoders);
+      const prefillData = prefillLogits ? await prefillLogits.toFloat32ArrayAsync() : null;
+      const decodeData = decodeLogits ? await decodeLogits.toFloat32ArrayAsync() : null;
+      this.afterPrefill(prefill, prefillData);
+      if (decodeData) this.afterDecode(decoders, decodeData);
+    } catch (err) {
+      for (const s of involved) this.finish(s, err);
+    } finally {
+      prefillLogits?.dispose();
+      decodeLogits?.dispose();
+    }
+  }
+
+  private dropAborted(): void {
+    for (const list of [this.waiting, this.running])
+      for (const s of [...list])
+        if (s.signal?.aborted) this.finish(s, new GenerationAbortedError("aborted while generating"));
+  }
+
+  /** FIFO admission while the head fits the sequence cap and the byte budget (no overtaking: nothing starves). */
+  private admit(): void {
+    while (this.waiting.length > 0 && this.running.length < this.maxNumSeqs) {
+      const head = this.waiting[0];
+      const bytes = head.reservation * this.bytesPerPosition;
+      if (this.reservedBytes + bytes > this.kvBudgetBytes) break;
+      this.waiting.shift();
+      this.reservedBytes += bytes;
+      head.kv = new SequenceKV(this.model.config, head.reservation);
+      this.running.push(head);
+    }
+    this.counters.peakRunning = Math.max(this.counters.peakRunning, this.running.length);
+    this.counters.peakKvReservedBytes = Math.max(this.counters.peakKvReservedBytes, this.reservedBytes);
+  }
+
+  private planPrefill(): { seq: Sequence; start: number; length: number; row: number }[] {
+    const C = this.prefillChunk;
+    const plan: { seq: Sequence; start: number; length: number; row: number }[] = [];
+    let used = 0;
+    for (const seq of this.running) {
+      const done = seq.kv?.length ?? 0;
+      if (done >= seq.prefillEnd) continue;
+      // Chunk boundaries at multiples of C in the sequence's own positions (rule 3 above).
+      const end = Math.min(seq.prefillEnd, (Math.floor(done / C) + 1) * C);
+      if (used + end - done > C) continue;
+      plan.push({ seq, start: done, length: end - done, row: used });
+      used += end - done;
+    }
+    return plan;
+  }
+
+  private prefillForward(plan: { seq: Sequence; start: number; length: number; row: number }[]): Tensor | null {
+    const T = this.prefillChunk;
+    const ids = new Int32Array(T);
+    const positions = new Int32Array(T);
+    const segments: RaggedSegment[] = [];
+    let needsHead = false;
+    for (const p of plan) {
+      const kv = p.seq.kv as SequenceKV;
+      kv.reserve(p.length);
+      ids.set(p.seq.tokens.slice(p.start, p.start + p.length), p.row);
+      for (let i = 0; i < p.length; i++) positions[p.row + i] = p.start + i;
+      segments.push({ row: 0, start: p.row, length: p.length, kv });
+      if (p.seq.score && p.start + p.length > p.seq.score.promptLength - 1) needsHead = true;
+    }
+    this.counters.prefillSteps++;
+    for (const p of plan) this.counters.prefillRows += p.length;
+    return tidy(() => {
+      const hidden = this.model.raggedHiddenStates(new Tensor(ids, [1, T], "i32"), positions, {
+        layout: "packed",
+        segments,
+      });
+      // Only scoring reads prefill logits; the head then runs over all T rows (fixed width, rule 1).
+      return needsHead ? this.model.lmHead.forward(hidden) : null;
+    });
+  }
+
+  private decodeForward(decoders: Sequence[]): Tensor {
+    const B = this.maxNumSeqs;
+    const ids = new Int32Array(B);
+    const positions = new Int32Array(B);
+    const segments: RaggedSegment[] = decoders.map((s, row) => {
+      const kv = s.kv as SequenceKV;
+      ids[row] = s.tokens[s.tokens.length - 1];
+      positions[row] = kv.length;
+      return { row, start: 0, length: 1, kv };
+    });
+    this.counters.decodeSteps++;
+    this.counters.decodeRows += decoders.length;
+    return tidy(() =>
+      this.model.lmHead.forward(
+        this.model.raggedHiddenStates(new Tensor(ids, [B, 1], "i32"), positions, { layout: "rows", segments }),
+      ),
+    );
+  }
+
+  private afterPrefill(
+    plan: { seq: Sequence; start: number; length: number; row: number }[],
+    logits: Float32Array | null,
+  ): void {
+    const V = this.model.config.vocabSize;
+    for (const { seq, start, length, row } of plan) {
+      seq.kv?.advance(length);
+      const score = seq.score;
+      if (score && logits) {
+        // Position p predicts token p + 1; the completion starts at promptLength.
+        for (let i = 0; i < length; i++) {
+          const p = start + i;
+          if (p < score.promptLength - 1) continue;
+          const lp = logSoftmaxRow(logits.subarray((row + i) * V, (row + i + 1) * V));
+          score.result.logprobs.push(lp[seq.tokens[p + 1]]);
+          if (score.topLogprobs !== undefined) {
+            const top = topEntries(lp, score.topLogprobs);
+            score.result.top?.push({ tokenIds: top.map(([id]) => id), logprobs: top.map(([, v]) => v) });
+          }
+        }
+      }
+      if (score && (seq.kv?.length ?? 0) >= seq.prefillEnd) this.finish(seq, null);
+    }
+  }
+
+  private afterDecode(decoders: Sequence[], logits: Float32Array): void {
+    const V = this.model.config.vocabSize;
+    for (const [row, seq] of decoders.entries()) {
+      const gen = seq.generate;
+      if (!gen) continue;
+      seq.kv?.advance(1);
+      try {
+        const token = gen.decoder.step(logits.subarray(row * V, (row + 1) * V));
+        seq.tokens.push(token);
+        gen.onToken?.(token);
+      } catch (err) {
+        this.finish(seq, err);
+        continue;
+      }
+      if (gen.decoder.done) this.finish(seq, null);
+    }
+  }
+
+  /** Ends a sequence: frees its cache and reservation, then resolves (err null) or rejects it. */
+  private finish(seq: Sequence, err: unknown): void {
+    for (const list of [this.waiting, this.running]) {
+      const i = list.indexOf(seq);
+      if (i >= 0) list.splice(i, 1);
+    }
+    if (seq.kv) {
+      seq.kv.free();
+      seq.kv = null;
+      this.reservedBytes -= seq.reservation * this.bytesPerPosition;
+    }
+    if (err !== null) {
+      seq.fail(err);
+      return;
+    }
+    this.counters.completed++;
+    if (seq.generate) seq.generate.resolve(seq.generate.decoder.finish());
+    else if (seq.score) seq.score.resolve(seq.score.result);
+  }
+}

@@ -1,0 +1,166 @@
+// The KV cache of ONE sequence under the batching scheduler (docs/ARCHITECTURE.md, "Continuous
+// batching"): per attention layer a key and a value buffer [1, Hkv, capacity, d] that only this
+// sequence owns. New positions are written in place with the backend's strided copy kernel, so a
+// decode step copies nothing that is already cached; when the buffer is full it is reallocated at
+// twice the size (a copy of this sequence alone, amortised O(1) per token, never of the batch), and
+// `free()` hands the memory back the moment the sequence ends. The scheduler reserves each
+// sequence's worst case (prompt + max new tokens) against its byte budget before admitting it, so
+// growth never fails for lack of budget.
+import { type CopyShape, type StorageArray, Tensor, argOf, kernel, keep } from "@kiln/tensor";
+import type { DecoderConfig } from "./config.js";
+import { GenerationError } from "./errors.js";
+
+/** Positions a buffer's capacity is rounded up to. */
+const CAPACITY_QUANTUM = 16;
+
+/** Bytes one cached position takes over all attention layers (f32 keys and values). */
+export function kvBytesPerPosition(config: DecoderConfig): number {
+  const attentionLayers = config.layerTypes.filter((t) => t === "full_attention").length;
+  return attentionLayers * 2 * config.numKvHeads * config.headDim * 4;
+}
+
+/**
+ * Where a segment's new keys (or values) lie in a step's projection output: element offset of the first
+ * one and strides between heads, between tokens and between channels.
+ */
+export interface KVSource {
+  tensor: Tensor;
+  offset: number;
+  headStride: number;
+  tokenStride: number;
+}
+
+export class SequenceKV {
+  private readonly keys: (Tensor | null)[];
+  private readonly values: (Tensor | null)[];
+  private capacityValue = 0;
+  private lengthValue = 0;
+  private freed = false;
+  private readonly heads: number;
+  private readonly headDim: number;
+
+  /**
+   * @param limit positions this sequence may ever hold (what the scheduler reserved for it); the buffers
+   *   never grow past it.
+   */
+  constructor(
+    config: DecoderConfig,
+    readonly limit: number,
+  ) {
+    if (!(Number.isInteger(limit) && limit >= 1))
+      throw new GenerationError(`SequenceKV: limit = ${limit} must be a positive integer`);
+    this.heads = config.numKvHeads;
+    this.headDim = config.headDim;
+    this.keys = config.layerTypes.map(() => null);
+    this.values = config.layerTypes.map(() => null);
+  }
+
+  /** Positions cached. */
+  get length(): number {
+    return this.lengthValue;
+  }
+
+  /** Positions the buffers hold room for. */
+  get capacity(): number {
+    return this.capacityValue;
+  }
+
+  /** Bytes allocated now, over all attention layers. */
+  get allocatedBytes(): number {
+    const layers = this.keys.filter((k) => k !== null).length;
+    return layers * 2 * this.heads * this.capacityValue * this.headDim * 4;
+  }
+
+  /**
+   * Makes room for `count` more positions before a forward writes them. Capacity depends only on this
+   * sequence's own lengths, so its attention shapes (and numerics) never depend on its batch.
+   */
+  reserve(count: number): void {
+    this.checkLive();
+    const need = this.lengthValue + count;
+    if (need > this.limit)
+      throw new GenerationError(`SequenceKV: ${need} positions exceed this sequence's reservation of ${this.limit}`);
+    if (need <= this.capacityValue) return;
+    const grown = Math.ceil(Math.max(need, this.capacityValue * 2) / CAPACITY_QUANTUM) * CAPACITY_QUANTUM;
+    const next = Math.max(need, Math.min(grown, this.limit));
+    for (const list of [this.keys, this.values]) {
+      for (const [i, old] of list.entries()) {
+        if (old === null) continue;
+        list[i] = this.grow(old, next);
+      }
+    }
+    this.capacityValue = next;
+  }
+
+  /** Writes `count` new keys and values of attention layer `layer` at the current end (before `advance`). */
+  write(layer: number, keySource: KVSource, valueSource: KVSource, count: number): void {
+    this.checkLive();
+    if (this.lengthValue + count > this.capacityValue)
+      throw new GenerationError("SequenceKV: write past the reserved capacity (call reserve first)");
+    const { heads: H, headDim: d } = this;
+    const cap = this.capacityValue;
+    for (const [list, src] of [
+      [this.keys, keySource],
+      [this.values, valueSource],
+    ] as const) {
+      let buffer = list[layer];
+      if (buffer === null) {
+        buffer = keep(Tensor.zeros([1, H, cap, d]));
+        list[layer] = buffer;
+      }
+      const shape: CopyShape = {
+        shape: [H, count, d],
+        srcOffset: src.offset,
+        srcStrides: [src.headStride, src.tokenStride, 1],
+        dstOffset: this.lengthValue * d,
+        dstStrides: [cap * d, d, 1],
+      };
+      kernel("copy")(argOf(src.tensor) as StorageArray, argOf(buffer) as StorageArray, shape);
+    }
+  }
+
+  /** Counts `count` written positions as cached (after every layer wrote them). */
+  advance(count: number): void {
+    this.lengthValue += count;
+  }
+
+  /** Keys and values of layer `layer`: the whole buffers [1, Hkv, capacity, d]; positions ≥ `visible` are not yet written. */
+  layer(layer: number): { keys: Tensor; values: Tensor } {
+    const keys = this.keys[layer];
+    const values = this.values[layer];
+    if (!keys || !values) throw new GenerationError(`SequenceKV: layer ${layer} holds no keys yet`);
+    return { keys, values };
+  }
+
+  /** Returns the memory to the backend; the sequence cannot be used afterwards. Idempotent. */
+  free(): void {
+    if (this.freed) return;
+    this.freed = true;
+    for (const list of [this.keys, this.values])
+      for (const [i, t] of list.entries()) {
+        t?.dispose();
+        list[i] = null;
+      }
+    this.capacityValue = 0;
+  }
+
+  private grow(old: Tensor, capacity: number): Tensor {
+    const { heads: H, headDim: d } = this;
+    const fresh = keep(Tensor.zeros([1, H, capacity, d]));
+    const oldCap = old.shape[2];
+    if (this.lengthValue > 0)
+      kernel("copy")(argOf(old) as StorageArray, argOf(fresh) as StorageArray, {
+        shape: [H, this.lengthValue * d],
+        srcOffset: 0,
+        srcStrides: [oldCap * d, 1],
+        dstOffset: 0,
+        dstStrides: [capacity * d, 1],
+      });
+    old.dispose();
+    return fresh;
+  }
+
+  private checkLive(): void {
+    if (this.freed) throw new GenerationError("SequenceKV: used after free()");
+  }
+}

@@ -1,0 +1,158 @@
+import { GenerationAbortedError } from "@kiln/rollout";
+import { describe, expect, it } from "vitest";
+import {
+  BatchScheduler,
+  GenerationError,
+  LocalPolicy,
+  createModel,
+  generate,
+  kvBytesPerPosition,
+  scoreCompletions,
+  scoreCompletionsTopK,
+} from "../src/index.js";
+import { qwen3Tokenizer } from "./qwen3-tokenizer.js";
+
+// Small enough for the js backend; two KV heads and a qk-norm so every attention path is exercised.
+const config = {
+  architectures: ["Qwen3ForCausalLM"],
+  model_type: "qwen3",
+  vocab_size: 97,
+  hidden_size: 32,
+  intermediate_size: 48,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 8,
+  rope_theta: 10000,
+  rms_norm_eps: 1e-6,
+  tie_word_embeddings: true,
+  eos_token_id: 96,
+};
+const model = createModel(config, { seed: 7, std: 0.4 });
+const prompt = (n: number, salt: number) => Array.from({ length: n }, (_, i) => (i * 31 + salt * 7) % 95);
+const prompts = [prompt(5, 1), prompt(23, 2), prompt(1, 3), prompt(40, 4), prompt(9, 5), prompt(17, 6)];
+const opts = { maxNewTokens: 12, temperature: 1, seed: 3, stopTokenIds: [] as number[], topLogprobs: 2 };
+
+describe("BatchScheduler", () => {
+  it("gives each sequence the same tokens and log-probs alone as in any batch, queueing past the cap", async () => {
+    const alone = [];
+    for (const [i, p] of prompts.entries()) {
+      const s = new BatchScheduler(model, { maxNumSeqs: 4, prefillChunk: 8 });
+      alone.push(await s.generate(p, { ...opts, seed: i }));
+    }
+    const shared = new BatchScheduler(model, { maxNumSeqs: 4, prefillChunk: 8 });
+    // Arrivals spread over steps: three now, the rest while those decode.
+    const first = prompts.slice(0, 3).map((p, i) => shared.generate(p, { ...opts, seed: i }));
+    await new Promise((r) => setTimeout(r, 5));
+    const rest = prompts.slice(3).map((p, i) => shared.generate(p, { ...opts, seed: i + 3 }));
+    const together = await Promise.all([...first, ...rest]);
+    expect(together).toEqual(alone);
+    const stats = shared.stats();
+    expect(stats.peakRunning).toBe(4);
+    expect(stats.completed).toBe(6);
+    expect(stats.kvReservedBytes).toBe(0);
+    expect(stats.running + stats.waiting).toBe(0);
+    // The 40-token prompt was cut into chunks: the first 39 tokens take five prefill forwards of 8.
+    expect(stats.prefillRows).toBe(prompts.reduce((a, p) => a + p.length - 1, 0));
+  });
+
+  it("samples what generate samples from the same logits (greedy tokens equal, log-probs close)", async () => {
+    const s = new BatchScheduler(model, { maxNumSeqs: 3, prefillChunk: 16 });
+    const greedy = { maxNewTokens: 10, temperature: 0, stopTokenIds: [] as number[] };
+    const outs = await Promise.all(prompts.map((p) => s.generate(p, greedy)));
+    for (const [i, p] of prompts.entries()) {
+      const [ref] = generate(model, [p], greedy);
+      expect(outs[i].tokenIds).toEqual(ref.tokenIds);
+      for (const [t, lp] of outs[i].logprobs.entries()) expect(lp).toBeCloseTo(ref.logprobs[t], 4);
+    }
+  });
+
+  it("admits sequences only while their KV reservation fits the byte budget", async () => {
+    const perPosition = kvBytesPerPosition(model.config);
+    // Reservations (prompt + 11 positions) are 16, 34, 12, 51, 20, 28: at most three fit in 60 at once.
+    const s = new BatchScheduler(model, { maxNumSeqs: 8, prefillChunk: 8, kvBudgetBytes: 60 * perPosition });
+    const outs = await Promise.all(prompts.map((p, i) => s.generate(p, { ...opts, seed: i })));
+    expect(outs.every((o) => o.tokenIds.length === 12)).toBe(true);
+    const stats = s.stats();
+    expect(stats.peakRunning).toBeGreaterThanOrEqual(2);
+    expect(stats.peakRunning).toBeLessThanOrEqual(3);
+    expect(stats.peakKvReservedBytes).toBeLessThanOrEqual(stats.kvBudgetBytes);
+    expect(stats.kvReservedBytes).toBe(0);
+    await expect(s.generate(prompt(200, 1), opts)).rejects.toThrow(GenerationError);
+    await expect(s.generate(prompt(200, 1), opts)).rejects.toThrow(/budget/);
+  });
+
+  it("scores completions in the same batches as generation", async () => {
+    const s = new BatchScheduler(model, { maxNumSeqs: 4, prefillChunk: 8 });
+    const items = [
+      { promptIds: prompt(6, 1), completionIds: prompt(11, 9) },
+      { promptIds: prompt(1, 2), completionIds: prompt(3, 8) },
+      { promptIds: prompt(19, 3), completionIds: prompt(2, 7) },
+    ];
+    const [gen, ...scores] = await Promise.all([
+      s.generate(prompt(12, 4), opts),
+      ...items.map((it) => s.score(it, { topLogprobs: 3 })),
+    ]);
+    expect(gen.tokenIds).toHaveLength(12);
+    const ref = scoreCompletions(model, items);
+    const refTop = scoreCompletionsTopK(model, items, 3);
+    for (const [i, r] of scores.entries()) {
+      expect(r.logprobs).toHaveLength(items[i].completionIds.length);
+      for (const [t, lp] of r.logprobs.entries()) expect(lp).toBeCloseTo(ref[i][t], 4);
+      expect(r.top?.map((x) => x.tokenIds)).toEqual(refTop.top[i].map((x) => x.tokenIds));
+    }
+    expect(await s.score({ promptIds: [1], completionIds: [] })).toEqual({ logprobs: [] });
+  });
+
+  it("ends an aborted sequence or one whose onToken throws, and only that one", async () => {
+    const s = new BatchScheduler(model, { maxNumSeqs: 4, prefillChunk: 8 });
+    const controller = new AbortController();
+    let seen = 0;
+    const aborted = s.generate(prompts[0], {
+      ...opts,
+      maxNewTokens: 50,
+      signal: controller.signal,
+      onToken: () => {
+        if (++seen === 3) controller.abort();
+      },
+    });
+    const failing = s.generate(prompts[1], {
+      ...opts,
+      onToken: () => {
+        throw new Error("client went away");
+      },
+    });
+    const fine = s.generate(prompts[2], opts);
+    await expect(aborted).rejects.toThrow(GenerationAbortedError);
+    await expect(failing).rejects.toThrow("client went away");
+    expect((await fine).tokenIds).toHaveLength(12);
+    expect(seen).toBeLessThan(6);
+    expect(s.stats().kvReservedBytes).toBe(0);
+    const pre = new AbortController();
+    pre.abort();
+    await expect(s.generate(prompts[0], { signal: pre.signal })).rejects.toThrow(GenerationAbortedError);
+  });
+
+  it("refuses bad requests with a GenerationError naming the problem", async () => {
+    const s = new BatchScheduler(model);
+    await expect(s.generate([], opts)).rejects.toThrow(/prompt is empty/);
+    await expect(s.generate([1, 500], opts)).rejects.toThrow(/token 500 is outside/);
+    await expect(s.generate([1], { temperature: -1 })).rejects.toThrow(/temperature/);
+    await expect(s.score({ promptIds: [1], completionIds: [2] }, { topLogprobs: 0 })).rejects.toThrow(/topLogprobs/);
+    expect(() => new BatchScheduler(model, { maxNumSeqs: 0 })).toThrow(/maxNumSeqs/);
+  });
+
+  it("LocalPolicy batches concurrent calls, and runs one at a time with batching: false", async () => {
+    const tokenizer = qwen3Tokenizer();
+    const big = createModel({ ...config, vocab_size: 151936, eos_token_id: 151645 }, { seed: 2, std: 0.4 });
+    const batched = new LocalPolicy({ model: big, tokenizer, batching: { maxNumSeqs: 2, prefillChunk: 16 } });
+    const serial = new LocalPolicy({ model: big, tokenizer, batching: false });
+    expect(serial.scheduler).toBeNull();
+    const ask = (p: LocalPolicy, i: number) =>
+      p.generate([{ role: "user", content: `Question ${i}?` }], undefined, { maxTokens: 3, temperature: 0 });
+    const together = await Promise.all([0, 1, 2].map((i) => ask(batched, i)));
+    expect(batched.stats()?.peakRunning).toBe(2);
+    for (const [i, g] of together.entries())
+      expect(g.completionTokenIds).toEqual((await ask(serial, i)).completionTokenIds);
+  });
+});
