@@ -1,9 +1,19 @@
 // The model side of `kiln serve`, run in a worker thread so that prefill and decoding never block
-// the HTTP server's event loop (/health and queued clients stay responsive). It takes one request
-// at a time from the server's WorkerPolicy, streams completion text back as it is decoded, and
-// checks a shared cancel flag between decode steps (set when the HTTP client disconnects).
+// the HTTP server's event loop (/health and queued clients stay responsive). Concurrent requests
+// from the server's WorkerPolicy share decode steps through @kiln/models' BatchScheduler
+// (continuous batching, `maxNumSeqs` sequences at once); each streams its completion text back as
+// it is decoded and is dropped between steps once its shared cancel flag is set (the HTTP client
+// disconnected). A model the scheduler cannot batch (recurrent layers) runs one request at a time.
 import { parentPort, workerData } from "node:worker_threads";
-import { type ChatTemplate, generate, scoreCompletions, toGeneration } from "@kiln/models";
+import {
+  BatchScheduler,
+  type ChatTemplate,
+  type GenerationOutput,
+  type ScheduledGenerateOptions,
+  generate,
+  scoreCompletions,
+  toGeneration,
+} from "@kiln/models";
 import type { GenerateParams, Message, ToolSchema } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
 import { type AdapterSpec, chatTemplateFor, loadLocalModel } from "./policies.js";
@@ -16,6 +26,10 @@ export interface ServeWorkerInit {
   backend: string;
   /** `max_tokens` when a chat request gives none (capped by the room left in the context). */
   defaultMaxTokens: number;
+  /** Sequences decoded together (`--max-num-seqs`; default 16). */
+  maxNumSeqs?: number;
+  /** KV cache bytes the sequences in flight may reserve (default: the scheduler's). */
+  kvBudgetBytes?: number;
 }
 
 export interface ServeWorkerInfo {
@@ -69,6 +83,12 @@ async function main(): Promise<void> {
     reply({ type: "startup-error", message: err instanceof Error ? err.message : String(err) });
     return;
   }
+  const scheduler = model.supportsRaggedBatches
+    ? new BatchScheduler(model, {
+        maxNumSeqs: init.maxNumSeqs ?? 16,
+        ...(init.kvBudgetBytes !== undefined ? { kvBudgetBytes: init.kvBudgetBytes } : {}),
+      })
+    : null;
   const contextLength = model.config.maxPositionEmbeddings;
   const vocabSize = model.config.vocabSize;
   const stopIds = new Set<number>(model.config.eosTokenIds);
@@ -81,7 +101,7 @@ async function main(): Promise<void> {
       throw new RequestRefused(`token id ${bad} is outside the vocabulary [0, ${vocabSize})`, param);
   };
 
-  const run = (
+  const run = async (
     id: number,
     cancel: Int32Array,
     prompt: number[],
@@ -110,7 +130,19 @@ async function main(): Promise<void> {
     let prefix = 0;
     let read = 0;
     const startedAt = Date.now();
-    const [out] = generate(model, [prompt], {
+    const onToken = (token: number) => {
+      if (Atomics.load(cancel, 0) === 1) throw new Cancelled("cancelled");
+      if (!stream || stopIds.has(token)) return;
+      ids.push(token);
+      const before = read > prefix ? tokenizer.decode(ids.slice(prefix, read)) : "";
+      const now = tokenizer.decode(ids.slice(prefix));
+      if (now.length > before.length && !now.endsWith("\uFFFD")) {
+        reply({ type: "text", id, piece: now.slice(before.length) });
+        prefix = read;
+        read = ids.length;
+      }
+    };
+    const options: ScheduledGenerateOptions = {
       temperature: p.temperature,
       topP: p.topP,
       topK: p.topK,
@@ -120,19 +152,10 @@ async function main(): Promise<void> {
       stopStrings: p.stop,
       topLogprobs: p.topLogprobs,
       tokenizer,
-      onToken: (_row, token) => {
-        if (Atomics.load(cancel, 0) === 1) throw new Cancelled("cancelled");
-        if (!stream || stopIds.has(token)) return;
-        ids.push(token);
-        const before = read > prefix ? tokenizer.decode(ids.slice(prefix, read)) : "";
-        const now = tokenizer.decode(ids.slice(prefix));
-        if (now.length > before.length && !now.endsWith("\uFFFD")) {
-          reply({ type: "text", id, piece: now.slice(before.length) });
-          prefix = read;
-          read = ids.length;
-        }
-      },
-    });
+    };
+    const out: GenerationOutput = scheduler
+      ? await scheduler.generate(prompt, { ...options, onToken, cancelled: () => Atomics.load(cancel, 0) === 1 })
+      : generate(model, [prompt], { ...options, onToken: (_row, token) => onToken(token) })[0];
     const generation = toGeneration(out, tokenizer, {
       tools,
       parse: chat,
@@ -142,7 +165,13 @@ async function main(): Promise<void> {
     return generation;
   };
 
-  const handle = (req: ServeWorkerRequest): unknown => {
+  const scoreOne = async (promptIds: number[], completionIds: number[], cancel: Int32Array): Promise<number[]> =>
+    scheduler
+      ? (await scheduler.score({ promptIds, completionIds }, { cancelled: () => Atomics.load(cancel, 0) === 1 }))
+          .logprobs
+      : scoreCompletions(model, [{ promptIds, completionIds }])[0];
+
+  const handle = async (req: ServeWorkerRequest): Promise<unknown> => {
     if (Atomics.load(req.cancel, 0) === 1) throw new Cancelled("cancelled before it started");
     if (req.kind === "complete") {
       const ids =
@@ -166,20 +195,18 @@ async function main(): Promise<void> {
     const tokenIds = typeof req.completion === "string" ? tokenizer.encode(req.completion) : [...req.completion];
     checkPrompt(tokenIds, "prompt");
     if (req.messages.length === 0) {
-      const rest =
-        tokenIds.length > 1
-          ? scoreCompletions(model, [{ promptIds: tokenIds.slice(0, 1), completionIds: tokenIds.slice(1) }])[0]
-          : [];
+      const rest = tokenIds.length > 1 ? await scoreOne(tokenIds.slice(0, 1), tokenIds.slice(1), req.cancel) : [];
       return { tokenIds, logprobs: [0, ...rest] };
     }
     if (!template) throw new RequestRefused("this model has no chat template", "messages");
     const prompt = tokenizer.encode(template.render(req.messages, { tools: req.tools, addGenerationPrompt: true }));
-    return { tokenIds, logprobs: scoreCompletions(model, [{ promptIds: prompt, completionIds: tokenIds }])[0] };
+    return { tokenIds, logprobs: await scoreOne(prompt, tokenIds, req.cancel) };
   };
 
-  port.on("message", (req: ServeWorkerRequest) => {
+  // Not awaited one by one: every request in flight joins the scheduler's running batch.
+  port.on("message", async (req: ServeWorkerRequest) => {
     try {
-      reply({ type: "done", id: req.id, result: handle(req) });
+      reply({ type: "done", id: req.id, result: await handle(req) });
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       const refused = e instanceof RequestRefused || e.name === "GenerationError" || e.name === "ChatTemplateError";
@@ -187,7 +214,7 @@ async function main(): Promise<void> {
         type: "fail",
         id: req.id,
         message: e.message,
-        name: e instanceof Cancelled ? "GenerationAbortedError" : e.name,
+        name: e instanceof Cancelled || e.name === "GenerationAbortedError" ? "GenerationAbortedError" : e.name,
         ...(refused ? { status: 400, param: e instanceof RequestRefused ? e.param : null } : {}),
       });
     }

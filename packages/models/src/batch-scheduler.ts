@@ -49,6 +49,8 @@ export interface ScheduledGenerateOptions extends SamplingParams {
   onToken?: (tokenId: number) => void;
   /** Aborting ends the sequence (between steps) with GenerationAbortedError. */
   signal?: AbortSignal;
+  /** Polled between steps like `signal` (a flag another thread sets, as kiln serve's worker has). */
+  cancelled?: () => boolean;
 }
 
 export interface ScheduledScore {
@@ -87,6 +89,7 @@ interface Sequence {
   reservation: number;
   kv: SequenceKV | null;
   signal?: AbortSignal;
+  cancelled?: () => boolean;
   fail: (err: unknown) => void;
   generate?: {
     decoder: RowDecoder;
@@ -176,6 +179,7 @@ export class BatchScheduler {
         reservation: prompt.length + maxNew - 1,
         kv: null,
         signal: options.signal,
+        cancelled: options.cancelled,
         fail: reject,
         generate: { decoder, onToken: options.onToken, resolve },
       });
@@ -183,7 +187,10 @@ export class BatchScheduler {
   }
 
   /** log p of `item.completionIds` after `item.promptIds` (teacher scoring), batched with everything else. */
-  score(item: ScoreItem, options: { topLogprobs?: number; signal?: AbortSignal } = {}): Promise<ScheduledScore> {
+  score(
+    item: ScoreItem,
+    options: { topLogprobs?: number; signal?: AbortSignal; cancelled?: () => boolean } = {},
+  ): Promise<ScheduledScore> {
     return new Promise((resolve, reject) => {
       this.checkTokens("score", item.promptIds);
       this.checkTokens("score", item.completionIds, true);
@@ -204,6 +211,7 @@ export class BatchScheduler {
         reservation: tokens.length - 1,
         kv: null,
         signal: options.signal,
+        cancelled: options.cancelled,
         fail: reject,
         score: { promptLength: item.promptIds.length, topLogprobs: k, result, resolve },
       });
@@ -244,7 +252,7 @@ export class BatchScheduler {
       throw new GenerationError(
         `a sequence of ${seq.reservation} positions needs ${bytes} bytes of KV cache; the budget is ${this.kvBudgetBytes}`,
       );
-    if (seq.signal?.aborted) throw new GenerationAbortedError("aborted before it started");
+    if (seq.signal?.aborted || seq.cancelled?.()) throw new GenerationAbortedError("aborted before it started");
     this.waiting.push(seq);
     this.kick();
   }
@@ -294,7 +302,8 @@ export class BatchScheduler {
   private dropAborted(): void {
     for (const list of [this.waiting, this.running])
       for (const s of [...list])
-        if (s.signal?.aborted) this.finish(s, new GenerationAbortedError("aborted while generating"));
+        if (s.signal?.aborted || s.cancelled?.())
+          this.finish(s, new GenerationAbortedError("aborted while generating"));
   }
 
   /** FIFO admission while the head fits the sequence cap and the byte budget (no overtaking: nothing starves). */
