@@ -9,7 +9,10 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const [name, ...rest] = process.argv.slice(2);
 // Benchmarks that are not a package's bench/index.ts: name → [package, script].
-const extra = { gpu: ["tensor", "gpu.ts"] };
+const extra = { gpu: ["tensor", "gpu.ts"], "rollout-batching": ["kit", "rollout-batching.ts"] };
+// Benchmarks that also run further scripts after their own: name → [[package, script], …]. The
+// batching half of `rollout` needs models and kit's agent model, which @kiln/rollout cannot import.
+const followUps = { rollout: [["kit", "rollout-batching.ts"]] };
 const available = [
   ...readdirSync(join(root, "packages")).filter((p) => existsSync(join(root, "packages", p, "bench", "index.ts"))),
   ...Object.keys(extra),
@@ -18,11 +21,11 @@ if (!name || !available.includes(name)) {
   console.error(`usage: pnpm bench <name> [--json]\navailable benchmarks: ${available.join(", ") || "(none)"}`);
   process.exit(2);
 }
-const [pkg, script] = extra[name] ?? [name, "index.ts"];
-const pkgDir = join(root, "packages", pkg);
 const tsx = join(root, "node_modules", ".bin", "tsx");
-const result = spawnSync(tsx, ["--conditions=source", join("bench", script), ...rest], {
-  cwd: pkgDir,
-  stdio: "inherit",
-});
-process.exit(result.status ?? 1);
+for (const [pkg, script] of [extra[name] ?? [name, "index.ts"], ...(followUps[name] ?? [])]) {
+  const result = spawnSync(tsx, ["--conditions=source", join("bench", script), ...rest], {
+    cwd: join(root, "packages", pkg),
+    stdio: "inherit",
+  });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}

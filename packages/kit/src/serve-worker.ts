@@ -26,7 +26,7 @@ export interface ServeWorkerInit {
   backend: string;
   /** `max_tokens` when a chat request gives none (capped by the room left in the context). */
   defaultMaxTokens: number;
-  /** Sequences decoded together (`--max-num-seqs`; default 16). */
+  /** Sequences decoded together: the server's `--max-concurrency` (`--max-num-seqs`). Default 16. */
   maxNumSeqs?: number;
   /** KV cache bytes the sequences in flight may reserve (default: the scheduler's). */
   kvBudgetBytes?: number;

@@ -153,6 +153,8 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
     ...(options.chatTemplate ? { chatTemplate: options.chatTemplate } : {}),
     backend: options.backend ?? "wasm",
     defaultMaxTokens: options.defaultMaxTokens ?? 256,
+    // The server admits this many requests at once; the worker decodes them as one batch.
+    maxNumSeqs: options.maxConcurrency ?? 1,
   };
   const worker = new Worker(entry.url, { workerData: { ...entry.data, init }, execArgv: entry.execArgv });
   let info: ServeWorkerInfo;
