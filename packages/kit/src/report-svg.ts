@@ -36,12 +36,23 @@ export function niceTicks(lo: number, hi: number, target = 5, integer = false): 
 }
 
 /** A tick label with as many decimals as the step needs; scientific for very small or very large values. */
-export function formatTick(v: number, step: number): string {
+export function formatTick(v: number, step: number, scientific = Math.abs(v) < 1e-3 || Math.abs(v) >= 1e6): string {
   if (v === 0) return "0";
-  const a = Math.abs(v);
-  if (a < 1e-3 || a >= 1e6) return v.toExponential(Math.max(0, Math.min(3, Math.ceil(-Math.log10(step / a)) - 1)));
+  if (scientific) {
+    // The fewest digits that write the tick exactly (ticks are multiples of a round step).
+    for (let digits = 0; digits < 4; digits++)
+      if (Math.abs(Number(v.toExponential(digits)) - v) <= step * 1e-6) return v.toExponential(digits);
+    return v.toExponential(3);
+  }
   const decimals = Math.max(0, Math.min(6, -Math.floor(Math.log10(step) + 1e-9)));
   return v.toFixed(decimals);
+}
+
+/** Labels of one axis in one notation: scientific for all when the axis' largest value is tiny or huge. */
+export function formatTicks(ticks: readonly number[], step: number): string[] {
+  const largest = Math.max(...ticks.map(Math.abs));
+  const scientific = largest < 1e-3 || largest >= 1e6;
+  return ticks.map((t) => formatTick(t, step, scientific));
 }
 
 export interface Series {
@@ -68,11 +79,11 @@ export function lineChart(o: LineChartOptions): string {
     .filter((s) => s.points.length > 0);
   if (series.length === 0) return "";
   const width = o.width ?? 380;
-  const height = o.height ?? 220;
+  const height = o.height ?? 240;
   const all = series.flatMap((s) => s.points);
   const xs = niceTicks(Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0])), 5, true);
   const ys = niceTicks(Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1])), 4);
-  const yLabels = ys.ticks.map((t) => formatTick(t, ys.step));
+  const yLabels = formatTicks(ys.ticks, ys.step);
   const left = 16 + 6.2 * Math.max(...yLabels.map((l) => l.length)) + 8;
   const [right, top, bottom] = [12, 26, 40];
   const [x0, x1] = [xs.ticks[0], xs.ticks[xs.ticks.length - 1]];
@@ -90,11 +101,12 @@ export function lineChart(o: LineChartOptions): string {
       `<text class="tick-label y" x="${left - 6}" y="${y}" font-size="10" text-anchor="end" dominant-baseline="middle">${yLabels[i]}</text>`,
     );
   }
-  for (const t of xs.ticks) {
+  const xLabels = formatTicks(xs.ticks, xs.step);
+  for (const [i, t] of xs.ticks.entries()) {
     const x = sx(t).toFixed(1);
     parts.push(
       `<line class="tick x" x1="${x}" x2="${x}" y1="${height - bottom}" y2="${height - bottom + 4}" stroke="#555"/>`,
-      `<text class="tick-label x" x="${x}" y="${height - bottom + 14}" font-size="10" text-anchor="middle">${formatTick(t, xs.step)}</text>`,
+      `<text class="tick-label x" x="${x}" y="${height - bottom + 14}" font-size="10" text-anchor="middle">${xLabels[i]}</text>`,
     );
   }
   parts.push(
@@ -172,12 +184,13 @@ export function barChart(o: BarChartOptions): string {
   parts.push(`<rect x="0" y="0" width="${width}" height="${height}" fill="#fff"/>`);
   if (o.title) parts.push(`<text x="${left}" y="16" font-size="12" font-weight="600">${esc(o.title)}</text>`);
   const axisY = top + bars.length * row;
-  for (const t of xs.ticks) {
+  const xLabels = formatTicks(xs.ticks, xs.step);
+  for (const [i, t] of xs.ticks.entries()) {
     const x = sx(t).toFixed(1);
     parts.push(
       `<line class="grid" x1="${x}" x2="${x}" y1="${top}" y2="${axisY}" stroke="${t === 0 ? "#999" : "#eee"}"/>`,
       `<line class="tick x" x1="${x}" x2="${x}" y1="${axisY}" y2="${axisY + 4}" stroke="#555"/>`,
-      `<text class="tick-label x" x="${x}" y="${axisY + 14}" font-size="10" text-anchor="middle">${formatTick(t, xs.step)}</text>`,
+      `<text class="tick-label x" x="${x}" y="${axisY + 14}" font-size="10" text-anchor="middle">${xLabels[i]}</text>`,
     );
   }
   parts.push(

@@ -13,7 +13,7 @@ import { type ScoreBar, type Series, barChart, esc, lineChart } from "./report-s
 const CURVES: [key: string, axis: string][] = [
   ["loss", "loss (nats)"],
   ["lr", "learning rate"],
-  ["grad_norm", "grad L2 norm (before clipping)"],
+  ["grad_norm", "grad norm (L2, pre-clip)"],
   ["rewards/margins", "reward margin (nats)"],
   ["rewards/accuracies", "pairs ranked right (fraction)"],
   ["teacher_kl", "KL to teacher (nats/token)"],
@@ -23,7 +23,7 @@ const CURVES: [key: string, axis: string][] = [
 ];
 
 /** A line chart of (step, value) points as an inline SVG, with ticks on both axes. */
-export function svgCurve(title: string, points: readonly [number, number][], width = 380, height = 220): string {
+export function svgCurve(title: string, points: readonly [number, number][], width = 380, height = 240): string {
   return lineChart({ title, xLabel: "step", yLabel: title, series: [{ name: title, points }], width, height });
 }
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { meanSe, pairedDelta } from "@kiln/rollout";
 import { afterAll, describe, expect, it } from "vitest";
 import type { PhaseEval } from "../../src/recipes/recipe-run.js";
-import { formatTick, niceTicks } from "../../src/report-svg.js";
+import { formatTick, formatTicks, niceTicks } from "../../src/report-svg.js";
 import { reportHtml } from "../../src/report.js";
 import { type ReproResult, reproReportHtml } from "../../src/repro/output.js";
 import { scoreBar } from "../../src/repro/table.js";
@@ -63,6 +63,9 @@ describe("niceTicks and formatTick", () => {
     expect(formatTick(0.4, 0.2)).toBe("0.4");
     expect(formatTick(20, 10)).toBe("20");
     expect(formatTick(2e-5, 5e-6)).toMatch(/^2(\.0+)?e-5$/);
+    // One notation per axis: 0.0005 beside 0.0010 is not written "5e-4".
+    expect(formatTicks([0, 5e-4, 1e-3, 1.5e-3], 5e-4)).toEqual(["0", "0.0005", "0.0010", "0.0015"]);
+    expect(formatTicks([0, 1e-5, 2e-5], 1e-5)).toEqual(["0", "1e-5", "2e-5"]);
   });
 });
 
@@ -153,7 +156,7 @@ describe("run report.html", async () => {
       expect(textOf(findAll(svg, (n) => hasClass(n, "axis-title") && hasClass(n, "x"))[0])).toBe("step");
     }
     const yTitles = charts.map((c) => textOf(findAll(c, (n) => hasClass(n, "axis-title") && hasClass(n, "y"))[0]));
-    expect(yTitles).toEqual(["loss (nats)", "learning rate", "grad L2 norm (before clipping)"]);
+    expect(yTitles).toEqual(["loss (nats)", "learning rate", "grad norm (L2, pre-clip)"]);
     // The held-out losses are markers beside the training curve, with a legend.
     expect(findAll(charts[0], (n) => n.tag === "circle")).toHaveLength(3);
     expect(textOf(charts[0])).toContain("held-out loss");
