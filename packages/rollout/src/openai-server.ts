@@ -7,31 +7,37 @@
 // model's context length); at most `maxConcurrency` requests run at once and at most `maxQueue`
 // wait, each for at most `maxQueueWaitMs` (beyond that: 429 / 503); generation is cancelled
 // (AbortSignal) when the client disconnects, and streamed as the policy produces text;
-// slow or idle sockets are closed by header/request/keep-alive timeouts; an optional API key
+// silent and slow sockets are closed by idle/header/body timeouts, connections are capped per
+// client and in all, and a flood of them cannot lock out /health; an optional API key
 // (Bearer) guards /v1. The server never generates on its own: a policy that computes on the
 // event loop blocks it, so `kiln serve` runs the model in a worker thread. Binds 127.0.0.1
 // unless told otherwise. Node only (node:http).
 //
 // This file starts the node:http server; the concerns live in ./server/: options (defaults and
-// bounds), routing (dispatch, auth, errors), validation, admission (the slot queue), generation
-// (Policy calls → response bodies), streaming (SSE) and http (bodies, JSON, the error type).
+// bounds), connections (caps and socket timeouts), routing (dispatch, auth, models, errors),
+// validation, admission (the slot queue), generation (Policy calls → response bodies),
+// streaming (SSE) and http (bodies, JSON, the error type).
 
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Admission, type AdmissionStats } from "./server/admission.js";
+import { ConnectionGuard, type ConnectionStats } from "./server/connections.js";
 import { type OpenAIServerOptions, resolveServerConfig } from "./server/options.js";
 import { createRequestHandler } from "./server/routing.js";
 
 export type { AdmissionStats } from "./server/admission.js";
-export type { OpenAIServerOptions } from "./server/options.js";
+export type { ConnectionStats } from "./server/connections.js";
+export type { OpenAIServerOptions, ServedAdapter } from "./server/options.js";
 
 export interface OpenAIServer {
   /** Base URL, e.g. "http://127.0.0.1:53211" (clients append /v1/...). */
   url: string;
   port: number;
   host: string;
-  /** Requests currently running / waiting. */
+  /** Requests running / waiting / answered / refused for lack of a slot. */
   stats(): AdmissionStats;
+  /** Open connections, and those evicted, refused or timed out by the connection limits. */
+  connectionStats(): ConnectionStats;
   close(): Promise<void>;
 }
 
@@ -40,24 +46,24 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost", "::ffff:127.0.0.1"]);
 export async function createOpenAIServer(options: OpenAIServerOptions): Promise<OpenAIServer> {
   const config = resolveServerConfig(options);
   const admission = new Admission(config.maxConcurrency, config.maxQueue, config.maxQueueWaitMs);
-  const handle = createRequestHandler(config, admission);
-  const server: Server = createServer(
-    {
-      headersTimeout: options.headersTimeoutMs ?? 10_000,
-      requestTimeout: options.requestTimeoutMs ?? 30_000,
-      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
-      connectionsCheckingInterval: options.connectionsCheckingIntervalMs ?? 1_000,
-    },
-    (req, res) => {
-      handle(req, res).catch(() => {
-        if (!res.destroyed) res.destroy();
-      });
-    },
-  );
+  const limits = config.connections;
+  const server: Server = createServer({
+    headersTimeout: Math.min(limits.headersTimeoutMs, config.requestTimeoutMs),
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionsCheckingInterval: limits.checkIntervalMs,
+  });
   // Generation can take longer than any socket inactivity limit; slow clients are bounded by the
-  // header and request timeouts above instead.
+  // connection guard's deadlines instead, and the caps are the guard's (see server/connections.ts).
   server.setTimeout(0);
-  server.maxConnections = options.maxConnections ?? 1024;
+  const connectionGuard = new ConnectionGuard(server, limits);
+  const handle = createRequestHandler(config, admission, connectionGuard);
+  server.on("request", (req, res) => {
+    connectionGuard.reading(req.socket);
+    handle(req, res).catch(() => {
+      if (!res.destroyed) res.destroy();
+    });
+  });
   // A client that vanishes mid-request must never take the server down.
   server.on("clientError", (_err, socket) => {
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
@@ -65,9 +71,13 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
   });
   const host = config.host;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const onError = (err: Error) => {
+      connectionGuard.close();
+      reject(err);
+    };
+    server.once("error", onError);
     server.listen(options.port ?? 0, host, () => {
-      server.off("error", reject);
+      server.off("error", onError);
       resolve();
     });
   });
@@ -83,8 +93,10 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
     port,
     host,
     stats: () => admission.stats(),
+    connectionStats: () => connectionGuard.stats(),
     close: () =>
       new Promise<void>((resolve, reject) => {
+        connectionGuard.close();
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeAllConnections();
       }),

@@ -35,11 +35,36 @@ export const wireToolSchema = z.object({
 
 const stopSchema = z.union([z.string(), z.array(z.string()).max(16)]).optional();
 
+/** OpenAI's `tool_choice`: a mode, or one function by name. */
+export const wireToolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.object({ type: z.literal("function"), function: z.object({ name: z.string() }) }),
+]);
+export type WireToolChoice = z.infer<typeof wireToolChoiceSchema>;
+
+/**
+ * Sampling fields OpenAI and vLLM accept that this server checks but does not apply; any value
+ * other than the neutral one is refused by name (see the server's validation).
+ */
+const unappliedSamplingFields = {
+  frequency_penalty: z.number().min(-2).max(2).optional(),
+  presence_penalty: z.number().min(-2).max(2).optional(),
+  /** vLLM extension; 1 is off. */
+  repetition_penalty: z.number().gt(0).optional(),
+  logit_bias: z.record(z.string(), z.number().min(-100).max(100)).nullable().optional(),
+  user: z.string().optional(),
+};
+
+const streamOptionsSchema = z.object({ include_usage: z.boolean().optional() }).optional();
+
 export const chatCompletionRequestSchema = z.looseObject({
   model: z.string().optional(),
   messages: z.array(wireMessageSchema).min(1),
   tools: z.array(wireToolSchema).optional(),
-  tool_choice: z.unknown().optional(),
+  tool_choice: wireToolChoiceSchema.optional(),
+  parallel_tool_calls: z.boolean().optional(),
+  response_format: z.looseObject({ type: z.enum(["text", "json_object", "json_schema"]) }).optional(),
+  ...unappliedSamplingFields,
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().gt(0).max(1).optional(),
   /** -1 (vLLM's convention) or 0: no top-k filter. */
@@ -53,7 +78,7 @@ export const chatCompletionRequestSchema = z.looseObject({
   logprobs: z.boolean().optional(),
   top_logprobs: z.number().int().min(0).max(20).optional(),
   stream: z.boolean().optional(),
-  stream_options: z.object({ include_usage: z.boolean().optional() }).optional(),
+  stream_options: streamOptionsSchema,
   return_token_ids: z.boolean().optional(),
   chat_template_kwargs: z.object({ enable_thinking: z.boolean().optional() }).loose().optional(),
 });
@@ -74,8 +99,12 @@ export const completionRequestSchema = z.looseObject({
   /** vLLM extension: log-probs of the prompt tokens (0 = only the actual token). */
   prompt_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   logprobs: z.number().int().min(0).max(20).nullable().optional(),
-  stream: z.literal(false).optional(),
+  stream: z.boolean().optional(),
+  stream_options: streamOptionsSchema,
   return_token_ids: z.boolean().optional(),
+  best_of: z.number().int().min(1).nullable().optional(),
+  suffix: z.string().nullable().optional(),
+  ...unappliedSamplingFields,
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 

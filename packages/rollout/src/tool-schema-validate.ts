@@ -131,3 +131,103 @@ function deepEqual(a: unknown, b: unknown): boolean {
   if (ka.length !== kb.length) return false;
   return ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
+
+const SCHEMA_TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
+const COUNT_KEYWORDS = ["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"];
+const NUMBER_KEYWORDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+const SCHEMA_LIST_KEYWORDS = ["anyOf", "oneOf", "allOf", "prefixItems"];
+const SCHEMA_MAP_KEYWORDS = ["properties", "$defs", "definitions", "patternProperties"];
+const MAX_SCHEMA_DEPTH = 64;
+
+/**
+ * Problems with a JSON Schema itself (not with a value): what OpenAI and vLLM refuse in a tool's
+ * `parameters` — an unknown `type`, `properties`/`required`/`enum`/`anyOf` of the wrong shape,
+ * non-numeric bounds, a `pattern` that is not a regular expression, nesting deeper than 64.
+ * Unknown keywords are allowed (annotations such as `title`, `examples`).
+ */
+export function checkJsonSchemaDefinition(schema: unknown, path = ""): SchemaViolation[] {
+  const out: SchemaViolation[] = [];
+  checkDefinition(schema, path, 0, out);
+  return out;
+}
+
+function checkDefinition(schema: unknown, path: string, depth: number, out: SchemaViolation[]): void {
+  const at = path === "" ? "the schema" : path;
+  if (typeof schema === "boolean") return;
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    out.push({ path, message: `${at} must be an object (a JSON Schema), got ${typeOf(schema)}` });
+    return;
+  }
+  if (depth > MAX_SCHEMA_DEPTH) {
+    out.push({ path, message: `${at} nests deeper than ${MAX_SCHEMA_DEPTH} levels` });
+    return;
+  }
+  const s = schema as Record<string, unknown>;
+  if (s.type !== undefined) {
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    const bad = types.find((t) => typeof t !== "string" || !SCHEMA_TYPES.has(t));
+    if (types.length === 0 || bad !== undefined)
+      out.push({
+        path: `${path}/type`,
+        message: `${path}/type must be one of ${[...SCHEMA_TYPES].join(", ")} (or a list of them), got ${JSON.stringify(s.type)}`,
+      });
+  }
+  for (const key of SCHEMA_MAP_KEYWORDS) {
+    if (s[key] === undefined) continue;
+    const map = s[key];
+    if (typeof map !== "object" || map === null || Array.isArray(map)) {
+      out.push({ path: `${path}/${key}`, message: `${path}/${key} must be an object of schemas, got ${typeOf(map)}` });
+      continue;
+    }
+    for (const [name, sub] of Object.entries(map)) checkDefinition(sub, `${path}/${key}/${name}`, depth + 1, out);
+  }
+  if (s.required !== undefined && !(Array.isArray(s.required) && s.required.every((r) => typeof r === "string")))
+    out.push({ path: `${path}/required`, message: `${path}/required must be a list of property names` });
+  if (s.enum !== undefined && !(Array.isArray(s.enum) && s.enum.length > 0))
+    out.push({ path: `${path}/enum`, message: `${path}/enum must be a non-empty list` });
+  for (const key of SCHEMA_LIST_KEYWORDS) {
+    if (s[key] === undefined) continue;
+    const list = s[key];
+    if (!Array.isArray(list) || list.length === 0) {
+      out.push({ path: `${path}/${key}`, message: `${path}/${key} must be a non-empty list of schemas` });
+      continue;
+    }
+    for (const [i, sub] of list.entries()) checkDefinition(sub, `${path}/${key}/${i}`, depth + 1, out);
+  }
+  if (s.items !== undefined) {
+    if (Array.isArray(s.items))
+      for (const [i, sub] of s.items.entries()) checkDefinition(sub, `${path}/items/${i}`, depth + 1, out);
+    else checkDefinition(s.items, `${path}/items`, depth + 1, out);
+  }
+  for (const key of ["additionalProperties", "not", "contains", "propertyNames"])
+    if (s[key] !== undefined) checkDefinition(s[key], `${path}/${key}`, depth + 1, out);
+  for (const key of COUNT_KEYWORDS)
+    if (s[key] !== undefined && !(Number.isInteger(s[key]) && (s[key] as number) >= 0))
+      out.push({
+        path: `${path}/${key}`,
+        message: `${path}/${key} must be an integer ≥ 0, got ${JSON.stringify(s[key])}`,
+      });
+  for (const key of NUMBER_KEYWORDS)
+    if (s[key] !== undefined && !(typeof s[key] === "number" && Number.isFinite(s[key])))
+      out.push({ path: `${path}/${key}`, message: `${path}/${key} must be a number, got ${JSON.stringify(s[key])}` });
+  if (s.multipleOf !== undefined && !(typeof s.multipleOf === "number" && s.multipleOf > 0))
+    out.push({ path: `${path}/multipleOf`, message: `${path}/multipleOf must be a number > 0` });
+  if (s.pattern !== undefined) {
+    let ok = typeof s.pattern === "string";
+    if (ok) {
+      try {
+        new RegExp(s.pattern as string, "u");
+      } catch {
+        ok = false;
+      }
+    }
+    if (!ok)
+      out.push({
+        path: `${path}/pattern`,
+        message: `${path}/pattern is not a regular expression: ${JSON.stringify(s.pattern)}`,
+      });
+  }
+  for (const key of ["description", "title", "$ref"])
+    if (s[key] !== undefined && typeof s[key] !== "string")
+      out.push({ path: `${path}/${key}`, message: `${path}/${key} must be a string` });
+}

@@ -306,7 +306,7 @@ describe("OpenAI-compatible server", () => {
     expect(r.status).toBe(500);
     expect(r.json.error).toMatchObject({ type: "server_error" });
     expect(r.json.error.message).toContain("CUDA out of memory");
-    const http = new HttpPolicy({ baseUrls: srv.url, model: "m", retries: 1, backoffMs: 1 });
+    const http = new HttpPolicy({ baseUrls: srv.url, model: "broken", retries: 1, backoffMs: 1 });
     await expect(http.generate([userMessage("x")])).rejects.toThrow(/HTTP 500: internal error: CUDA out of memory/);
     expect(calls).toBe(3); // one direct request + two attempts by the client
     expect(srv.stats().active).toBe(0);
@@ -358,7 +358,7 @@ describe("HttpPolicy", () => {
     };
     const http = new HttpPolicy({
       baseUrls: server.url,
-      model: "m",
+      model: "bisect",
       fetch: flaky,
       sleep: async (ms) => void sleeps.push(ms),
       backoffMs: 100,
@@ -370,11 +370,11 @@ describe("HttpPolicy", () => {
     expect(sleeps[1]).toBeLessThanOrEqual(200);
 
     const down: typeof fetch = async () => new Response("no", { status: 500 });
-    const never = new HttpPolicy({ baseUrls: server.url, model: "m", fetch: down, sleep: async () => {}, retries: 2 });
+    const never = new HttpPolicy({ baseUrls: server.url, model: "bisect", fetch: down, sleep: async () => {}, retries: 2 });
     await expect(never.generate([userMessage("x")])).rejects.toThrow(/HTTP 500.*gave up after 3 attempts/);
     const bad: typeof fetch = async () =>
       new Response(JSON.stringify({ error: { message: "bad field" } }), { status: 400 });
-    const noRetry = new HttpPolicy({ baseUrls: server.url, model: "m", fetch: bad, sleep: async () => {} });
+    const noRetry = new HttpPolicy({ baseUrls: server.url, model: "bisect", fetch: bad, sleep: async () => {} });
     const err = await noRetry.generate([userMessage("x")]).catch((e) => e);
     expect(err).toBeInstanceOf(PolicyHttpError);
     expect(err.status).toBe(400);
@@ -390,7 +390,7 @@ describe("HttpPolicy", () => {
     };
     const http = new HttpPolicy({
       baseUrls: server.url,
-      model: "m",
+      model: "bisect",
       fetch: busy,
       sleep: async (ms) => void sleeps.push(ms),
       maxBackoffMs: 1500,
@@ -401,8 +401,8 @@ describe("HttpPolicy", () => {
 
   it("turns a timeout into a recorded episode error without stopping the batch", async () => {
     const slow = await createOpenAIServer({ policy: player("hermes", 400) });
-    const http = new HttpPolicy({ baseUrls: slow.url, model: "m", timeoutMs: 100, retries: 0 });
-    const fast = new HttpPolicy({ baseUrls: server.url, model: "m" });
+    const http = new HttpPolicy({ baseUrls: slow.url, model: "bisect", timeoutMs: 100, retries: 0 });
+    const fast = new HttpPolicy({ baseUrls: server.url, model: "bisect" });
     let n = 0;
     const mixed = {
       id: "mixed",

@@ -286,7 +286,7 @@ describe("cancellation and streaming", () => {
     const p = new StepPolicy(0.5);
     const srv = await createOpenAIServer({ policy: p, maxTokensLimit: 100_000 });
     try {
-      const http = new HttpPolicy({ baseUrls: srv.url, model: "m", retries: 2, timeoutMs: 60_000 });
+      const http = new HttpPolicy({ baseUrls: srv.url, model: "steps", retries: 2, timeoutMs: 60_000 });
       const ctl = new AbortController();
       const pending = http.generate([{ role: "user", content: "go" }], [], { maxTokens: 50_000, signal: ctl.signal });
       while (p.generated < 20) await new Promise((r) => setTimeout(r, 5));

@@ -120,7 +120,7 @@ export async function chatCompletion(
     id,
     object: "chat.completion",
     created,
-    model: request.model ?? config.modelId,
+    model: request.model ?? config.servedModelNames[0],
     choices: gens.map((g, i) => toChoice(g, i, messages, tools, request)),
     usage: usageOf(gens),
   };
@@ -128,12 +128,15 @@ export async function chatCompletion(
   return body;
 }
 
-export async function completion(
-  config: ServerConfig,
-  request: CompletionRequest,
-  signal: AbortSignal,
-): Promise<CompletionResponse> {
-  const { policy, contextLength } = config;
+/** A completions request's prompt as token ids (and text), checked against the context. */
+export interface PreparedPrompt {
+  promptIds: number[];
+  promptText: string;
+  maxTokens: number;
+}
+
+export function preparePrompt(config: ServerConfig, request: CompletionRequest): PreparedPrompt {
+  const { contextLength } = config;
   const tok = config.tokenizer;
   let promptIds: number[];
   if (typeof request.prompt === "string") {
@@ -158,6 +161,52 @@ export async function completion(
     );
   }
   const promptText = typeof request.prompt === "string" ? request.prompt : tok ? tok.decode(promptIds) : "";
+  return { promptIds, promptText, maxTokens };
+}
+
+/** Policy.complete's parameters for choice `i` of a completions request. */
+export function completionParams(
+  request: CompletionRequest,
+  maxTokens: number,
+  seed: number,
+  signal: AbortSignal,
+): GenerateParams {
+  const wantLogprobs = request.logprobs !== undefined && request.logprobs !== null;
+  return {
+    maxTokens,
+    signal,
+    seed,
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.top_p !== undefined ? { topP: request.top_p } : {}),
+    ...(request.top_k !== undefined && request.top_k !== -1 ? { topK: request.top_k } : {}),
+    ...(request.min_p !== undefined ? { minP: request.min_p } : {}),
+    ...(request.stop !== undefined ? { stop: typeof request.stop === "string" ? [request.stop] : request.stop } : {}),
+    logprobs: wantLogprobs,
+    ...(request.logprobs ? { topLogprobs: request.logprobs } : {}),
+  };
+}
+
+/** The policy that continues raw prompts, or a 400 saying it cannot. */
+export function completer(config: ServerConfig): NonNullable<ServerConfig["policy"]["complete"]> {
+  const policy = config.policy;
+  if (!policy.complete)
+    throw new HttpError(
+      400,
+      `policy "${policy.id}" cannot continue raw prompts; use max_tokens 0 with echo`,
+      "invalid_request_error",
+      "max_tokens",
+    );
+  return policy.complete.bind(policy);
+}
+
+export async function completion(
+  config: ServerConfig,
+  request: CompletionRequest,
+  signal: AbortSignal,
+): Promise<CompletionResponse> {
+  const { policy } = config;
+  const tok = config.tokenizer;
+  const { promptIds, promptText, maxTokens } = preparePrompt(config, request);
   const wantLogprobs = request.logprobs !== undefined && request.logprobs !== null;
   let promptScores: number[] | null = null;
   let promptTop: TokenScores["top"] | undefined;
@@ -286,7 +335,7 @@ export async function completion(
     id: `cmpl-${randomUUID()}`,
     object: "text_completion",
     created: Math.floor(Date.now() / 1000),
-    model: request.model ?? config.modelId,
+    model: request.model ?? config.servedModelNames[0],
     choices,
     usage: {
       prompt_tokens: promptIds.length,

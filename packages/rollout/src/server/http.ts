@@ -10,6 +10,8 @@ export class HttpError extends Error {
     message: string,
     readonly type = "invalid_request_error",
     readonly param: string | null = null,
+    /** OpenAI's error code (e.g. "model_not_found"); default: the status. */
+    readonly code: string = String(status),
   ) {
     super(message);
   }
@@ -25,7 +27,7 @@ export function toHttpError(err: unknown): HttpError {
 
 /** The OpenAI error body of an HttpError. */
 export function errorBody(e: HttpError): WireError {
-  return { error: { message: e.message, type: e.type, param: e.param, code: String(e.status) } };
+  return { error: { message: e.message, type: e.type, param: e.param, code: e.code } };
 }
 
 export function sendJson(
