@@ -30,9 +30,12 @@ export interface ServeWorkerInit {
   maxNumSeqs?: number;
   /** KV cache bytes the sequences in flight may reserve (default: the scheduler's). */
   kvBudgetBytes?: number;
+  /** `--max-model-len`: the context served, when less than the model's. */
+  maxModelLen?: number;
 }
 
 export interface ServeWorkerInfo {
+  /** The model's own context length (`max_position_embeddings`). */
   contextLength: number;
   vocabSize: number;
   hasChatTemplate: boolean;
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
       })
     : null;
   const contextLength = model.config.maxPositionEmbeddings;
+  const servedContext = Math.min(contextLength, init.maxModelLen ?? contextLength);
   const vocabSize = model.config.vocabSize;
   const stopIds = new Set<number>(model.config.eosTokenIds);
   if (tokenizer.eosTokenId !== null && tokenizer.eosTokenId !== undefined) stopIds.add(tokenizer.eosTokenId);
@@ -112,16 +116,16 @@ async function main(): Promise<void> {
   ) => {
     const param = chat ? "messages" : "prompt";
     checkPrompt(prompt, param);
-    const room = contextLength - prompt.length;
+    const room = servedContext - prompt.length;
     if (room < 1)
       throw new RequestRefused(
-        `the prompt is ${prompt.length} tokens; this model's context length is ${contextLength}`,
+        `the prompt is ${prompt.length} tokens; this model's context length is ${servedContext}`,
         param,
       );
     const maxTokens = p.maxTokens ?? Math.min(init.defaultMaxTokens, room);
     if (maxTokens > room)
       throw new RequestRefused(
-        `prompt (${prompt.length} tokens) + max_tokens (${maxTokens}) exceeds this model's context length of ${contextLength}`,
+        `prompt (${prompt.length} tokens) + max_tokens (${maxTokens}) exceeds this model's context length of ${servedContext}`,
         "max_tokens",
       );
     // Incremental detokenization: decode from a recent offset and send only what is new, holding
@@ -181,7 +185,7 @@ async function main(): Promise<void> {
     if (req.kind === "chat") {
       if (!template)
         throw new RequestRefused(
-          "this model has no chat template: use /v1/completions, or restart kiln serve with --chat-template FILE",
+          "this model has no chat template: use /v1/completions, or restart kiln serve with --chat-template chatml (ChatML, for models trained on it) or --chat-template FILE (a Jinja template)",
           "messages",
         );
       const text = template.render(req.messages, {
@@ -198,7 +202,11 @@ async function main(): Promise<void> {
       const rest = tokenIds.length > 1 ? await scoreOne(tokenIds.slice(0, 1), tokenIds.slice(1), req.cancel) : [];
       return { tokenIds, logprobs: [0, ...rest] };
     }
-    if (!template) throw new RequestRefused("this model has no chat template", "messages");
+    if (!template)
+      throw new RequestRefused(
+        "this model has no chat template: restart kiln serve with --chat-template chatml or --chat-template FILE",
+        "messages",
+      );
     const prompt = tokenizer.encode(template.render(req.messages, { tools: req.tools, addGenerationPrompt: true }));
     return { tokenIds, logprobs: await scoreOne(prompt, tokenIds, req.cancel) };
   };

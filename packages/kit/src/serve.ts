@@ -1,6 +1,8 @@
 // `kiln serve`: the OpenAI-compatible server of @kiln/rollout in this thread, the model in a worker
 // thread (serve-worker.ts). The split is what keeps the server responsive: a long prefill or a
 // 4k-token generation runs beside the event loop, never on it.
+import { readFile } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { loadTokenizer } from "@kiln/models";
 import {
@@ -12,6 +14,7 @@ import {
   type OpenAIServer,
   type Policy,
   PolicyRequestError,
+  type ServedAdapter,
   type TokenScores,
   type ToolSchema,
 } from "@kiln/rollout";
@@ -33,18 +36,31 @@ export interface ServeOptions {
   chatTemplate?: string;
   /** Tensor backend in the worker (default "wasm"). */
   backend?: string;
+  /**
+   * The names clients may send as `model`, the first the main one (vLLM's `--served-model-name`);
+   * any other name is a 404 `model_not_found`. Default: `[modelId ?? dir]`.
+   */
+  servedModelNames?: string[];
+  /** The served name when there are no aliases (default: `dir`, as vLLM names a model by its path). */
   modelId?: string;
   host?: string;
   port?: number;
   apiKey?: string;
+  /** Requests the worker is given at once (default 1); `maxNumSeqs` is vLLM's name for it. */
   maxConcurrency?: number;
+  /** vLLM's `--max-num-seqs`: the same as `maxConcurrency` (give one, or both equal). */
+  maxNumSeqs?: number;
   maxQueue?: number;
-  /** vLLM's --max-model-len: the context the server admits, at most the model's own (default: the model's). */
+  /**
+   * vLLM's `--max-model-len`: the context the server admits, prompt plus completion, at most the
+   * model's own (default: the model's); the worker refuses a templated chat prompt against it too.
+   */
   maxModelLen?: number;
   /** Largest max_tokens (default: min(context length, 4096)). */
   maxTokensLimit?: number;
   /** max_tokens of a chat request that gives none (default 256, capped by the room in the context). */
   defaultMaxTokens?: number;
+  /** Start-up lines (the adapters applied) and one line per request. */
   log?: (line: string) => void;
   warn?: (line: string) => void;
 }
@@ -52,6 +68,8 @@ export interface ServeOptions {
 export interface ServeHandle {
   server: OpenAIServer;
   info: ServeWorkerInfo;
+  /** The adapters applied to the served weights, as /v1/models lists them. */
+  adapters: ServedAdapter[];
   /** Requests the worker stopped early because their client went away. */
   cancelled(): number;
   close(): Promise<void>;
@@ -144,11 +162,40 @@ function wireParams(params: GenerateParams): WireParams {
   return rest;
 }
 
+/** How one applied adapter is described: its directory, scale, and (when its config says) rank, alpha and targets. */
+async function describeAdapter(spec: AdapterSpec): Promise<{ adapter: ServedAdapter; line: string }> {
+  const adapter: ServedAdapter = { id: basename(spec.dir) || spec.dir, path: spec.dir, scale: spec.scale };
+  let detail = "";
+  try {
+    const config = JSON.parse(await readFile(join(spec.dir, "adapter_config.json"), "utf8")) as {
+      r?: unknown;
+      lora_alpha?: unknown;
+      target_modules?: unknown;
+    };
+    const targets = Array.isArray(config.target_modules) ? config.target_modules.join(",") : config.target_modules;
+    detail = `, r ${String(config.r)}, alpha ${String(config.lora_alpha)}, targets ${String(targets)}`;
+  } catch {
+    detail = ""; // loaded already, so readable; a config without these fields is described by path alone
+  }
+  return { adapter, line: `kiln serve: applied adapter ${spec.dir} (scale ${spec.scale}${detail})` };
+}
+
+function concurrencyOf(options: ServeOptions): number {
+  const { maxConcurrency, maxNumSeqs } = options;
+  if (maxConcurrency !== undefined && maxNumSeqs !== undefined && maxConcurrency !== maxNumSeqs)
+    throw new RangeError(
+      `kiln serve: maxNumSeqs (${maxNumSeqs}) and maxConcurrency (${maxConcurrency}) name the same limit; give one`,
+    );
+  return maxNumSeqs ?? maxConcurrency ?? 1;
+}
+
 /** Loads the model in a worker and starts the server; resolves once both are ready. */
 export async function startServe(options: ServeOptions): Promise<ServeHandle> {
+  const maxConcurrency = concurrencyOf(options);
   const entry = workerEntry();
   const init: ServeWorkerInit = {
     dir: options.dir,
+    ...(options.maxModelLen !== undefined ? { maxModelLen: options.maxModelLen } : {}),
     ...(options.adapters?.length ? { adapters: options.adapters } : {}),
     ...(options.chatTemplate ? { chatTemplate: options.chatTemplate } : {}),
     backend: options.backend ?? "wasm",
@@ -183,20 +230,28 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
     );
   }
   const contextLength = Math.min(info.contextLength, options.maxModelLen ?? info.contextLength);
-  const policy = new WorkerPolicy(options.modelId ?? options.dir, worker);
+  const servedModelNames = options.servedModelNames ?? [options.modelId ?? options.dir];
+  const policy = new WorkerPolicy(servedModelNames[0], worker);
   let server: OpenAIServer;
+  const adapters: ServedAdapter[] = [];
   try {
+    for (const spec of options.adapters ?? []) {
+      const { adapter, line } = await describeAdapter(spec);
+      adapters.push(adapter);
+      options.log?.(line);
+    }
     // The server tokenizes /v1/completions string prompts itself (bounded by its prompt cap) to
     // check them against the context before they reach the worker.
     const tokenizer = await loadTokenizer(options.dir);
     server = await createOpenAIServer({
       policy,
       tokenizer,
-      modelId: options.modelId ?? options.dir,
+      servedModelNames,
+      adapters,
       host: options.host ?? "127.0.0.1",
       port: options.port ?? 8000,
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      maxConcurrency: options.maxConcurrency ?? 1,
+      maxConcurrency,
       ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
       contextLength,
       vocabSize: info.vocabSize,
@@ -211,6 +266,7 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
   return {
     server,
     info: { ...info, contextLength },
+    adapters,
     cancelled: () => policy.cancelledCount,
     close: async () => {
       await server.close();

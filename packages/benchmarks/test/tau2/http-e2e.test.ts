@@ -10,8 +10,8 @@ describe("tau2 episode over HTTP", () => {
   it("task 36 (modify items) succeeds with agent and user behind OpenAI-compatible servers", async () => {
     const task = loadTasks("v0.2.0").find((t) => t.id === "36");
     if (!task) throw new Error("task 36 missing");
-    const agentServer = await createOpenAIServer({ policy: oracleAgent(task) });
-    const userServer = await createOpenAIServer({ policy: scriptedUser(task) });
+    const agentServer = await createOpenAIServer({ policy: oracleAgent(task), modelId: "oracle" });
+    const userServer = await createOpenAIServer({ policy: scriptedUser(task), modelId: "scripted-user" });
     try {
       const agent = new HttpPolicy({ baseUrls: agentServer.url, model: "oracle", retries: 0 });
       const user = new HttpPolicy({ baseUrls: `${userServer.url}/v1`, model: "scripted-user", retries: 0 });
