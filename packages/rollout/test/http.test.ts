@@ -370,7 +370,13 @@ describe("HttpPolicy", () => {
     expect(sleeps[1]).toBeLessThanOrEqual(200);
 
     const down: typeof fetch = async () => new Response("no", { status: 500 });
-    const never = new HttpPolicy({ baseUrls: server.url, model: "bisect", fetch: down, sleep: async () => {}, retries: 2 });
+    const never = new HttpPolicy({
+      baseUrls: server.url,
+      model: "bisect",
+      fetch: down,
+      sleep: async () => {},
+      retries: 2,
+    });
     await expect(never.generate([userMessage("x")])).rejects.toThrow(/HTTP 500.*gave up after 3 attempts/);
     const bad: typeof fetch = async () =>
       new Response(JSON.stringify({ error: { message: "bad field" } }), { status: 400 });

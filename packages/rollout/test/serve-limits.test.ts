@@ -82,7 +82,11 @@ describe("limits in the unit that costs (#31 item 4)", () => {
         type: "function",
         function: { name: "lookup", arguments: JSON.stringify({ query: "x".repeat(100) }) },
       });
-      const messages = Array.from({ length: 400 }, (_, i) => ({ role: "assistant", content: null, tool_calls: [call(i)] }));
+      const messages = Array.from({ length: 400 }, (_, i) => ({
+        role: "assistant",
+        content: null,
+        tool_calls: [call(i)],
+      }));
       const r = await post(`${srv.url}/v1/chat/completions`, { messages, max_tokens: 2 });
       expect(r.status).toBe(400);
       expect(r.json.error).toMatchObject({ param: "messages" });
@@ -191,7 +195,9 @@ describe("connections (#31 item 5, #28)", () => {
         s.on("close", () => clearInterval(timer));
       });
       const stalledBody = closedAfter(srv.url, (s) =>
-        s.write("POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"),
+        s.write(
+          "POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{",
+        ),
       );
       const [t, b] = await Promise.all([trickle, stalledBody]);
       expect(t.ms).toBeLessThan(3000);

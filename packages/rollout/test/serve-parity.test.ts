@@ -135,9 +135,7 @@ describe("served model names (vLLM --served-model-name)", () => {
     const over = await post(`${server.url}/v1/completions`, { prompt: "x".repeat(200), max_tokens: 100 });
     expect(over.status).toBe(400);
     expect(over.json.error.message).toMatch(/context length of 256/);
-    expect((await post(`${server.url}/v1/completions`, { prompt: "x".repeat(200), max_tokens: 50 })).status).toBe(
-      200,
-    );
+    expect((await post(`${server.url}/v1/completions`, { prompt: "x".repeat(200), max_tokens: 50 })).status).toBe(200);
   });
 
   it("refuses served names and context settings that cannot work", async () => {
@@ -240,12 +238,7 @@ describe("request validation as OpenAI and vLLM do it (#31 item 9)", () => {
         "tools.0.function.parameters",
         /properties must be an object/,
       ],
-      [
-        "chat",
-        chat({ tools: [tool({ type: "object", required: "q" })] }),
-        "tools.0.function.parameters",
-        /required/,
-      ],
+      ["chat", chat({ tools: [tool({ type: "object", required: "q" })] }), "tools.0.function.parameters", /required/],
       [
         "chat",
         chat({ tools: [tool({ type: "object", properties: { q: { type: "string", pattern: "([" } } })] }),

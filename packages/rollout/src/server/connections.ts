@@ -33,6 +33,8 @@ interface Tracked {
   phase: Phase;
   /** When the current phase began. */
   since: number;
+  /** Whether a request on it has been answered (a kept-alive client, not a stranger). */
+  answeredOnce: boolean;
   /** bytesRead when the phase began. */
   phaseBytes: number;
   /** bytesRead at the last progress, and when that was. */
@@ -99,6 +101,8 @@ export class ConnectionGuard {
    */
   answered(socket: Socket): void {
     this.enter(socket, "waiting");
+    const t = this.open.get(socket);
+    if (t) t.answeredOnce = true;
   }
 
   close(): void {
@@ -128,7 +132,16 @@ export class ConnectionGuard {
       return;
     }
     const now = performance.now();
-    const t: Tracked = { socket, client, phase: "waiting", since: now, phaseBytes: 0, bytes: 0, progressAt: now };
+    const t: Tracked = {
+      socket,
+      client,
+      phase: "waiting",
+      answeredOnce: false,
+      since: now,
+      phaseBytes: 0,
+      bytes: 0,
+      progressAt: now,
+    };
     this.open.set(socket, t);
     peers.add(t);
     this.byClient.set(client, peers);
@@ -139,15 +152,27 @@ export class ConnectionGuard {
     });
   }
 
-  /** Closes the oldest connection among `scope` that is waiting for its request; false if none is. */
+  /**
+   * Closes the oldest connection among `scope` that is waiting for its request — one that has
+   * never had a request answered first (a kept-alive client may be about to send its next one);
+   * false if none is waiting.
+   */
   private evictFrom(scope: Iterable<Tracked>): boolean {
+    let keptAlive: Tracked | null = null;
     for (const t of scope) {
       if (t.phase !== "waiting") continue;
+      if (t.answeredOnce) {
+        keptAlive ??= t;
+        continue;
+      }
       this.evicted++;
       this.drop(t);
       return true;
     }
-    return false;
+    if (!keptAlive) return false;
+    this.evicted++;
+    this.drop(keptAlive);
+    return true;
   }
 
   private drop(t: Tracked): void {

@@ -43,6 +43,7 @@ function sendablePrefix(raw: string, stops: string[], holdBack: number): { safe:
  */
 export class SseWriter {
   private started = false;
+  private stall: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly res: ServerResponse,
@@ -65,9 +66,27 @@ export class SseWriter {
     });
   }
 
+  /**
+   * Sends `chunk` without waiting (text arrives from a policy's synchronous callback); once the
+   * client stops draining, it has `stallMs` to resume before it is disconnected, so a reader that
+   * stops reading cannot make the server buffer a whole generation.
+   */
   write(chunk: object): void {
     this.start();
-    this.res.write(this.frame(chunk));
+    if (this.res.write(this.frame(chunk)) || this.stall) return;
+    const res = this.res;
+    const clear = () => {
+      if (this.stall) clearTimeout(this.stall);
+      this.stall = null;
+      res.off("drain", clear);
+      res.off("close", clear);
+    };
+    this.stall = setTimeout(() => {
+      clear();
+      res.destroy();
+    }, this.stallMs);
+    res.on("drain", clear);
+    res.on("close", clear);
   }
 
   /** Sends `chunk`, waiting out backpressure; false when the client went away (stop quietly). */
