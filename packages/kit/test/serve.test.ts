@@ -6,7 +6,8 @@ import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { convertLlama2c } from "@kiln/hub-io";
-import { stories260KPaths } from "@kiln/models";
+import { attachLora, saveAdapter } from "@kiln/lora";
+import { loadModel, stories260KPaths } from "@kiln/models";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runCli } from "../src/index.js";
 import { type ServeHandle, startServe } from "../src/serve.js";
@@ -71,7 +72,7 @@ describe("kiln serve", () => {
     const chat = await post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] });
     expect(chat.status).toBe(400);
     expect(chat.json.error).toMatchObject({ type: "invalid_request_error", param: "messages" });
-    expect(chat.json.error.message).toMatch(/no chat template.*--chat-template/);
+    expect(chat.json.error.message).toMatch(/no chat template.*--chat-template chatml/);
   });
 
   it("enforces the context length and the vocabulary", async () => {
@@ -194,5 +195,123 @@ describe("kiln serve", () => {
     expect(await runCli(["serve", modelDir, "--api-key="])).toBe(2);
     expect(await runCli(["serve", modelDir, "--chat-template", join(tmp, "missing.jinja")])).toBe(2);
     err.mockRestore();
+  });
+});
+
+describe("kiln serve as a vLLM client expects it", () => {
+  let parity: ServeHandle;
+  let base: string;
+  const lines: string[] = [];
+  const adapterDir = join(tmp, "adapter-r2");
+
+  beforeAll(async () => {
+    const model = await loadModel(modelDir);
+    await saveAdapter(attachLora(model, { r: 2, alpha: 4, targetModules: ["q_proj", "v_proj"], seed: 1 }), adapterDir);
+    parity = await startServe({
+      dir: modelDir,
+      port: 0,
+      backend: "js",
+      chatTemplate: "chatml",
+      servedModelNames: ["stories", "kiln/stories260K"],
+      maxModelLen: 256,
+      maxNumSeqs: 1,
+      adapters: [{ dir: adapterDir, scale: 0.5 }],
+      log: (line) => lines.push(line),
+      warn: () => {},
+    });
+    base = parity.server.url;
+  });
+  afterAll(() => parity?.close());
+
+  const call = async (path: string, body: unknown) => {
+    const t0 = performance.now();
+    const res = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      text,
+      json: JSON.parse(text) as Reply & { model: string },
+      ms: performance.now() - t0,
+    };
+  };
+
+  it("logs the adapters it applied and lists them, the served names and max_model_len in /v1/models", async () => {
+    expect(lines.join("\n")).toContain(`kiln serve: applied adapter ${adapterDir} (scale 0.5, r 2, alpha 4, targets`);
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as {
+      data: { id: string; max_model_len: number; adapters: { id: string; path: string; scale: number }[] }[];
+    };
+    expect(models.data.map((m) => m.id)).toEqual(["stories", "kiln/stories260K"]);
+    expect(models.data[0].max_model_len).toBe(256);
+    expect(models.data[0].adapters).toEqual([{ id: "adapter-r2", path: adapterDir, scale: 0.5 }]);
+    expect(parity.adapters).toEqual(models.data[0].adapters);
+  });
+
+  it("answers its served names and aliases, and 404 model_not_found for any other", async () => {
+    const chat = (model: string) => ({ model, messages: [{ role: "user", content: "Hi" }], max_tokens: 4, seed: 1 });
+    expect((await call("/v1/chat/completions", chat("kiln/stories260K"))).json.model).toBe("kiln/stories260K");
+    const wrong = await call("/v1/chat/completions", chat("Qwen/Qwen3-8B"));
+    expect(wrong.status).toBe(404);
+    expect(wrong.json.error).toMatchObject({ code: "model_not_found", param: "model" });
+  });
+
+  it("--max-model-len bounds prompt + max_tokens on both routes", async () => {
+    const completion = await call("/v1/completions", { model: "stories", prompt: Array(250).fill(5), max_tokens: 10 });
+    expect(completion.status).toBe(400);
+    expect(completion.json.error.message).toMatch(/context length of 256/);
+    // A chat prompt is templated in the worker, which refuses it against the same bound.
+    const chat = await call("/v1/chat/completions", {
+      model: "stories",
+      messages: [{ role: "user", content: "Once upon a time ".repeat(40) }],
+      max_tokens: 200,
+    });
+    expect(chat.status).toBe(400);
+    expect(chat.json.error.message).toMatch(/context length of 256/);
+  });
+
+  it("refuses 120,000 empty messages at once, and a concurrent 2-token request is not held up (#31 item 4)", async () => {
+    const flood = JSON.stringify({ model: "stories", messages: Array(120_000).fill({ role: "user", content: "" }) });
+    const [big, small] = await Promise.all([
+      call("/v1/chat/completions", flood),
+      call("/v1/chat/completions", { model: "stories", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }),
+    ]);
+    expect(big.status).toBe(400);
+    expect(big.json.error).toMatchObject({ param: "messages" });
+    expect(small.status).toBe(200);
+    // Before: the worker templated and tokenized all 120,000 messages (seconds) while the small
+    // request waited for the one slot.
+    expect(big.ms).toBeLessThan(1500);
+    expect(small.ms).toBeLessThan(3000);
+  });
+
+  it("streams /v1/completions token by token, the same text as unstreamed", async () => {
+    const body = { model: "stories", prompt: "Once upon a time", max_tokens: 16, temperature: 0 };
+    const res = await fetch(`${base}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...body, stream: true }),
+    });
+    const sse = await res.text();
+    const pieces = sse
+      .split("\n\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => (JSON.parse(l.slice(6)) as { choices: { text: string }[] }).choices[0]?.text ?? "")
+      .filter((t) => t !== "");
+    expect(sse.trimEnd().endsWith("data: [DONE]")).toBe(true);
+    expect(pieces.length).toBeGreaterThan(3);
+    const whole = await call("/v1/completions", body);
+    expect(pieces.join("")).toBe(whole.json.choices[0].text);
+  });
+
+  it("maxNumSeqs is maxConcurrency under vLLM's name: two different values are refused", async () => {
+    await expect(
+      startServe({ dir: modelDir, port: 0, backend: "js", maxNumSeqs: 2, maxConcurrency: 3 }),
+    ).rejects.toThrow(/maxNumSeqs \(2\) and maxConcurrency \(3\) name the same limit/);
+    await expect(startServe({ dir: modelDir, port: 0, backend: "js", maxModelLen: 100_000 })).rejects.toThrow(
+      /maxModelLen 100000 exceeds the model's context length of 512/,
+    );
   });
 });
