@@ -311,7 +311,7 @@ describe("kiln serve as a vLLM client expects it", () => {
       startServe({ dir: modelDir, port: 0, backend: "js", maxNumSeqs: 2, maxConcurrency: 3 }),
     ).rejects.toThrow(/maxNumSeqs \(2\) and maxConcurrency \(3\) name the same limit/);
     await expect(startServe({ dir: modelDir, port: 0, backend: "js", maxModelLen: 100_000 })).rejects.toThrow(
-      /maxModelLen 100000 exceeds the model's context length of 512/,
+      /--max-model-len 100000 exceeds .*context length 512/,
     );
   });
 });

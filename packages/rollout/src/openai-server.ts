@@ -76,7 +76,9 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
       reject(err);
     };
     server.once("error", onError);
-    server.listen(options.port ?? 0, host, () => {
+    // A deep accept queue: a burst of connections beyond node's default 511 would otherwise have
+    // the kernel drop SYNs, and every client (a /health probe too) wait out a 1 s retransmit.
+    server.listen({ port: options.port ?? 0, host, backlog: 4096 }, () => {
       server.off("error", onError);
       resolve();
     });

@@ -21,7 +21,7 @@ export const serveCommand = defineCommand({
       multiple: true,
       aliases: ["model-id"],
       placeholder: "NAME",
-      description: "the model name clients send (default: the model directory)",
+      description: "the model name clients send, repeated for aliases (default: the model directory)",
     },
     "max-model-len": {
       type: "integer",
@@ -76,13 +76,10 @@ export const serveCommand = defineCommand({
     const chatTemplate = values["chat-template"];
     if (chatTemplate !== undefined && chatTemplate !== "chatml" && !existsSync(chatTemplate))
       throw new UsageError(`--chat-template: not "chatml" and no file ${chatTemplate}`);
+    // The first name is the one responses carry, the others are aliases (as vLLM's).
     const names = values["served-model-name"];
-    // Seam: the server answers one model name today; when it takes aliases (servedModelNames), pass
-    // `names` through here instead of refusing the extra ones.
-    if (names.length > 1)
-      throw new UsageError(
-        `--served-model-name was given ${names.length} names; this server answers one name (${names[0]}) for now`,
-      );
+    const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+    if (duplicate !== undefined) throw new UsageError(`--served-model-name ${duplicate} is given twice`);
     let adapters: AdapterSpec[];
     try {
       adapters = parseAdapterSpecs(
@@ -106,7 +103,7 @@ export const serveCommand = defineCommand({
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(chatTemplate !== undefined ? { chatTemplate } : {}),
       adapters,
-      modelId: names[0] ?? dir,
+      servedModelNames: names.length > 0 ? names : [dir],
       log: (line) => console.error(line),
       warn: (line) => console.error(`warning: ${line}`),
     });
