@@ -46,7 +46,7 @@ export interface ServeOptions {
   host?: string;
   port?: number;
   apiKey?: string;
-  /** Requests the worker is given at once (default 1); `maxNumSeqs` is vLLM's name for it. */
+  /** Requests generated at once, decoded together by the worker (default 1); `maxNumSeqs` is vLLM's name for it. */
   maxConcurrency?: number;
   /** vLLM's `--max-num-seqs`: the same as `maxConcurrency` (give one, or both equal). */
   maxNumSeqs?: number;
@@ -201,7 +201,7 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
     backend: options.backend ?? "wasm",
     defaultMaxTokens: options.defaultMaxTokens ?? 256,
     // The server admits this many requests at once; the worker decodes them as one batch.
-    maxNumSeqs: options.maxConcurrency ?? 1,
+    maxNumSeqs: maxConcurrency,
   };
   const worker = new Worker(entry.url, { workerData: { ...entry.data, init }, execArgv: entry.execArgv });
   let info: ServeWorkerInfo;
