@@ -102,6 +102,11 @@ const COMMANDS: CommandEntry[] = [
     summary: "rebuild the embedded agent model from nothing (scripted transcripts → BPE → a small Qwen3)",
     load: async () => (await import("./agent-model/cli.js")).agentModelCommand,
   },
+  {
+    name: "completion",
+    summary: "print a bash completion script for these commands and their options",
+    load: async () => (await import("./cli/completion.js")).completionCommand(listCommands),
+  },
 ];
 
 /** Add a command to the table (a plugin, or a colleague's `kiln export gguf`); its name must be new. */

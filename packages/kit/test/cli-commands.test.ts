@@ -1,5 +1,6 @@
 // The command table as a user meets it, for every command: `--help` prints its own usage and writes
 // nothing; an unknown option or a malformed value exits 2 naming the option, before any file is written.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -150,6 +151,33 @@ describe("every command (table-driven)", () => {
     expect(repro.code).toBe(2);
     expect(repro.err).toContain("oel.eval.trials must be a positive integer, got 0");
     expect(tree(cwd)).toEqual([]);
+  });
+});
+
+describe("shell completion", () => {
+  it("kiln completion bash completes commands, subcommands, options and choices from the table", async () => {
+    const chunks: string[] = [];
+    const write = vi.spyOn(process.stdout, "write").mockImplementation((c) => {
+      chunks.push(String(c));
+      return true;
+    });
+    try {
+      expect(await runCli(["completion", "bash"])).toBe(0);
+    } finally {
+      write.mockRestore();
+    }
+    const probe = [
+      chunks.join(""),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: bash's ${…}, not a template
+      't() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _kiln; echo "${COMPREPLY[*]}"; }',
+      "t kiln ev",
+      't kiln eval clem ""',
+      "t kiln arp --pre",
+      't kiln arp --preset ""',
+      "t kiln serve x --served",
+    ].join("\n");
+    const r = spawnSync("bash", ["-c", probe], { encoding: "utf8" });
+    expect(r.stdout.trim().split("\n")).toEqual(["eval", "run score", "--preset", "tiny seed", "--served-model-name"]);
   });
 });
 
