@@ -149,7 +149,7 @@ export function describeStage(s: StageRecord): { kind: string; what: string } {
   }
   const kind = s.stage.startsWith("eval")
     ? "evaluation"
-    : s.stage.endsWith("-data")
+    : /-(data|samples)$/.test(s.stage)
       ? "data"
       : s.stage === "merge"
         ? "merge"
@@ -175,6 +175,36 @@ function stageCharts(s: StageRecord): string {
       charts.push(lineChart({ title: `${s.stage}: ${key}`, xLabel: "step", yLabel: axis, series }));
   }
   return `<section class="stage"><h3>${esc(s.stage)} (${s.steps.length} steps)</h3>${charts.join("\n")}</section>`;
+}
+
+/**
+ * Stages named round-1, round-2, … (OPD) as one chart per metric against the round: each round's mean
+ * over its steps. A round of one step has no curve of its own; across rounds it is a point.
+ */
+function roundCharts(stages: readonly StageRecord[]): string {
+  const rounds = stages
+    .map((s) => ({ s, round: /^round-(\d+)$/.exec(s.stage)?.[1] }))
+    .filter((r): r is { s: StageRecord; round: string } => r.round !== undefined && r.s.steps.length > 0);
+  if (rounds.length < 2) return "";
+  const charts: string[] = [];
+  for (const [key, axis] of CURVES) {
+    const points = rounds.flatMap(({ s, round }) => {
+      const values = s.steps.map((r) => r[key]).filter((v): v is number => typeof v === "number");
+      return values.length
+        ? [[Number(round), values.reduce((a, b) => a + b, 0) / values.length] as [number, number]]
+        : [];
+    });
+    if (points.length > 1)
+      charts.push(
+        lineChart({
+          title: `rounds: ${key}`,
+          xLabel: "round",
+          yLabel: axis,
+          series: [{ name: key, points, markers: false }],
+        }),
+      );
+  }
+  return `<section class="stage"><h3>Across rounds (${rounds.length} rounds; each point: the mean over the round's steps)</h3>${charts.join("\n")}</section>`;
 }
 
 /** The phase chart: score ± SE per phase, with the paired Δ against the base. */
@@ -225,7 +255,7 @@ export function reportHtml(run: RunDir, content: ReportContent): string {
   const tables = Object.entries(content.tables ?? {})
     .map(([caption, rows]) => `<h2>${esc(caption)}</h2>${htmlTable(rows)}`)
     .join("\n");
-  const curves = stages.map(stageCharts).filter(Boolean);
+  const curves = [roundCharts(stages), ...stages.map(stageCharts)].filter(Boolean);
   const m = run.metadata;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(content.title)}</title>

@@ -172,6 +172,49 @@ describe("run report.html", async () => {
   });
 });
 
+describe("run report.html of one-step rounds (OPD)", async () => {
+  const run = await RunDir.create(root, "opd", { rounds: 3 });
+  for (let round = 1; round <= 3; round++) {
+    run.logMetrics({ stage: `round-${round}-samples`, episodes: 1, samples: 7 });
+    run.logMetrics({
+      stage: `round-${round}`,
+      step: 1,
+      loss: 0.2 / round,
+      lr: 1e-3,
+      grad_norm: 0.1,
+      teacher_kl: 0.5 / round,
+    });
+  }
+  const html = reportHtml(run, { title: "OPD run opd", config: {} });
+  keep("opd-report.html", html);
+  const doc = parseHtml(html);
+
+  it("each round is a 1-step stage without a curve, and the rounds together are drawn against the round", () => {
+    const rows = findAll(doc, (n) => n.tag === "tr")
+      .slice(1)
+      .map((r) => findAll(r, (n) => n.tag === "td").map(textOf));
+    expect(rows.map((r) => r[0])).toEqual([
+      "round-1-samples",
+      "round-1",
+      "round-2-samples",
+      "round-2",
+      "round-3-samples",
+      "round-3",
+    ]);
+    expect(rows[0][1]).toBe("data");
+    expect(rows[1][2]).toMatch(/^1 step: one point, no curve/);
+    const charts = findAll(doc, (n) => n.tag === "figure" && hasClass(n, "line"));
+    const titles = charts.map((c) => findAll(c, (n) => n.tag === "svg")[0].attrs["aria-label"]);
+    expect(titles).toContain("rounds: loss");
+    expect(titles).toContain("rounds: teacher_kl");
+    const loss = charts[titles.indexOf("rounds: loss")];
+    expect(textOf(findAll(loss, (n) => hasClass(n, "axis-title") && hasClass(n, "x"))[0])).toBe("round");
+    const xs = tickValues(loss, "x");
+    expect(xs[0]).toBeLessThanOrEqual(1);
+    expect(xs[xs.length - 1]).toBeGreaterThanOrEqual(3);
+  });
+});
+
 describe("repro report.html", () => {
   const base = phase("base", [0, 0.5, 0.5, 0, 1]);
   const sft = phase("A  SFT", [0.5, 0.5, 1, 0.5, 1], base);
