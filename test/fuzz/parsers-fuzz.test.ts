@@ -30,6 +30,7 @@ import {
   guessNumberScript,
   readTrajectories,
   runEpisodes,
+  withoutTimings,
 } from "@kiln/rollout";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -222,11 +223,13 @@ describe("parser fuzz (seeded, fixed case counts; KILN_FUZZ_CASES=N for N× more
     // trajectory files (sized gzip members; the "KL" size at byte 16 of each member, ISIZE)
     const traj = tally();
     const trajectoryError = (e: unknown) => (e instanceof TrajectoryFileError ? e.problem : undefined);
-    const { trajectories } = await runEpisodes({
+    const { trajectories: timed } = await runEpisodes({
       makeEnv: () => new GuessNumberEnv(),
       policy: new ScriptedPolicy({ id: "bisect", script: guessNumberScript({ exploreRate: 0.3 }) }),
       episodes: 4,
     });
+    // Without wall-clock timings every run fuzzes the same bytes.
+    const trajectories = timed.map(withoutTimings);
     const files = [
       encodeJsonl(trajectories, true),
       encodeJsonl(trajectories.slice(0, 1), true),
