@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 // Benchmark peers (PyTorch subprocesses) run at full speed: the variables that pin OpenBLAS to an
 // older kernel (OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU halves its GEMM speed) are removed from
@@ -25,26 +27,28 @@ export function pinnedHere(env: NodeJS.ProcessEnv = process.env): string[] {
 
 export interface TorchInfo {
   torch: string;
-  /** OpenBLAS core torch's BLAS runs on (openblas_get_corename), or null where it is not OpenBLAS. */
+  /** OpenBLAS core of the BLAS torch itself has mapped (openblas_get_corename), or null where it is not OpenBLAS. */
   core: string | null;
+  /** That library's path, as mapped into torch's process. */
+  library: string | null;
   onednn: boolean;
   threads: number;
 }
 
-// Asked of the library torch itself links (Debian: libblas.so.3 → OpenBLAS), in a process with the peer's environment.
+/**
+ * tooling/python/torch_blas.py: peers import it to report, from their own process, the BLAS torch has mapped
+ * (never a separately loaded libopenblas, which may be another file or see another environment).
+ */
+export const TORCH_BLAS_PY_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "python");
+
+// Run in a process with the peer's environment; the BLAS is read from torch's own mappings (torch_blas.py).
 const INFO_SCRIPT = `
-import ctypes, json, torch
-torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "1")))
-core = None
-for name in ("libblas.so.3", "libopenblas.so.0"):
-    try:
-        lib = ctypes.CDLL(name)
-        lib.openblas_get_corename.restype = ctypes.c_char_p
-        core = lib.openblas_get_corename().decode()
-        break
-    except (OSError, AttributeError):
-        pass
-print(json.dumps({"torch": torch.__version__, "core": core, "onednn": torch.backends.mkldnn.is_available(), "threads": torch.get_num_threads()}))
+import json, os, sys, torch
+sys.path.insert(0, ${JSON.stringify(TORCH_BLAS_PY_DIR)})
+from torch_blas import torch_blas
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+b = torch_blas()
+print(json.dumps({"torch": torch.__version__, "core": b["blas_core"], "library": b["blas_library"], "onednn": torch.backends.mkldnn.is_available(), "threads": torch.get_num_threads()}))
 `;
 
 const infoCache = new Map<string, TorchInfo | null>();
@@ -66,14 +70,19 @@ export function torchInfo(threads: number, python = "/usr/bin/python3"): TorchIn
   return info;
 }
 
-/** "torch 1.13.0, 1 thread, OpenBLAS core Cooperlake (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE unset), oneDNN". */
-export function torchNote(threads: number, python?: string): string {
+/**
+ * "torch 1.13.0, 1 thread, BLAS core Cooperlake read in torch's process (OPENBLAS_CORETYPE unset for the peer),
+ * oneDNN". `measuredCore`: the core a peer reported from the very process that was timed (preferred).
+ */
+export function torchNote(threads: number, python?: string, measuredCore?: string | null): string {
   const info = torchInfo(threads, python);
   if (!info) return "torch missing";
   const removed = pinnedHere();
+  const core = measuredCore ?? info.core;
   return (
     `torch ${info.torch}, ${info.threads} thread${info.threads === 1 ? "" : "s"}, ` +
-    `BLAS core ${info.core ?? "not OpenBLAS"}${removed.length ? ` (${removed.map((r) => r.split("=")[0]).join(", ")} unset for the peer)` : ""}` +
+    `BLAS core ${core ?? "not OpenBLAS"} read in torch's own process` +
+    `${removed.length ? ` (${removed.map((r) => r.split("=")[0]).join(", ")} unset for the peer)` : ""}` +
     `${info.onednn ? ", oneDNN" : ""}`
   );
 }

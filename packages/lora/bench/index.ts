@@ -64,7 +64,11 @@ const tokS = (name: string) =>
 const rss = (name: string) =>
   samples[name]?.length ? median(samples[name].map((s) => s.peak_rss_mib as number)) : null;
 const blas = (name: string) => (samples[name]?.[0]?.blas as string | null | undefined) ?? null;
-const peer = `peer: ${torchNote(1)}`;
+// The core each peer read from its own timed process (tooling/python/torch_blas.py).
+const peerCore = (samples["torch-f32"]?.[0]?.blas_core ?? samples["torch-bf16"]?.[0]?.blas_core ?? null) as
+  | string
+  | null;
+const peer = `peer: ${torchNote(1, undefined, peerCore)}`;
 const note = (kiln: string) =>
   `${blas(kiln) ? `kiln-native: ${blas(kiln)}; ` : ""}${peer}; median of ${rounds} interleaved rounds`;
 const CASE = "lora-sft-step r=16 all-linear (B=4,T=128)";

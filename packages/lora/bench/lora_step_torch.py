@@ -8,7 +8,11 @@ import resource
 import sys
 import time
 
+import os
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tooling", "python"))
+from torch_blas import torch_blas  # noqa: E402  the BLAS torch itself mapped, read in this process
 import torch.nn.functional as F
 
 torch.set_num_threads(1)
@@ -81,4 +85,4 @@ for r in range(reps + 1):
         cpu.append((time.process_time() - c0) * 1000)
 print(json.dumps({"step_ms": sorted(times)[len(times) // 2], "step_cpu_ms": sorted(cpu)[len(cpu) // 2], "tokens": B * S,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "trainable": sum(p.numel() for p in adapters)}))
+                  "trainable": sum(p.numel() for p in adapters), **torch_blas()}))

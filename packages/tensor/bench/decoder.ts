@@ -17,6 +17,8 @@ interface DecoderSample {
   /** CPU time of the whole process per step (all threads). */
   step_cpu_ms?: number;
   blas?: string | null;
+  /** The peer's: the OpenBLAS core torch mapped in the timed process itself. */
+  blas_core?: string | null;
 }
 
 function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): DecoderSample | null {
@@ -34,7 +36,6 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
   const kiln = (args: string[]) => () => runJson(tsx, ["--conditions=source", join(here, "decoder-run.ts"), ...args]);
   // The peer at full speed, 1 thread (tooling/src/peer.ts); kiln-native on 1 thread is the like-for-like row.
   const torchRun = () => runJson("/usr/bin/python3", [join(here, "decoder_torch.py"), String(reps)], peerEnv(1));
-  const peerNote = `peer: ${torchNote(1)}; median of ${rounds} interleaved rounds`;
   const runners: [string, () => DecoderSample | null][] = [
     ["native 1 thread", kiln(["native", "1", String(reps), "0", "1"])],
     ["native 2 threads", kiln(["native", "2", String(reps), "0", "1"])],
@@ -61,9 +62,11 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
           tokens: list[0].tokens,
           peak_rss_mib: list[0].peak_rss_mib === null ? null : med(list.map((s) => s.peak_rss_mib as number)),
           blas: list[0].blas,
+          blas_core: list[0].blas_core,
         }
       : null;
   const torch = combine(samples.get("torch"));
+  const peerNote = `peer: ${torchNote(1, undefined, torch?.blas_core)}; median of ${rounds} interleaved rounds`;
   const configs: [string, DecoderSample | null][] = runners.map(([name]) => [name, combine(samples.get(name))]);
   const tps = (s: DecoderSample | null, key: "fwd_bwd_ms" | "step_ms") => (s ? (s.tokens / s[key]) * 1000 : null);
   const rowNote = (s: DecoderSample | null) => (s?.blas ? `kiln-native: ${s.blas}; ${peerNote}` : peerNote);

@@ -7,7 +7,11 @@ import resource
 import sys
 import time
 
+import os
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tooling", "python"))
+from torch_blas import torch_blas  # noqa: E402  the BLAS torch itself mapped, read in this process
 import torch.nn.functional as F
 
 torch.set_num_threads(1)
@@ -74,4 +78,5 @@ for r in range(reps + 1):
         st.append((t2 - t0) * 1000)
 med = lambda xs: sorted(xs)[len(xs) // 2]
 print(json.dumps({"fwd_bwd_ms": med(fb), "step_ms": med(st), "step_cpu_ms": med(cpu), "tokens": B * S,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "torch": torch.__version__}))
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "torch": torch.__version__,
+                  **torch_blas()}))

@@ -185,7 +185,7 @@ export async function benchMatmul(reporter: BenchReporter): Promise<void> {
   const nativeCore = native
     ? `kiln-native OpenBLAS core ${native.blas.core ?? native.blas.vendor}`
     : "kiln-native missing";
-  const peer1 = torchNote(1);
+  const peer1 = torchNote(1, undefined, torch1?.blasCore);
   for (const n of SIZES) {
     const row = (metric: string, peer: string, note?: string, perCpu = false) => {
       const src = perCpu ? cpu : wall;

@@ -12,6 +12,8 @@ export class TorchPeer {
     private readonly child: ChildProcessWithoutNullStreams,
     private readonly lines: AsyncIterator<string>,
     readonly version: string,
+    /** OpenBLAS core of the BLAS torch mapped in this peer's own process (tooling/python/torch_blas.py). */
+    readonly blasCore: string | null,
   ) {}
 
   /** Starts the peer, or returns null (with the reason on stderr) when python3 or torch is missing. */
@@ -41,7 +43,8 @@ export class TorchPeer {
       child.kill();
       return null;
     }
-    return new TorchPeer(child, lines, JSON.parse(first.value).torch);
+    const hello = JSON.parse(first.value);
+    return new TorchPeer(child, lines, hello.torch, hello.blas_core ?? null);
   }
 
   /** Median wall and process-CPU milliseconds of `reps` matmuls of n x n. */

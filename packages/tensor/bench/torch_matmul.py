@@ -13,10 +13,14 @@ import statistics
 import sys
 import time
 
+import os
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tooling", "python"))
+from torch_blas import torch_blas  # noqa: E402  the BLAS torch itself mapped, read in this process
+
 torch.set_num_threads(1)
-print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), **torch_blas()}), flush=True)
 cache = {}
 for line in sys.stdin:
     n, reps = (int(x) for x in line.split())

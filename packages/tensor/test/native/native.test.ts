@@ -3,7 +3,7 @@
 // in one line and its tests are reported as skipped; with KILN_NATIVE=required (set by setups that
 // install OpenBLAS) a missing BLAS fails instead.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadBlas } from "../../src/backends/native/blas.js";
+import { loadBlas, loadOneDnn } from "../../src/backends/native/blas.js";
 import * as T from "../../src/index.js";
 import { expectClose, randomArray } from "../helpers.js";
 
@@ -191,6 +191,48 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
             expectClose(out, js, 1e-5, 1e-5 * Math.sqrt(k));
           }
         });
+
+  // Resident operands: the backend widens B (and rounds A for oneDNN) with the wasm module's SIMD kernels into
+  // scratch in its memory. The products must be bit-identical to the JS conversion loops' (host arrays).
+  it("bf16 conversion in wasm SIMD on resident operands gives the JS loops' products bit for bit", async () => {
+    const wasm = T.wasmKernels() as T.WasmKernels;
+    const heap = wasm.wasmHeap;
+    const used = { widen: 0, round: 0 };
+    const converter = {
+      widen: (bits: Uint16Array, out: Float32Array, n: number) =>
+        wasm.bf16Resident("widen", bits, out, n) && ++used.widen > 0,
+      round: (x: Float32Array, out: Uint16Array, n: number) =>
+        wasm.bf16Resident("round", x, out, n) && ++used.round > 0,
+      f32: (n: number) => new Float32Array(heap.buffer(), heap.alloc(n * 4, false), n),
+      u16: (n: number) => new Uint16Array(heap.buffer(), heap.alloc(n * 2, false), n),
+      free: (a: Float32Array | Uint16Array) => heap.release(a.byteOffset, a.byteLength),
+    };
+    const onednn = await loadOneDnn();
+    const modes: ("widen" | "onednn")[] = typeof onednn === "string" ? ["widen"] : ["widen", "onednn"];
+    if (typeof onednn === "string") console.log(`oneDNN rounding NOT compared: ${onednn}`);
+    for (const mode of modes)
+      for (const transB of [false, true]) {
+        const options = { bf16Gemm: mode, onednn: typeof onednn === "string" ? null : onednn, scratchElements: 300 };
+        const simd = new T.NativeGemm(gemm.blas, { ...options, converter });
+        const loops = new T.NativeGemm(gemm.blas, options);
+        const [m, n, k] = [37, 45, 23];
+        const hostA = randomArray(m * k, -3, 3, seed++);
+        hostA[5] = Number.NaN;
+        const hostBits = randomBits(k * n, seed++, T.f32ToBf16Bits);
+        const a = converter.f32(m * k);
+        a.set(hostA);
+        const bits = converter.u16(k * n);
+        bits.set(hostBits);
+        const shape = { batch: 1, m, n, k, transB };
+        const got = new Float32Array(m * n);
+        simd.matmulBf16B(a, bits, got, shape);
+        const want = new Float32Array(m * n);
+        loops.matmulBf16B(hostA, hostBits, want, shape);
+        expect(Array.from(got), `${mode} transB=${transB}`).toEqual(Array.from(want));
+      }
+    expect(used.widen).toBeGreaterThan(0);
+    if (modes.includes("onednn")) expect(used.round).toBeGreaterThan(0);
+  });
 
   it("skinny f32 products (decode: m < 4) go to wasm's GEMV and give the same values", () => {
     const k = 41;

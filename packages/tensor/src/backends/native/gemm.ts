@@ -25,7 +25,24 @@ export const SKINNY_F32_ROWS = 4;
  */
 export const SKINNY_BF16_ROWS = 16;
 
+/**
+ * bf16 ↔ f32 conversion in another engine's memory (the wasm module's SIMD kernels on its heap). `widen` and
+ * `round` return false, having done nothing, when an array is not in that memory; the JS loops run then.
+ */
+export interface Bf16Converter {
+  /** out[i] = bits[i] << 16 for i < n. */
+  widen(bits: Uint16Array, out: Float32Array, n: number): boolean;
+  /** out[i] = bf16 bits of x[i], round to nearest even (NaN kept quiet), for i < n. */
+  round(x: Float32Array, out: Uint16Array, n: number): boolean;
+  /** Arrays of n elements in that memory (contents unspecified), given back with `free`. */
+  f32(n: number): Float32Array;
+  u16(n: number): Uint16Array;
+  free(a: Float32Array | Uint16Array): void;
+}
+
 export interface NativeGemmOptions {
+  /** Converts bf16 weights and activations with SIMD where the arrays allow (see Bf16Converter). */
+  converter?: Bf16Converter | null;
   /** f32 elements of the widening scratch (default 4 Mi = 16 MiB); B slices are sized to fit it. */
   scratchElements?: number;
   /** bf16 products with fewer than SKINNY_BF16_ROWS rows per B (decode steps) run here instead of widening. */
@@ -113,9 +130,9 @@ function f16ToF32Table(): Float32Array {
 }
 
 export class NativeGemm {
-  private scratch = new Float32Array(0);
-  private scratchBits = new Uint32Array(0);
-  private aBf16 = new Uint16Array(0);
+  private scratch: Float32Array = new Float32Array(0);
+  private scratchBits: Uint32Array = new Uint32Array(0);
+  private aBf16: Uint16Array = new Uint16Array(0);
   private readonly scratchElements: number;
   readonly bf16Gemm: Bf16Gemm;
 
@@ -209,8 +226,12 @@ export class NativeGemm {
 
   private ensureScratch(elements: number): Float32Array {
     if (this.scratch.length < elements) {
-      this.scratch = new Float32Array(elements);
-      this.scratchBits = new Uint32Array(this.scratch.buffer);
+      const conv = this.options.converter;
+      if (conv) {
+        if (this.scratch.length > 0) conv.free(this.scratch);
+        this.scratch = conv.f32(elements);
+      } else this.scratch = new Float32Array(elements);
+      this.scratchBits = new Uint32Array(this.scratch.buffer, this.scratch.byteOffset, this.scratch.length);
     }
     return this.scratch;
   }
@@ -226,9 +247,11 @@ export class NativeGemm {
     const dst = this.scratch;
     const dstBits = this.scratchBits;
     const table = f16 ? f16ToF32Table() : null;
+    const conv = table ? null : this.options.converter;
     if (s.transB) {
       const src = off + c0 * k;
       const len = w * k;
+      if (conv?.widen(bits.subarray(src, src + len), dst, len)) return k;
       if (table) for (let i = 0; i < len; i++) dst[i] = table[bits[src + i]];
       else for (let i = 0; i < len; i++) dstBits[i] = bits[src + i] << 16;
       return k;
@@ -236,6 +259,7 @@ export class NativeGemm {
     for (let r = 0; r < k; r++) {
       const src = off + r * n + c0;
       const d = r * w;
+      if (conv?.widen(bits.subarray(src, src + w), dst.subarray(d, d + w), w)) continue;
       if (table) for (let j = 0; j < w; j++) dst[d + j] = table[bits[src + j]];
       else for (let j = 0; j < w; j++) dstBits[d + j] = bits[src + j] << 16;
     }
@@ -267,13 +291,21 @@ export class NativeGemm {
     const onednn = this.options.onednn as OneDnnLibrary;
     const { m, n, k } = s;
     const aSize = s.strideA === 0 ? m * k : (s.batch - 1) * s.strideA + m * k;
-    if (this.aBf16.length < aSize) this.aBf16 = new Uint16Array(aSize);
+    const conv = this.options.converter;
+    if (this.aBf16.length < aSize) {
+      if (conv) {
+        if (this.aBf16.length > 0) conv.free(this.aBf16);
+        this.aBf16 = conv.u16(aSize);
+      } else this.aBf16 = new Uint16Array(aSize);
+    }
     const aBits = this.aBf16;
-    const a32 = new Uint32Array(a.buffer, a.byteOffset, aSize);
-    for (let i = 0; i < aSize; i++) {
-      const u = a32[i];
-      // NaN keeps a quiet NaN; everything else rounds to nearest even on the dropped 16 bits.
-      aBits[i] = (u & 0x7fffffff) > 0x7f800000 ? (u >>> 16) | 0x40 : (u + 0x7fff + ((u >>> 16) & 1)) >>> 16;
+    if (!conv?.round(a.subarray(0, aSize), aBits, aSize)) {
+      const a32 = new Uint32Array(a.buffer, a.byteOffset, aSize);
+      for (let i = 0; i < aSize; i++) {
+        const u = a32[i];
+        // NaN keeps a quiet NaN; everything else rounds to nearest even on the dropped 16 bits.
+        aBits[i] = (u & 0x7fffffff) > 0x7f800000 ? (u >>> 16) | 0x40 : (u + 0x7fff + ((u >>> 16) & 1)) >>> 16;
+      }
     }
     const ta = s.transA ? T_CODE : N_CODE;
     const tb = s.transB ? T_CODE : N_CODE;

@@ -16,7 +16,7 @@ import type { InitBackendOptions } from "../../init-backend.js";
 import { makeGemmAttention, makeTiledAttention } from "../attention-gemm.js";
 import { initWasmBackend, wasmKernels } from "../wasm.js";
 import { type BlasLibrary, NativeBackendUnavailableError, type OneDnnLibrary, loadBlas, loadOneDnn } from "./blas.js";
-import { type Bf16Gemm, NativeGemm } from "./gemm.js";
+import { type Bf16Converter, type Bf16Gemm, NativeGemm } from "./gemm.js";
 
 export { NativeBackendUnavailableError } from "./blas.js";
 export { type Bf16Gemm, NativeGemm } from "./gemm.js";
@@ -158,7 +158,21 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
   // Everything but the GEMMs is the wasm backend's own kernels; what wasm lacks is not registered,
   // so it falls back to js exactly as on wasm. The storage is wasm's too (see sharedStorage).
   const kernels = { ...backendKernels("wasm") } as Partial<Kernels>;
+  const wasm = wasmKernels();
+  const heap = wasm?.wasmHeap;
+  // bf16 widening (B) and rounding (A, for oneDNN) with the module's SIMD kernels, into scratch in its memory.
+  const converter: Bf16Converter | null =
+    wasm && heap?.shared
+      ? {
+          widen: (bits, out, n) => wasm.bf16Resident("widen", bits, out, n),
+          round: (x, out, n) => wasm.bf16Resident("round", x, out, n),
+          f32: (n) => new Float32Array(heap.buffer(), heap.alloc(n * 4, false), n),
+          u16: (n) => new Uint16Array(heap.buffer(), heap.alloc(n * 2, false), n),
+          free: (a) => heap.release(a.byteOffset, a.byteLength),
+        }
+      : null;
   const next = new NativeGemm(blas, {
+    converter,
     bf16Gemm,
     onednn,
     scratchElements: options.widenScratchElements,
@@ -171,7 +185,6 @@ export async function initNativeBackend(options: InitBackendOptions & NativeBack
   const backward = (kernels.attentionBackward ?? referenceKernel("attentionBackward")) as Kernels["attentionBackward"];
   // Prefill and training: products on BLAS, softmax/exp/dS in the wasm module, on resident memory. Decode
   // (a few query rows) keeps the fused wasm kernel: its products are GEMVs, where BLAS has nothing to gain.
-  const wasm = wasmKernels();
   const blasAttention = wasm ? makeTiledAttention(matmul, wasm.attentionTiles) : null;
   registerBackend<HostArrays>(sharedStorage(storageOf("wasm"), "native"), {
     ...kernels,
