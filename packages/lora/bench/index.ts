@@ -2,9 +2,10 @@
 // decoder, kiln vs PyTorch with the same adapter, each measured in its own process. PyTorch runs on
 // one thread at full speed (OpenBLAS's pinning variables removed, tooling/src/peer.ts), with a bf16
 // base (oneDNN's bf16 GEMMs where present) and with an f32 base. kiln-native (BLAS GEMMs) runs on
-// one thread like the peer, with bf16 weights widened to f32 ("widen") and through oneDNN's bf16
-// GEMM ("onednn", what the bf16 peer does); kiln wasm on two threads and one. Configurations run in
-// interleaved rounds (the machine may be shared) and each value is the median over rounds.
+// one thread like the peer (and on two, against the same one-thread peer), with bf16 weights widened
+// to f32 ("widen") and through oneDNN's bf16 GEMM ("onednn", what the bf16 peer does); kiln wasm on
+// two threads and one. Configurations run in interleaved rounds (the machine may be shared) and each
+// value is the median over rounds.
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,6 +42,7 @@ const torchRun = (base: string) => () =>
   runJson("/usr/bin/python3", [join(here, "lora_step_torch.py"), reps, base], peerEnv(1));
 const configs: Record<string, () => Sample | null> = {
   "native-1t": kilnRun("native", 1),
+  "native-2t": kilnRun("native", 2),
   "native-onednn-1t": kilnRun("native", 1, "onednn"),
   "wasm-2t": kilnRun("wasm", 2),
   "wasm-1t": kilnRun("wasm", 1),
@@ -76,6 +78,7 @@ const peers = { "torch-bf16": "pytorch-1thread-bf16-base", "torch-f32": "pytorch
 const rows: [string, keyof typeof peers, string][] = [
   ["native-1t", "torch-f32", "kiln-native 1 thread, bf16 base widened to f32 per GEMM"],
   ["native-1t", "torch-bf16", "kiln-native 1 thread, bf16 base widened to f32 per GEMM"],
+  ["native-2t", "torch-f32", "kiln-native 2 threads (peer 1 thread), bf16 base widened to f32 per GEMM"],
   [
     "native-onednn-1t",
     "torch-bf16",
