@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CharTokenizer,
+  ScriptedPolicy,
   createOpenAIServer,
   type GenerateParams,
   type Generation,
@@ -253,6 +254,14 @@ describe("request validation as OpenAI and vLLM do it (#31 item 9)", () => {
         /"missing", which is not among the tools \(lookup\)/,
       ],
       ["chat", chat({ tool_choice: "required" }), "tool_choice", /no tools/],
+      // Forcing a call needs constrained decoding: refused by name rather than silently not enforced.
+      ["chat", chat({ tools: [okTool], tool_choice: "required" }), "tool_choice", /not supported.*"auto".*"none"/],
+      [
+        "chat",
+        chat({ tools: [okTool], tool_choice: { type: "function", function: { name: "lookup" } } }),
+        "tool_choice",
+        /naming a function is not supported/,
+      ],
       ["chat", chat({ tools: [okTool], tool_choice: "sometimes" }), "tool_choice", /tool_choice/],
       ["chat", chat({ top_logprobs: 3 }), "top_logprobs", /needs logprobs: true/],
       ["chat", chat({ top_logprobs: 3, logprobs: false }), "top_logprobs", /needs logprobs: true/],
@@ -282,7 +291,6 @@ describe("request validation as OpenAI and vLLM do it (#31 item 9)", () => {
   it("accepts what OpenAI and vLLM accept", async () => {
     const fine: Record<string, unknown>[] = [
       chat({ tools: [okTool], tool_choice: "auto" }),
-      chat({ tools: [okTool], tool_choice: { type: "function", function: { name: "lookup" } } }),
       chat({ tool_choice: "none" }),
       chat({ logprobs: true, top_logprobs: 2 }),
       chat({ frequency_penalty: 0, presence_penalty: 0, repetition_penalty: 1, logit_bias: {} }),
@@ -305,6 +313,43 @@ describe("request validation as OpenAI and vLLM do it (#31 item 9)", () => {
     for (const body of fine) {
       const r = await post(`${server.url}/v1/chat/completions`, { ...body, max_tokens: 2 });
       expect(r.status, `${JSON.stringify(body)} → ${r.text}`).toBe(200);
+    }
+  });
+});
+
+describe("tool_choice none and fields outside the API", () => {
+  it("tool_choice none leaves the tools out and the reply unparsed; unknown fields are warned about once", async () => {
+    const seen: number[] = [];
+    const caller = new ScriptedPolicy({
+      id: "caller",
+      script: (ctx) => {
+        seen.push(ctx.tools?.length ?? 0);
+        return '<tool_call>\n{"name": "lookup", "arguments": {"q": "x"}}\n</tool_call>';
+      },
+    });
+    const warnings: string[] = [];
+    const srv = await createOpenAIServer({ policy: caller, warn: (l) => warnings.push(l) });
+    try {
+      const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
+      const ask = async (extra: Record<string, unknown>) =>
+        (await post(`${srv.url}/v1/chat/completions`, {
+          messages: [{ role: "user", content: "find x" }],
+          tools,
+          ...extra,
+        })) as unknown as { status: number; text: string };
+      const auto = JSON.parse((await ask({ tool_choice: "auto" })).text);
+      expect(auto.choices[0].message.tool_calls[0].function.name).toBe("lookup");
+      const none = JSON.parse((await ask({ tool_choice: "none", guided_json: { type: "object" } })).text);
+      expect(none.choices[0].message.tool_calls).toBeUndefined();
+      expect(none.choices[0].message.content).toContain("<tool_call>");
+      expect(seen).toEqual([1, 0]);
+      await ask({ guided_json: {}, ignore_eos: true });
+      expect(warnings).toEqual([
+        'request field(s) "guided_json" not supported; ignored (said once)',
+        'request field(s) "ignore_eos" not supported; ignored (said once)',
+      ]);
+    } finally {
+      await srv.close();
     }
   });
 });

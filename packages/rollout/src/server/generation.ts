@@ -41,6 +41,9 @@ export function chatParams(request: ChatCompletionRequest, seed: number, signal:
 
 export function chatInputs(request: ChatCompletionRequest): { messages: Message[]; tools: ToolSchema[] | undefined } {
   const messages = request.messages.map(toMessage);
+  // tool_choice "none", as vLLM applies it: the tools stay out of the prompt and the reply is not
+  // parsed for calls.
+  if (request.tool_choice === "none") return { messages, tools: undefined };
   const tools = request.tools?.map(
     (t): ToolSchema => ({
       type: "function",
@@ -70,7 +73,11 @@ export function toChoice(
   // A policy that returns raw text gets the server-side tool parser (what vLLM's
   // --tool-call-parser does); a policy that already parsed keeps its calls.
   let message: Message;
-  if (gen.message.tool_calls && gen.message.tool_calls.length > 0) message = gen.message;
+  if (request.tool_choice === "none") {
+    // No calls with tool_choice "none", even from a policy that parsed some: its text is the reply.
+    message = { role: "assistant", content: gen.text !== "" ? gen.text : (gen.message.content ?? "") };
+    if (gen.message.reasoning_content !== undefined) message.reasoning_content = gen.message.reasoning_content;
+  } else if (gen.message.tool_calls && gen.message.tool_calls.length > 0) message = gen.message;
   else {
     const text = gen.text !== "" ? gen.text : (gen.message.content ?? "");
     message = assistantMessageFromText(text, { tools, idSeed: replyIdSeed(messages, text) }).message;

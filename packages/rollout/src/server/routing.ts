@@ -15,7 +15,7 @@ import { chatCompletion, completion } from "./generation.js";
 import { errorBody, HttpError, readBody, sendError, sendJson, toHttpError } from "./http.js";
 import type { ServerConfig } from "./options.js";
 import { streamChat, streamCompletion } from "./streaming.js";
-import { checkChat, checkCompletion, precheckChat, validate } from "./validation.js";
+import { checkChat, checkCompletion, precheckChat, unknownFields, validate } from "./validation.js";
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -49,6 +49,18 @@ export function createRequestHandler(
     if (!m) return false;
     // Compare digests so the comparison takes the same time whatever the key's length.
     return timingSafeEqual(createHash("sha256").update(m[1].trim()).digest(), config.keyDigest);
+  };
+
+  // Fields outside the API are ignored, as vLLM and OpenAI's SDKs' extra fields are; said once per
+  // field name, in the server's warnings, so an operator learns what clients expect of it.
+  const warned = new Set<string>();
+  const warnIgnored = (fields: string[]): void => {
+    const fresh = fields.filter((f) => !warned.has(f) && warned.size < 256);
+    for (const f of fresh) warned.add(f);
+    if (fresh.length > 0)
+      config.warn(
+        `request field(s) ${fresh.map((f) => JSON.stringify(f)).join(", ")} not supported; ignored (said once)`,
+      );
   };
 
   // vLLM's model card: every served name (aliases point at the first through `root`), the context
@@ -120,6 +132,7 @@ export function createRequestHandler(
           ? checkChat(config, validate(chatCompletionRequestSchema, json))
           : checkCompletion(config, validate(completionRequestSchema, json));
       checkModel(request.model);
+      warnIgnored(unknownFields(route === "chat" ? chatCompletionRequestSchema : completionRequestSchema, json));
       await admission.acquire(abort.signal);
       try {
         if (route === "chat") {

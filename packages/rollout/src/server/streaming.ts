@@ -138,7 +138,7 @@ export async function streamChat(
   // back until the end so that a stop string is never sent before it is cut.
   const stops = stopList(request.stop);
   const holdBack = Math.max(0, ...stops.map((s) => s.length - 1));
-  const live = !(request.tools && request.tools.length > 0) && !request.logprobs;
+  const live = !(tools && tools.length > 0) && !request.logprobs;
   const gens: Generation[] = [];
   const n = request.n ?? 1;
   for (let index = 0; index < n; index++) {

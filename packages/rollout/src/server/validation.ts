@@ -119,6 +119,17 @@ function checkTools(request: ChatCompletionRequest): void {
       `tool_choice names function "${choice.function.name}", which is not among the tools (${[...names].join(", ")})`,
       "tool_choice",
     );
+  // Forcing a call needs constrained decoding, which this server does not do: refused, not ignored.
+  throw invalid(
+    `tool_choice ${typeof choice === "string" ? `"${choice}"` : "naming a function"} is not supported by this server (no constrained decoding); send "auto" (the model decides) or "none"`,
+    "tool_choice",
+  );
+}
+
+/** Top-level fields of `json` that `schema` does not know (they would be ignored). */
+export function unknownFields(schema: { shape: Record<string, unknown> }, json: unknown): string[] {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return [];
+  return Object.keys(json).filter((key) => !(key in schema.shape));
 }
 
 export function checkChat(config: ServerConfig, request: ChatCompletionRequest): ChatCompletionRequest {
