@@ -169,7 +169,22 @@ describe("kiln serve", () => {
     const log = vi.spyOn(console, "log").mockImplementation((l: string) => void lines.push(l));
     const err = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      const run = runCli(["serve", modelDir, "--port", "0", "--backend", "js", "--api-key", "k", "--max-queue", "4"]);
+      const run = runCli([
+        "serve",
+        modelDir,
+        "--port",
+        "0",
+        "--backend",
+        "js",
+        "--api-key",
+        "k",
+        "--max-queue",
+        "4",
+        "--served-model-name",
+        "stories",
+        "--served-model-name",
+        "tiny",
+      ]);
       const t0 = Date.now();
       while (!lines.some((l) => l.includes("/v1")) && Date.now() - t0 < 60_000)
         await new Promise((r) => setTimeout(r, 50));
@@ -179,6 +194,8 @@ describe("kiln serve", () => {
       expect((await fetch(`${base}/v1/models`)).status).toBe(401);
       const ok = await fetch(`${base}/v1/models`, { headers: { authorization: "Bearer k" } });
       expect(ok.status).toBe(200);
+      // Repeated --served-model-name: the first name and its aliases (as vLLM's).
+      expect(((await ok.json()) as { data: { id: string }[] }).data.map((m) => m.id)).toEqual(["stories", "tiny"]);
       process.emit("SIGINT");
       expect(await run).toBe(0);
     } finally {
