@@ -6,3 +6,14 @@ export class RecipeError extends Error {
     this.name = "RecipeError";
   }
 }
+
+/**
+ * What a user typed cannot be used (a mistyped command line, a teacher whose tokenizer differs): the CLI
+ * prints it with a pointer to `--help` and exits 2. Here, below the CLI, so recipes can raise it too.
+ */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}

@@ -78,10 +78,8 @@ export { type NamedPath, OutputDirError, checkOutputSeparate, writeDirAtomic } f
 export { convertGguf, exportGguf, type ConvertGgufOptions, type ExportGgufOptions } from "./gguf-commands.js";
 export { checkRecipeConfig, configProblems } from "./recipes/config-checks.js";
 export { RecipeError } from "./errors.js";
+export { CHATML_TOOL_TEMPLATE, charTokenizer, chatmlTemplate } from "@kiln/models";
 export {
-  CHATML_TOOL_TEMPLATE,
-  charTokenizer,
-  chatmlTemplate,
   tinyChat,
   tinyQwen3Config,
   type TinyChat,
@@ -126,8 +124,9 @@ export {
   type RolloutSettings,
   type StageTrainSettings,
 } from "./recipes/presets.js";
-export { assertSameTokenizer, effectiveConfig } from "./recipes/cli-recipes.js";
+export { effectiveConfig } from "./recipes/cli-recipes.js";
 export {
+  assertSameTokenizer,
   scaffoldedTeacher,
   scoreWithTeacher,
   viewPolicy,

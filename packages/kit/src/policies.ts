@@ -3,9 +3,16 @@
 import { readFile } from "node:fs/promises";
 import { statSync } from "node:fs";
 import { loadAdapter } from "@kiln/lora";
-import { ChatTemplate, LocalPolicy, type Model, type Tokenizer, loadModel, loadTokenizer } from "@kiln/models";
+import {
+  ChatTemplate,
+  LocalPolicy,
+  type Model,
+  type Tokenizer,
+  chatmlTemplate,
+  loadModel,
+  loadTokenizer,
+} from "@kiln/models";
 import { HttpPolicy, type Policy } from "@kiln/rollout";
-import { chatmlTemplate } from "./recipes/tiny-chat.js";
 
 export interface PolicySpecOptions {
   /** Model name sent to an HTTP server (default "default"). */

@@ -30,6 +30,7 @@ export { createModel, loadConfig, loadModel, type LoadModelOptions, type Model }
 export type { RandomInitOptions } from "./random-init.js";
 export { Tokenizer, loadTokenizer, type DecodeOptions, type EncodeOptions } from "./tokenizer.js";
 export { ChatTemplate, type RenderOptions } from "./chat-template.js";
+export { CHATML_TOOL_TEMPLATE, charTokenizer, chatmlBpeTokenizer, chatmlTemplate } from "./chatml.js";
 export { assistantSpans, renderForTraining, type TrainingRender } from "./assistant-mask.js";
 export {
   truncatePromptCompletion,

@@ -6,6 +6,9 @@
 import { pythonJsonDumps } from "./python-json.js";
 import type { Message, ToolSchema } from "./types.js";
 
+/** The ChatML special tokens, in the id order kiln's own tokenizers give them (0, 1, 2). */
+export const CHATML_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
+
 export function renderChatML(
   messages: readonly Message[],
   tools: readonly ToolSchema[] = [],

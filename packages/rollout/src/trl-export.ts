@@ -3,6 +3,7 @@
 // preference `{"prompt": [...], "chosen": [...], "rejected": [...]}` for DPO. Pure.
 
 import type { PreferencePair } from "./branch.js";
+import { isSuccessful } from "./diagnose.js";
 import { trajectoryMessages, type Trajectory } from "./trajectory.js";
 import type { Message, ToolSchema } from "./types.js";
 
@@ -87,18 +88,21 @@ export function preferencePairToRow(pair: PreferencePair, options: TrlExportOpti
 
 /**
  * SFT rows from the successful episodes only (the ARP "acquire" set), at most `capPerEnvironment`
- * per environment id so one easy game cannot dominate.
+ * per environment id so one easy game cannot dominate. Success is rollout's one rule (`isSuccessful`)
+ * unless `minScore` asks for a score threshold instead.
  */
 export function successRows(
   trajectories: readonly Trajectory[],
   options: TrlExportOptions & { minScore?: number; capPerEnvironment?: number } = {},
 ): TrlMessagesRow[] {
-  const minScore = options.minScore ?? 1;
+  const { minScore } = options;
+  const succeeded = (t: Trajectory) =>
+    minScore === undefined ? isSuccessful(t) : t.outcome.status !== "error" && t.outcome.score >= minScore;
   const cap = options.capPerEnvironment ?? Number.POSITIVE_INFINITY;
   const counts = new Map<string, number>();
   const rows: TrlMessagesRow[] = [];
   for (const t of trajectories) {
-    if (t.outcome.status === "error" || t.outcome.score < minScore) continue;
+    if (!succeeded(t)) continue;
     const n = counts.get(t.environment.id) ?? 0;
     if (n >= cap) continue;
     counts.set(t.environment.id, n + 1);

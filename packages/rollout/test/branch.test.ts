@@ -9,6 +9,7 @@ import {
   collectSeededStarts,
   GuessNumberEnv,
   guessNumberScript,
+  isSuccessful,
   messagesBeforeTurn,
   parseSeededStarts,
   preferencePairToRow,
@@ -130,6 +131,12 @@ describe("TRL export", () => {
     expect(ok.length).toBeLessThan(10);
     const rows = successRows(run.trajectories, { minScore: 0.5, capPerEnvironment: 3 });
     expect(rows).toHaveLength(Math.min(3, ok.length));
+    // Without a threshold, success is rollout's one rule (isSuccessful), as in every recipe.
+    const successes = run.trajectories.filter(isSuccessful);
+    expect(successRows(run.trajectories)).toHaveLength(successes.length);
+    expect(successRows(run.trajectories).map((r) => r.messages.length)).toEqual(
+      successes.map((t) => trajectoryToMessagesRow(t).messages.length),
+    );
     const row = trajectoryToMessagesRow(ok[0]);
     expect(row.tools![0].function.name).toBe("guess");
     expect(row.messages[0].role).toBe("system");

@@ -4,7 +4,8 @@
 // ChatML special tokens as added tokens, and a Fuse decoder. Digits stay single tokens so numbers
 // are spelled the same way wherever they occur.
 import type { Tokenizer } from "@kiln/models";
-import { CHATML_SPECIAL_TOKENS, chatmlBpeTokenizer } from "../recipes/tiny-chat.js";
+import { chatmlBpeTokenizer } from "@kiln/models";
+import { CHATML_SPECIAL_TOKENS } from "@kiln/rollout";
 
 /** The pre-tokenizer's pattern; merges never cross its pieces. */
 export const PRETOKENIZE_PATTERN = " ?[A-Za-z]+|[0-9]| ?[^A-Za-z0-9\\s]+|\\s+";

@@ -4,14 +4,9 @@
 // command does not declare is refused (UsageError → exit 2) before the command runs, so before any file
 // is written; unknown names come with the closest valid one.
 import { parseArgs } from "node:util";
+import { UsageError } from "../errors.js";
 
-/** A mistyped command line: the CLI prints it with a pointer to `--help` and exits 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
-  }
-}
+export { UsageError };
 
 /**
  * How an option's text becomes a value: `integers`/`strings` are comma-separated lists (`--seeds 1,2,3`).

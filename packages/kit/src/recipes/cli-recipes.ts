@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
-import { ChatTemplate, LocalPolicy, type Model, type Tokenizer, loadModel, loadTokenizer } from "@kiln/models";
+import { ChatTemplate, LocalPolicy, type Model, loadModel, loadTokenizer } from "@kiln/models";
 import {
   type EpisodeSpec,
   type Environment,
@@ -28,7 +28,7 @@ import type { ChatCodec } from "../trainer/chat-batches.js";
 import type { DiagnoseOptions } from "./diagnose.js";
 import { runOel } from "./oel.js";
 import { Tau2TasksEnvironment, experienceMemory } from "./oel-tau2.js";
-import { scaffoldedTeacher } from "./opd-samples.js";
+import { assertSameTokenizer, scaffoldedTeacher } from "./opd-samples.js";
 import type { OpdEvaluation } from "./opd.js";
 import { runOpdRounds } from "./opd.js";
 import {
@@ -66,24 +66,6 @@ async function loadStudent(
     codec: { tokenizer, template: ChatTemplate.fromTokenizer(tokenizer) },
     source: dir,
   };
-}
-
-function stable(v: unknown): string {
-  return JSON.stringify(v, (_k, x) =>
-    x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)))
-      : x,
-  );
-}
-
-/** The teacher scores the student's token ids, so both must tokenize identically. */
-export function assertSameTokenizer(student: Tokenizer, teacher: Tokenizer, label: string): void {
-  const key = (t: Tokenizer) =>
-    stable({ model: (t.tokenizerJson as { model?: unknown }).model, added: t.tokenizerJson.added_tokens });
-  if (key(student) !== key(teacher))
-    throw new UsageError(
-      `${label}: its tokenizer differs from the student's (vocabulary, merges or added tokens); OPD scores the student's token ids, so the teacher must share the tokenizer`,
-    );
 }
 
 /** What the recipe commands read to build their configuration. */

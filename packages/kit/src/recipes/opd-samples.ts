@@ -3,7 +3,8 @@
 // docs/NUMERICS.md §4.1 steps 1–2).
 import type { Message, Policy, ScoreOptions, TokenScores, ToolSchema, Trajectory } from "@kiln/rollout";
 import { messagesBeforeTurn } from "@kiln/rollout";
-import { RecipeError } from "../errors.js";
+import type { Tokenizer } from "@kiln/models";
+import { RecipeError, UsageError } from "../errors.js";
 import type { OpdSample } from "../trainer/objectives/opd.js";
 import { withSystemNote } from "./system-note.js";
 
@@ -159,4 +160,22 @@ export function scaffoldedTeacher(policy: Policy, scaffold: string, id = `${poli
           policy.score!(messages.length === 0 ? messages : withScaffold(messages), completion, tools, options)
       : undefined,
   };
+}
+
+function stable(v: unknown): string {
+  return JSON.stringify(v, (_k, x) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : x,
+  );
+}
+
+/** The teacher scores the student's token ids, so both must tokenize identically. */
+export function assertSameTokenizer(student: Tokenizer, teacher: Tokenizer, label: string): void {
+  const key = (t: Tokenizer) =>
+    stable({ model: (t.tokenizerJson as { model?: unknown }).model, added: t.tokenizerJson.added_tokens });
+  if (key(student) !== key(teacher))
+    throw new UsageError(
+      `${label}: its tokenizer differs from the student's (vocabulary, merges or added tokens); OPD scores the student's token ids, so the teacher must share the tokenizer`,
+    );
 }

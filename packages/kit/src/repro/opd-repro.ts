@@ -17,8 +17,7 @@ import {
 import { LocalPolicy } from "@kiln/models";
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
-import { assertSameTokenizer } from "../recipes/cli-recipes.js";
-import { scaffoldedTeacher } from "../recipes/opd-samples.js";
+import { assertSameTokenizer, scaffoldedTeacher } from "../recipes/opd-samples.js";
 import { type OpdEvaluation, runOpdRounds } from "../recipes/opd.js";
 import type { OpdConfig } from "../recipes/presets.js";
 import { type PhaseEval, evaluatePhase, phaseFromScores } from "../recipes/recipe-run.js";

@@ -16,7 +16,8 @@ import {
 } from "../../src/agent-model/questworld-players.js";
 import { WindowedPolicy, questworldView, questworldWindow } from "../../src/agent-model/questworld-window.js";
 import { scaffoldedTeacher, scoreWithTeacher } from "../../src/recipes/opd-samples.js";
-import { chatmlTemplate, tinyChat } from "../../src/recipes/tiny-chat.js";
+import { chatmlTemplate } from "@kiln/models";
+import { tinyChat } from "../../src/recipes/tiny-chat.js";
 
 function conversation(turns: number): Message[] {
   const out: Message[] = [
