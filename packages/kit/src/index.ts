@@ -5,6 +5,7 @@ export type { SftBatch } from "./sft-trainer.js";
 export {
   epochOrder,
   lrSchedule,
+  stageWarmupSteps,
   plannedSteps,
   train,
   type Objective,

@@ -8,7 +8,9 @@
 // - normalisation: the objective is told the step's total items (tokens, pairs) and returns
 //   micro-batch losses that add up to the step loss (transformers' num_items_in_batch).
 // - AdamW with decoupled weight decay; lr = base · schedule(step) with warmup = ceil(steps · ratio)
-//   (transformers' get_*_schedule_with_warmup); global-norm clipping, the norm logged before clipping.
+//   (transformers' get_*_schedule_with_warmup), capped at ⌊(steps − 1) / 2⌋ (`stageWarmupSteps`):
+//   warmup's first step has lr 0, so uncapped a 1-step stage (a --quick run) trained nothing; a long
+//   stage is unchanged. Global-norm clipping, the norm logged before clipping.
 // - checkpoints/<stage>/step-N/: adapter + optimizer moments + trainer_state.json (cursor, RNG
 //   position, lr, history). Resume restores them and continues bit-identically.
 // - a NaN/Inf loss or gradient norm stops the run before the update (NonFiniteError); the last
@@ -42,7 +44,7 @@ export interface TrainConfig {
   eps?: number;
   /** Learning-rate schedule after warmup (default cosine). */
   schedule?: ScheduleKind;
-  /** Warmup steps = ceil(steps · ratio) (default 0). */
+  /** Warmup steps = ceil(steps · ratio), at most ⌊(steps − 1) / 2⌋ (default 0). */
   warmupRatio?: number;
   /** Global gradient-norm clip (default 1; 0 = no clipping, the norm is still logged). */
   maxGradNorm?: number;
@@ -130,8 +132,17 @@ export function plannedSteps(n: number, config: TrainConfig): number {
   return Math.ceil(((config.epochs ?? 1) * n) / perStep);
 }
 
+/**
+ * Warmup steps of a stage: transformers' ceil(steps · ratio), capped so that more than half of the
+ * steps run after warmup. Warmup's first step has lr 0; uncapped, a 1- or 2-step stage (ratio > 0)
+ * never moved its weights.
+ */
+export function stageWarmupSteps(steps: number, ratio: number): number {
+  return Math.min(warmupSteps(steps, ratio), Math.max(0, Math.floor((steps - 1) / 2)));
+}
+
 export function lrSchedule(config: TrainConfig, steps: number): LrSchedule {
-  const warmup = warmupSteps(steps, config.warmupRatio ?? 0);
+  const warmup = stageWarmupSteps(steps, config.warmupRatio ?? 0);
   switch (config.schedule ?? "cosine") {
     case "cosine":
       return cosineSchedule(warmup, steps);

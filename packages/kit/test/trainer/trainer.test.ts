@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { Conversation } from "../../src/trainer/chat-batches.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
 import { fitToLength, sftObjective } from "../../src/trainer/objectives/index.js";
-import { TrainerError, epochOrder, plannedSteps, train } from "../../src/index.js";
+import { TrainerError, epochOrder, plannedSteps, stageWarmupSteps, train } from "../../src/index.js";
 
 let data: Conversation[] = [];
 beforeAll(async () => {
@@ -90,6 +90,28 @@ describe("the trainer loop", () => {
     await expect(
       train({ stage: "x", adapter, data, objective, config: { lr: 1, gradAccum: 0 }, progress: null }),
     ).rejects.toThrow(/gradAccum must be a positive integer/);
+  });
+
+  it("a 1- or 2-step stage with warmup still moves the weights (warmup capped below the stage's steps)", async () => {
+    // Before the cap, ceil(steps · 0.03) = 1 warmup step made every step of a 1-step stage run at lr 0.
+    expect([1, 2, 3, 4, 100].map((n) => stageWarmupSteps(n, 0.03))).toEqual([0, 0, 1, 1, 3]);
+    expect(stageWarmupSteps(4, 0.25)).toBe(warmupSteps(4, 0.25));
+    for (const maxSteps of [1, 2]) {
+      const { adapter, objective } = fresh();
+      const before = weights(adapter);
+      const r = await train({
+        stage: `short-${maxSteps}`,
+        adapter,
+        data,
+        objective,
+        config: { lr: 1e-2, maxSteps, warmupRatio: 0.03, schedule: "cosine", seed: 7 },
+        progress: null,
+      });
+      expect(r.history[0].lr).toBeCloseTo(1e-2, 12);
+      const after = weights(adapter);
+      const moved = after.reduce((m, v, i) => Math.max(m, Math.abs(v - before[i])), 0);
+      expect(moved).toBeGreaterThan(1e-5);
+    }
   });
 
   it("shuffles each epoch with a seeded permutation", () => {
