@@ -17,7 +17,7 @@ import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
-import { type ReproResult, secondsSince } from "./output.js";
+import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
 import { type StaticScore, heldoutTexts, staticScore } from "./static-score.js";
 import { type ReproTable, fmt, fmtDelta, scoreBar, summarizeScores } from "./table.js";
 
@@ -257,7 +257,13 @@ async function reproDpoReference(source: ModelSource, config: ReproConfig, io: R
     seconds,
     totalSeconds: secondsSince(start),
     details: { previous: previous.details, base: base.details },
+    errors: [...previous.rows, ...base.rows].flatMap(rowErrors),
   };
+}
+
+/** A row's errored evaluation episodes, named by the row. */
+function rowErrors(row: ArpRow): ReproEpisodeError[] {
+  return row.eval.errors.map((e) => ({ phase: row.label, ...e }));
 }
 
 /**
@@ -279,6 +285,7 @@ export async function reproArp(
     remerge(run.adapterDir, c.scale, c.scale, "bf16"),
   );
   const rows = [...run.rows, bf16];
+  const errors = rows.flatMap(rowErrors);
   const tables: ReproTable[] = [
     arpTable(`ARP on guess-number (seed ${config.seed}, base: ${source.label})`, rows, [
       `Interactive score: greedy held-out guess-number episodes (seeds from ${c.eval.baseSeed}, never trained on); score = the episode's outcome score, success = solved.`,
@@ -293,6 +300,7 @@ export async function reproArp(
     for (const s of config.ablations.scales) {
       const row = await run.evalVariant(`s = ${s}`, remerge(run.adapterDir, c.scale, s, "f32"));
       sweep.push(row);
+      errors.push(...rowErrors(row));
       seconds[`scale ${s}`] = row.seconds;
     }
     tables.push(
@@ -309,5 +317,6 @@ export async function reproArp(
     seconds,
     totalSeconds: secondsSince(start),
     details: { ...run.details, rows: rows.map((r) => ({ label: r.label, scores: r.eval.scores, static: r.static })) },
+    errors,
   };
 }

@@ -17,7 +17,7 @@ import { ReproError } from "./errors.js";
 import { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
 import { reproOel } from "./oel-repro.js";
 import { reproOpd } from "./opd-repro.js";
-import { type ReproResult, timingTable, writeReproOutputs } from "./output.js";
+import { type ReproEpisodeError, type ReproResult, timingTable, writeReproOutputs } from "./output.js";
 import { markdownTable } from "./table.js";
 
 export const REPRO_RECIPES = ["arp", "opd", "oel", "all"] as const;
@@ -169,6 +169,7 @@ export async function runReproCommand(
       throw new UsageError((e as Error).message);
     }
   const start = performance.now();
+  const errored: ReproEpisodeError[] = [];
   let current: string | undefined;
   const stopInterrupts = onInterrupt(() => current, `${command} (repro does not resume: the table is recomputed)`);
   try {
@@ -193,6 +194,9 @@ export async function runReproCommand(
           else result = await reproOel(source, config, io);
           const markdown = writeReproOutputs(result, config, command);
           console.log(`${markdown}\n\n${markdownTable(timingTable(result))}\n\nreport: ${result.dir}/report.html\n`);
+          const errors = result.errors ?? [];
+          console.log(`${r}: ${errors.length} errored evaluation episode${errors.length === 1 ? "" : "s"}`);
+          errored.push(...errors);
         }
       } finally {
         if (backend === "wasm") {
@@ -205,5 +209,11 @@ export async function runReproCommand(
     stopInterrupts();
   }
   console.log(`kiln repro ${recipe}: total wall time ${((performance.now() - start) / 1000).toFixed(1)} s`);
-  return 0;
+  if (errored.length === 0) return 0;
+  // The tables count an errored episode as a failure; a table built on errors must not pass for a result.
+  const first = errored[0];
+  console.error(
+    `kiln repro ${recipe}: ${errored.length} evaluation episodes errored (first: ${first.phase}, ${first.id}: ${first.reason}); the tables count them as failures`,
+  );
+  return 1;
 }

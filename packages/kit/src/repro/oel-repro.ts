@@ -12,7 +12,7 @@ import { scaffoldedTeacher } from "../recipes/opd-samples.js";
 import type { ReproIo } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
 import type { ModelSource } from "./model-source.js";
-import { type ReproResult, secondsSince } from "./output.js";
+import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
 import { type ReproTable, fmt, fmtDelta, scoreBar, summarizeScores } from "./table.js";
 
 export interface OelRow {
@@ -21,6 +21,8 @@ export interface OelRow {
   /** Mean reward per task over its trials (the paired Δ's instances). */
   perTask: Record<string, number>;
   seconds: number;
+  /** Episodes that ended in an error (scored as failures). */
+  errors: ReproEpisodeError[];
 }
 
 function guessTask(id: string, seed: number, memory: string): OelTask {
@@ -111,7 +113,16 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
       // Same game (the task's state), a different sampling seed per trial.
       trialSeed: (task, trial) => task.seed * 1000 + trial,
     });
-    const row = { label, summary: r.summary, perTask: perTaskMeans(r.trajectories), seconds: secondsSince(t0) };
+    const errors = r.trajectories
+      .filter((t) => t.outcome.status === "error")
+      .map((t) => ({
+        phase: label,
+        id: t.episodeId,
+        reason: t.outcome.error
+          ? `${t.outcome.error.kind} error at turn ${t.outcome.error.turn}: ${t.outcome.error.message}`
+          : "error",
+      }));
+    const row = { label, summary: r.summary, perTask: perTaskMeans(r.trajectories), seconds: secondsSince(t0), errors };
     rows.push(row);
     return row;
   };
@@ -164,5 +175,6 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
       samples: result.samples,
       rows: ordered.map((r) => ({ label: r.label, perTask: r.perTask, summary: r.summary })),
     },
+    errors: ordered.flatMap((r) => r.errors),
   };
 }

@@ -27,7 +27,7 @@ import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
 import { sftTeacherSource } from "./opd-teacher.js";
 import { questworldReproSetup } from "./questworld-setup.js";
-import { type ReproResult, secondsSince } from "./output.js";
+import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
 import { type ReproTable, fmt, fmtDelta, scoreBar } from "./table.js";
 
 /** What OPD plays and how a policy is scored (questworld's Core-3, or guess-number). */
@@ -234,6 +234,11 @@ export function opdTable(
   };
 }
 
+/** The phases' errored evaluation episodes, named by phase (with the arm's label in an ablation). */
+function phaseErrors(phases: readonly PhaseEval[], prefix = ""): ReproEpisodeError[] {
+  return phases.flatMap((p) => p.errors.map((e) => ({ phase: `${prefix}${p.phase}`, ...e })));
+}
+
 /** `kiln repro opd`, or one of its ablations (`early-turn-weight`, `clamp`). */
 export async function reproOpd(
   source: ModelSource,
@@ -280,6 +285,7 @@ export async function reproOpd(
       seconds: arm.seconds,
       totalSeconds: secondsSince(start),
       details: { runDir: arm.runDir, phases: arm.phases, teacher: arm.teacher, samples: arm.samples },
+      errors: phaseErrors(arm.phases),
     };
   }
   const arms =
@@ -293,6 +299,7 @@ export async function reproOpd(
   const tables: ReproTable[] = [];
   const seconds: Record<string, number> = {};
   const finals: { label: string; final: PhaseEval; base: PhaseEval }[] = [];
+  const errors: ReproEpisodeError[] = [];
   for (const a of arms) {
     const opd = structuredClone(config.opd);
     (opd.objective as unknown as Record<string, number>)[a.key] = a.value;
@@ -301,6 +308,7 @@ export async function reproOpd(
     const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, teacherSource);
     for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
     finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });
+    errors.push(...phaseErrors(arm.phases, `${a.label}: `));
   }
   const ref = finals[0];
   tables.push({
@@ -333,5 +341,6 @@ export async function reproOpd(
     seconds,
     totalSeconds: secondsSince(start),
     details: { finals },
+    errors,
   };
 }

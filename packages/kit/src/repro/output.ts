@@ -18,6 +18,17 @@ export interface ReproResult {
   totalSeconds: number;
   /** Everything else worth keeping (pair counts, per-instance scores). */
   details: Record<string, unknown>;
+  /**
+   * Evaluation episodes that ended in an error (the policy or the environment threw), by phase: the tables
+   * count them as failures, so `kiln repro` shows how many and exits 1 naming the first.
+   */
+  errors?: ReproEpisodeError[];
+}
+
+export interface ReproEpisodeError {
+  phase: string;
+  id: string;
+  reason: string;
 }
 
 function writeAtomic(path: string, text: string): void {
