@@ -1,4 +1,4 @@
-// `pnpm bench models [--json]`: prefill and KV-cache decode tokens/s of @kiln/models against a
+// `pnpm bench models [--json]` (and `pnpm bench models llama-cpp [--json]`: kiln vs llama.cpp on one GGUF): prefill and KV-cache decode tokens/s of @kiln/models against a
 // PyTorch transcription running the same weights in the same run (bench/torch_decoder.py).
 // Models: stories260K (llama2.c, converted by hub-io) and the tensor benchmark's reference
 // decoder (4 layers, d=256, 4 heads, FFN 688, vocab 2048, untied) as a LlamaForCausalLM.
@@ -25,6 +25,12 @@ if (process.argv.includes("qwen35-step")) {
   // A Qwen3.5-2B-shaped step within 24 GiB: bench/qwen35-step.ts.
   const { runQwen35StepBench } = await import("./qwen35-step.js");
   await runQwen35StepBench(process.argv.slice(2));
+  process.exit(0);
+}
+if (process.argv.includes("llama-cpp")) {
+  // kiln vs llama.cpp on the same GGUF: bench/llama-cpp.ts.
+  const { runLlamaCppBench } = await import("./llama-cpp.js");
+  await runLlamaCppBench(process.argv.slice(2));
   process.exit(0);
 }
 const PROMPT = 128;

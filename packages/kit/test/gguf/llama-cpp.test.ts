@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { exportAdapterToGguf, exportModelToGguf } from "@kiln/hub-io";
+import { exportAdapterToGguf, exportModelToGguf, writeRepoFiles } from "@kiln/hub-io";
 import { attachLora, mergeAdapter, saveAdapter } from "@kiln/lora";
 import {
   ChatTemplate,
@@ -21,6 +21,7 @@ import {
   type Tokenizer,
   generate,
   loadLlamaCpp,
+  loadStories260K,
   loadModel,
   loadTokenizer,
 } from "@kiln/models";
@@ -211,5 +212,34 @@ describe.skipIf(unavailable !== null)("the embedded agent model in llama.cpp", (
     expect(await play(remote, 1)).toEqual(await play(merged, 1));
     expect(remote.contextsCreated).toBe(2);
     await remote.dispose();
+  });
+});
+
+describe.skipIf(unavailable !== null)("a LoRA on Llama's q/k in llama.cpp (stories260K)", () => {
+  it("lora_b rows go to Meta's RoPE order with the base's: llama.cpp at scale 1 = kiln's merge", async () => {
+    const { files } = await loadStories260K();
+    const dir = join(tmp, "stories260K");
+    await writeRepoFiles(dir, new Map(files));
+    const gguf = join(tmp, "stories260K.gguf");
+    await exportModelToGguf(dir, gguf);
+    const kiln = await loadModel(dir);
+    const adapter = attachLora(kiln, { r: 4, alpha: 4, init: false, seed: 11, targetModules: ["q_proj", "k_proj"] });
+    for (const l of adapter.layers.values()) l.scaleMultiplier = 0.2;
+    await saveAdapter(adapter, join(tmp, "stories-lora"));
+    const lora = join(tmp, "stories-lora.gguf");
+    await exportAdapterToGguf(join(tmp, "stories-lora"), lora, { baseDir: dir });
+    mergeAdapter(adapter);
+    const base = await loadModel(dir);
+    const model = await (llama as LlamaCppHandle).loadModel({ modelPath: gguf, gpuLayers: 0 });
+    const ids = [1, 403, 407, 261, 378]; // "Once upon a time" (run.c's ids)
+    const merged = kilnRun(kiln, ids);
+    const l = await llamaCppRun(model, ids, lora);
+    expect(l.greedy).toEqual(merged.greedy);
+    expectClose(l.probs, merged.logprobs);
+    const before = kilnRun(base, ids).logprobs;
+    let moved = 0;
+    for (let t = 0; t < before.length; t++) moved = Math.max(moved, Math.abs(before[t] - merged.logprobs[t]));
+    expect(moved).toBeGreaterThan(100 * LOGPROB_TOLERANCE);
+    await model.dispose();
   });
 });
