@@ -47,7 +47,7 @@ if (mode === "test") {
       `[kiln] every suite that ran passed; NOT RUN (missing system packages, see above): ${system.notRun.join("; ")}`,
     );
   } else {
-    console.log("[kiln] every suite ran and passed (webgpu, browser and native suites included)");
+    console.log("[kiln] every suite ran and passed (webgpu, browser, native and llama.cpp suites included)");
   }
 } else {
   run(pnpm, ["run", "build"], env);
