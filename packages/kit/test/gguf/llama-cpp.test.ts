@@ -193,7 +193,7 @@ describe.skipIf(unavailable !== null)("the embedded agent model in llama.cpp", (
     const limits = { maxTurns: 3 };
     const play = async (policy: LocalPolicy | LlamaCppPolicy, seed: number) =>
       trajectoryMessages(await runEpisode({ env: new GuessNumberEnv(), policy, seed, params, limits }));
-    for (const seed of [1, 2]) expect(await play(remote, seed)).toEqual(await play(local, seed));
+    expect(await play(remote, 1)).toEqual(await play(local, 1));
     // Round 2: an adapter arrives; llama.cpp applies it on the loaded base, kiln merges it.
     const kiln = await loadModel(agentDir);
     const adapter = attachLora(kiln, {
@@ -212,7 +212,7 @@ describe.skipIf(unavailable !== null)("the embedded agent model in llama.cpp", (
     expect(await play(remote, 1)).toEqual(await play(merged, 1));
     expect(remote.contextsCreated).toBe(2);
     await remote.dispose();
-  });
+  }, 600_000);
 });
 
 describe.skipIf(unavailable !== null)("a LoRA on Llama's q/k in llama.cpp (stories260K)", () => {
