@@ -65,8 +65,10 @@ describe("limits in the unit that costs (#31 item 4)", () => {
       expect(s.status).toBe(200);
       // Never handed to the policy: nothing was templated or tokenized for it.
       expect(policy.largestRequest).toBe(1);
-      expect(b.ms, "the refusal").toBeLessThan(1500);
-      expect(s.ms, "the concurrent small request").toBeLessThan(1500);
+      // Milliseconds on an idle machine; the bounds leave room for a loaded one (the templating this
+      // replaces took 3.3 s here, and the small request waited as long).
+      expect(b.ms, "the refusal").toBeLessThan(3000);
+      expect(s.ms, "the concurrent small request").toBeLessThan(3000);
     } finally {
       await srv.close();
     }
