@@ -297,6 +297,8 @@ describe("kiln serve as a vLLM client expects it", () => {
     ]);
     expect(big.status).toBe(400);
     expect(big.json.error).toMatchObject({ param: "messages" });
+    // Refused on the count, before the worker templated anything (it used to answer "the prompt is … tokens").
+    expect(big.json.error.message).toMatch(/120000 messages; this server accepts at most 256/);
     expect(small.status).toBe(200);
     // Before: the worker templated and tokenized all 120,000 messages (seconds) while the small
     // request waited for the one slot.
