@@ -273,4 +273,4 @@ it("serve soak: slow clients, floods and long generations on loopback; no crash,
   expect(server.maxRssKiB / 1024).toBeLessThan(768);
   // The slow sockets and floods were closed by the server's deadlines and caps.
   expect(server.connections.timedOut).toBeGreaterThan(100);
-}, 60_000);
+}, 90_000);
