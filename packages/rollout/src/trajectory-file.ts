@@ -5,7 +5,7 @@
 
 import { appendFile, mkdir, open, readFile, rename, rm, stat, truncate } from "node:fs/promises";
 import { dirname } from "node:path";
-import { syncDirectory } from "@kiln/hub-io";
+import { openAtomic, syncDirectory } from "@kiln/hub-io";
 import { strFromU8, strToU8 } from "fflate";
 import { TrajectoryFileError } from "./errors.js";
 import {
@@ -338,16 +338,14 @@ export async function repairTrajectoryFile(
       offset = end;
     }
   }
-  const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
-  const handle = await open(tmp, "w");
+  const out = await openAtomic(path);
   try {
-    for (const b of keptBytes) await handle.write(b);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    for (const b of keptBytes) await out.write(b);
+    await out.commit();
+  } catch (err) {
+    await out.abort();
+    throw err;
   }
-  await rename(tmp, path);
-  await syncDirectory(dirname(path));
   return { movedTo, keptIds, dropped };
 }
 

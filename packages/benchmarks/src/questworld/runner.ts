@@ -7,6 +7,7 @@ import { QuestworldConfigError } from "./errors.js";
 import { expertPolicy } from "./expert-policy.js";
 import { randomPolicy } from "./random-policy.js";
 import { formatCore3Json, formatCore3Markdown } from "./report.js";
+import { writeFileAtomic } from "@kiln/hub-io";
 
 /** The expert, bound to each episode's own state. */
 export const expertFactory: PolicyFactory = ({ env }) => expertPolicy(() => env.getState());
@@ -52,15 +53,11 @@ export async function runQuestworldEval(options: QuestworldEvalOptions): Promise
   return { result, markdown, json, files };
 }
 
-/** Write via a temp file and rename, so readers never see a half-written report. */
+/** Written through hub-io's writeFileAtomic (temp + fsync + rename), so readers never see a half-written report. */
 async function writeAtomic(dir: string, name: string, text: string): Promise<string> {
-  // Imported lazily so the rest of questworld stays usable where node:fs is absent.
-  const fs = await import("node:fs/promises");
+  // Imported lazily so the rest of questworld stays usable where node:path is absent.
   const path = await import("node:path");
-  await fs.mkdir(dir, { recursive: true });
   const target = path.join(dir, name);
-  const tmp = path.join(dir, `.${name}.${process.pid}.${Date.now()}.tmp`);
-  await fs.writeFile(tmp, text, "utf8");
-  await fs.rename(tmp, target);
+  await writeFileAtomic(target, text);
   return target;
 }

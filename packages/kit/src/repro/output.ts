@@ -2,8 +2,10 @@
 // table.md (the Markdown printed), summary.json (the numbers) and report.html (self-contained: each
 // table's rows drawn as bars of score ± SE with the Δ against the base, inline SVG, nothing fetched;
 // the configuration folded away). Files are written to a temporary name and renamed.
-import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from "node:fs";
+import * as fs from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { writeFileAtomicSync } from "@kiln/hub-io";
 import { REPORT_STYLE, foldedJson } from "../report.js";
 import { barChart, esc } from "../report-svg.js";
 import { type ReproTable, markdownTable } from "./table.js";
@@ -31,11 +33,7 @@ export interface ReproEpisodeError {
   reason: string;
 }
 
-function writeAtomic(path: string, text: string): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
-}
+const writeAtomic = (path: string, text: string): void => writeFileAtomicSync(fs, path, text);
 
 /** Wall seconds per row (not part of the result tables, which are deterministic for a seed). */
 export function timingTable(result: ReproResult): ReproTable {
