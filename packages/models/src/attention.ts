@@ -85,7 +85,7 @@ export class SelfAttention {
   }
 
   /**
-   * Attention of a scheduler step (docs/ARCHITECTURE.md, "Continuous batching"): each segment's new keys
+   * Attention of a scheduler step (docs/ARCHITECTURE.md §Continuous batching): each segment's new keys
    * and values go into its own SequenceKV, and each segment attends to its own cache alone, so a row's
    * result never depends on which other sequences share the step. q [B, H, T, d] and k [B, Hkv, T, d]
    * after RoPE, vs [B, T, Hkv, d]; returns [B, T, H·d] (zeros on padding rows).

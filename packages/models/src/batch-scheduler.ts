@@ -1,4 +1,4 @@
-// Continuous batching for in-process generation (docs/ARCHITECTURE.md, "Continuous batching").
+// Continuous batching for in-process generation (docs/ARCHITECTURE.md §Continuous batching).
 // Concurrent callers (episodes of runEpisodes, clients of kiln serve) submit generation and scoring
 // requests; one loop runs them together. Between steps, finished sequences leave and queued ones
 // join (FIFO, while they fit the sequence cap and the KV byte budget). Each step is at most one

@@ -1,6 +1,6 @@
-// The KV cache of ONE sequence under the batching scheduler (docs/ARCHITECTURE.md, "Continuous
-// batching"): per attention layer a key and a value buffer [1, Hkv, capacity, d] that only this
-// sequence owns. New positions are written in place with the backend's strided copy kernel, so a
+// The KV cache of ONE sequence under the batching scheduler
+// (docs/ARCHITECTURE.md §Continuous batching): per attention layer a key and a value buffer
+// [1, Hkv, capacity, d] that only this sequence owns. New positions are written in place with the backend's strided copy kernel, so a
 // decode step copies nothing that is already cached; when the buffer is full it is reallocated at
 // twice the size (a copy of this sequence alone, amortised O(1) per token, never of the batch), and
 // `free()` hands the memory back the moment the sequence ends. The scheduler reserves each
