@@ -112,10 +112,11 @@ export class SelfAttention {
           pieces.push(pad);
           continue;
         }
-        // Decode: the whole buffer, unwritten positions masked. Its capacity depends on this sequence alone.
+        // Decode: the written prefix of the buffers, unmasked (a key mask would send some backends' attention
+        // to a slower general path). Its length is this sequence's own.
+        const visible = s.kv.length + 1;
         const { keys, values } = s.kv.layer(layer);
-        const mask = new Uint8Array(keys.shape[2]).fill(1, 0, s.kv.length + 1);
-        pieces.push(attention(narrow(q, 0, b, b + 1), keys, values, { causal: false, keyMask: mask }));
+        pieces.push(attention(narrow(q, 0, b, b + 1), narrow(keys, 2, 0, visible), narrow(values, 2, 0, visible)));
       }
       return reshape(concat(pieces, 0), [B, 1, H * d]);
     }

@@ -1,9 +1,9 @@
 // Continuous batching for in-process generation (docs/ARCHITECTURE.md §Continuous batching).
 // Concurrent callers (episodes of runEpisodes, clients of kiln serve) submit generation and scoring
 // requests; one loop runs them together. Between steps, finished sequences leave and queued ones
-// join (FIFO, while they fit the sequence cap and the KV byte budget). Each step is at most one
-// prefill forward — newcomers' prompts in chunks, so running decoders never wait for a long
-// prompt — and one decode forward with one row per decoding sequence. Every sequence keeps its own
+// join (FIFO, while they fit the sequence cap and the KV byte budget). Each step is a few prefill
+// forwards at most — newcomers' prompts in chunks, so running decoders wait a bounded time, never
+// for a whole long prompt — and one decode forward with one row per decoding sequence. Every sequence keeps its own
 // KV cache (SequenceKV) and its own RNG stream.
 //
 // Determinism: a sequence's tokens and log-probs do not depend on which other sequences share its
@@ -30,8 +30,10 @@ import type { Tokenizer } from "./tokenizer.js";
 export interface BatchSchedulerOptions {
   /** Sequences in flight at once, and the rows of every decode forward. Default 16. */
   maxNumSeqs?: number;
-  /** Prompt tokens per prefill forward (its rows), and the chunk length prompts are cut into. Default 64. */
+  /** Prompt tokens per prefill forward (its rows), and the chunk length prompts are cut into. Default 128. */
   prefillChunk?: number;
+  /** Prefill forwards a step may run before its decode forward (how long decoders may wait for newcomers). Default 4. */
+  maxPrefillForwards?: number;
   /** Bytes of KV cache the sequences in flight may reserve (each reserves prompt + max new tokens). Default 1 GiB. */
   kvBudgetBytes?: number;
 }
@@ -104,6 +106,14 @@ interface Sequence {
   };
 }
 
+/** One sequence's prompt chunk in a prefill forward: its positions [start, start + length) at rows [row, row + length). */
+interface PrefillPiece {
+  seq: Sequence;
+  start: number;
+  length: number;
+  row: number;
+}
+
 const yieldToEventLoop: () => Promise<void> =
   typeof setImmediate === "function"
     ? () => new Promise((resolve) => setImmediate(resolve))
@@ -112,6 +122,7 @@ const yieldToEventLoop: () => Promise<void> =
 export class BatchScheduler {
   readonly maxNumSeqs: number;
   readonly prefillChunk: number;
+  readonly maxPrefillForwards: number;
   readonly kvBudgetBytes: number;
   private readonly bytesPerPosition: number;
   private readonly waiting: Sequence[] = [];
@@ -138,7 +149,8 @@ export class BatchScheduler {
       return v;
     };
     this.maxNumSeqs = positiveInt("maxNumSeqs", options.maxNumSeqs ?? 16);
-    this.prefillChunk = positiveInt("prefillChunk", options.prefillChunk ?? 64);
+    this.prefillChunk = positiveInt("prefillChunk", options.prefillChunk ?? 128);
+    this.maxPrefillForwards = positiveInt("maxPrefillForwards", options.maxPrefillForwards ?? 4);
     this.kvBudgetBytes = options.kvBudgetBytes ?? 2 ** 30;
     if (!(this.kvBudgetBytes > 0))
       throw new GenerationError(`BatchScheduler: kvBudgetBytes = ${this.kvBudgetBytes} must be positive`);
@@ -277,24 +289,30 @@ export class BatchScheduler {
   private async step(): Promise<void> {
     this.dropAborted();
     this.admit();
-    const prefill = this.planPrefill();
+    // Decoders are those whose whole context but the last token is cached when the step starts.
     const decoders = this.running.filter((s) => s.generate && s.kv && s.kv.length === s.tokens.length - 1);
-    let prefillLogits: Tensor | null = null;
+    const forwards: { plan: PrefillPiece[]; logits: Tensor | null }[] = [];
     let decodeLogits: Tensor | null = null;
-    const involved = [...prefill.map((p) => p.seq), ...decoders];
+    const involved = new Set(decoders);
     try {
       for (const s of decoders) s.kv?.reserve(1);
-      // Both forwards are queued before either result is read: on a device backend one submission per step.
-      if (prefill.length > 0) prefillLogits = this.prefillForward(prefill);
+      // Up to `maxPrefillForwards` prefill forwards, then the decode forward; all are queued before any
+      // result is read (on a device backend, one submission per step).
+      for (let f = 0; f < this.maxPrefillForwards; f++) {
+        const plan = this.planPrefill();
+        if (plan.length === 0) break;
+        for (const p of plan) involved.add(p.seq);
+        forwards.push({ plan, logits: this.prefillForward(plan) });
+        for (const p of plan) p.seq.kv?.advance(p.length);
+      }
       if (decoders.length > 0) decodeLogits = this.decodeForward(decoders);
-      const prefillData = prefillLogits ? await prefillLogits.toFloat32ArrayAsync() : null;
-      const decodeData = decodeLogits ? await decodeLogits.toFloat32ArrayAsync() : null;
-      this.afterPrefill(prefill, prefillData);
-      if (decodeData) this.afterDecode(decoders, decodeData);
+      for (const { plan, logits } of forwards)
+        this.afterPrefill(plan, logits ? await logits.toFloat32ArrayAsync() : null);
+      if (decodeLogits) this.afterDecode(decoders, await decodeLogits.toFloat32ArrayAsync());
     } catch (err) {
       for (const s of involved) this.finish(s, err);
     } finally {
-      prefillLogits?.dispose();
+      for (const { logits } of forwards) logits?.dispose();
       decodeLogits?.dispose();
     }
   }
@@ -321,9 +339,9 @@ export class BatchScheduler {
     this.counters.peakKvReservedBytes = Math.max(this.counters.peakKvReservedBytes, this.reservedBytes);
   }
 
-  private planPrefill(): { seq: Sequence; start: number; length: number; row: number }[] {
+  private planPrefill(): PrefillPiece[] {
     const C = this.prefillChunk;
-    const plan: { seq: Sequence; start: number; length: number; row: number }[] = [];
+    const plan: PrefillPiece[] = [];
     let used = 0;
     for (const seq of this.running) {
       const done = seq.kv?.length ?? 0;
@@ -337,7 +355,7 @@ export class BatchScheduler {
     return plan;
   }
 
-  private prefillForward(plan: { seq: Sequence; start: number; length: number; row: number }[]): Tensor | null {
+  private prefillForward(plan: PrefillPiece[]): Tensor | null {
     const T = this.prefillChunk;
     const ids = new Int32Array(T);
     const positions = new Int32Array(T);
@@ -382,13 +400,9 @@ export class BatchScheduler {
     );
   }
 
-  private afterPrefill(
-    plan: { seq: Sequence; start: number; length: number; row: number }[],
-    logits: Float32Array | null,
-  ): void {
+  private afterPrefill(plan: PrefillPiece[], logits: Float32Array | null): void {
     const V = this.model.config.vocabSize;
     for (const { seq, start, length, row } of plan) {
-      seq.kv?.advance(length);
       const score = seq.score;
       if (score && logits) {
         // Position p predicts token p + 1; the completion starts at promptLength.
@@ -403,7 +417,8 @@ export class BatchScheduler {
           }
         }
       }
-      if (score && (seq.kv?.length ?? 0) >= seq.prefillEnd) this.finish(seq, null);
+      // Its last chunk: every completion position is scored.
+      if (score && start + length >= seq.prefillEnd) this.finish(seq, null);
     }
   }
 

@@ -123,8 +123,11 @@ describe("BatchScheduler", () => {
       },
     });
     const fine = s.generate(prompts[2], opts);
-    await expect(aborted).rejects.toThrow(GenerationAbortedError);
-    await expect(failing).rejects.toThrow("client went away");
+    // Both handlers attached before either promise settles.
+    await Promise.all([
+      expect(aborted).rejects.toThrow(GenerationAbortedError),
+      expect(failing).rejects.toThrow("client went away"),
+    ]);
     expect((await fine).tokenIds).toHaveLength(12);
     expect(seen).toBeLessThan(6);
     expect(s.stats().kvReservedBytes).toBe(0);
