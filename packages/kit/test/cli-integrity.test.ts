@@ -251,6 +251,24 @@ describe("evaluation errors never look like a result (#28)", () => {
       ]);
       expect(wrong.code).toBe(2);
       expect(wrong.err).toContain('does not serve a model named "other" (it serves: m)');
+      // tau2 against the same failing server: no episode is scored, and the command fails naming the error.
+      await expect(
+        runCli([
+          "eval",
+          "tau2",
+          "--agent-url",
+          url,
+          "--agent-model",
+          "m",
+          "--tasks",
+          "5",
+          "--trials",
+          "1",
+          "--out",
+          join(root, "tau2"),
+          "--no-progress",
+        ]),
+      ).rejects.toThrow(/all 1 simulations ended in infrastructure errors \(first: .*prompt too long for this test/);
     } finally {
       server.close();
     }
