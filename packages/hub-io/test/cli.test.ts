@@ -6,7 +6,7 @@ import { tempDir } from "./helpers.js";
 
 const tmp = tempDir();
 afterAll(tmp.cleanup);
-const fx = (n: string) => new URL(`./fixtures/stories260K/${n}`, import.meta.url).pathname;
+const fx = (n: string) => new URL(`../../models/data/stories260K/${n}`, import.meta.url).pathname;
 
 function capture() {
   const lines: string[] = [];

@@ -27,7 +27,7 @@ import { rng } from "./fuzz-inputs.js";
 import { tempDir } from "./helpers.js";
 
 const fixture = (name: string) =>
-  new Uint8Array(readFileSync(new URL(`./fixtures/stories260K/${name}`, import.meta.url)));
+  new Uint8Array(readFileSync(new URL(`../../models/data/stories260K/${name}`, import.meta.url)));
 const tmp = tempDir("hub-io-gguf-");
 /** Byte equality without vitest's element-wise diffing (slow on 100k-element arrays). */
 const sameBytes = (a: Uint8Array | undefined, b: Uint8Array) =>

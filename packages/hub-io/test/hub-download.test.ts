@@ -20,8 +20,8 @@ import { type FakeRepo, startHubServer } from "./hub-server.js";
 
 const tmp = tempDir();
 const converted = convertLlama2cToHf(
-  new Uint8Array(readFileSync(new URL("./fixtures/stories260K/stories260K.bin", import.meta.url))),
-  new Uint8Array(readFileSync(new URL("./fixtures/stories260K/tok512.bin", import.meta.url))),
+  new Uint8Array(readFileSync(new URL("../../models/data/stories260K/stories260K.bin", import.meta.url))),
+  new Uint8Array(readFileSync(new URL("../../models/data/stories260K/tok512.bin", import.meta.url))),
 );
 const enc = (s: string | Uint8Array) => (typeof s === "string" ? new TextEncoder().encode(s) : s);
 const files = new Map([...converted.files].map(([k, v]) => [k, enc(v)]));

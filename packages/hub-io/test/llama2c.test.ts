@@ -19,7 +19,7 @@ import {
 import { tempDir } from "./helpers.js";
 
 const fixture = (name: string) =>
-  new Uint8Array(readFileSync(new URL(`./fixtures/stories260K/${name}`, import.meta.url)));
+  new Uint8Array(readFileSync(new URL(`../../models/data/stories260K/${name}`, import.meta.url)));
 const ckptBytes = fixture("stories260K.bin");
 const tokBytes = fixture("tok512.bin");
 const tmp = tempDir();
@@ -157,8 +157,8 @@ describe("convertLlama2c → Hugging Face Llama directory", () => {
   it("writes a directory whose weights give llama2.c's logits under HF's rotate-half forward", async () => {
     const out = join(tmp.dir, "stories260K-hf");
     const conv = await convertLlama2c({
-      checkpoint: new URL("./fixtures/stories260K/stories260K.bin", import.meta.url).pathname,
-      tokenizer: new URL("./fixtures/stories260K/tok512.bin", import.meta.url).pathname,
+      checkpoint: new URL("../../models/data/stories260K/stories260K.bin", import.meta.url).pathname,
+      tokenizer: new URL("../../models/data/stories260K/tok512.bin", import.meta.url).pathname,
       outDir: out,
     });
     expect([...conv.files.keys()].sort()).toEqual([

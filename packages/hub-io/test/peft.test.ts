@@ -83,7 +83,7 @@ describe("PEFT adapter files", () => {
 
   it("writes an adapter for the converted stories260K model and reads it back with PEFT names and shapes", async () => {
     const base = convertLlama2cToHf(
-      new Uint8Array(readFileSync(new URL("./fixtures/stories260K/stories260K.bin", import.meta.url))),
+      new Uint8Array(readFileSync(new URL("../../models/data/stories260K/stories260K.bin", import.meta.url))),
     );
     const baseFile = await SafetensorsFile.open(base.files.get("model.safetensors") as Uint8Array);
     const r = 4;

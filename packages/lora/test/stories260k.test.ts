@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { attachLora, loadAdapter, mergeAdapter, saveAdapter } from "../src/index.js";
 
 const fixture = (name: string) =>
-  new Uint8Array(readFileSync(new URL(`./fixtures/stories260K/${name}`, import.meta.url)));
+  new Uint8Array(readFileSync(new URL(`../../models/data/stories260K/${name}`, import.meta.url)));
 const tmp = mkdtempSync(join(tmpdir(), "kiln-lora-e2e-"));
 
 beforeAll(async () => {

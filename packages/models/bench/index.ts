@@ -142,8 +142,8 @@ const median = (xs: number[]) => summarize(xs).median;
 
 const reporter = new BenchReporter("models");
 const stories = convertLlama2cToHf(
-  new Uint8Array(readFileSync(join(here, "../test/fixtures/stories260K/stories260K.bin"))),
-  new Uint8Array(readFileSync(join(here, "../test/fixtures/stories260K/tok512.bin"))),
+  new Uint8Array(readFileSync(join(here, "../data/stories260K/stories260K.bin"))),
+  new Uint8Array(readFileSync(join(here, "../data/stories260K/tok512.bin"))),
 );
 const cases: [string, Model][] = [
   ["stories260K", await loadModel(stories.files)],

@@ -15,6 +15,7 @@ import {
   loadModel,
   loadTokenizer,
   loadLlamaCpp,
+  stories260KPaths,
 } from "../src/index.js";
 import { FIXTURES } from "./helpers.js";
 
@@ -58,8 +59,8 @@ describe.skipIf(unavailable !== null)("stories260K through kiln's GGUF export, i
   const ggufPath = join(tmp, "stories260K.gguf");
   const ready = (async () => {
     const converted = convertLlama2cToHf(
-      new Uint8Array(readFileSync(join(fixtures, "stories260K.bin"))),
-      new Uint8Array(readFileSync(join(fixtures, "tok512.bin"))),
+      new Uint8Array(readFileSync(stories260KPaths().checkpoint)),
+      new Uint8Array(readFileSync(stories260KPaths().tokenizer)),
     );
     await writeRepoFiles(hfDir, converted.files);
     await exportModelToGguf(hfDir, ggufPath, { dtype: "f32" });

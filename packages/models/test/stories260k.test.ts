@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { convertLlama2cToHf } from "@kiln/hub-io";
 import { describe, expect, it } from "vitest";
-import { generate, loadModel, loadTokenizer } from "../src/index.js";
+import { generate, loadModel, loadTokenizer, stories260KPaths } from "../src/index.js";
 import { FIXTURES } from "./helpers.js";
 
 interface GreedyCase {
@@ -18,8 +18,8 @@ const reference = JSON.parse(readFileSync(join(dir, "greedy.json"), "utf8")) as 
 
 describe("stories260K (llama2.c) converted by hub-io", () => {
   const converted = convertLlama2cToHf(
-    new Uint8Array(readFileSync(join(dir, "stories260K.bin"))),
-    new Uint8Array(readFileSync(join(dir, "tok512.bin"))),
+    new Uint8Array(readFileSync(stories260KPaths().checkpoint)),
+    new Uint8Array(readFileSync(stories260KPaths().tokenizer)),
   );
 
   it("greedy decoding matches the run.c transcription token for token (batched, left-padded)", async () => {

@@ -3,6 +3,7 @@
 // in one user turn inside <tool_response> tags, generation prompt `<|im_start|>assistant\n`.
 // It is what toy policies condition on; real models render with their own template (@kiln/models).
 
+import { formatToolCall } from "./parse-tool-calls.js";
 import { pythonJsonDumps } from "./python-json.js";
 import type { Message, ToolSchema } from "./types.js";
 
@@ -43,7 +44,7 @@ export function renderChatML(
     if (m.role === "assistant" && m.tool_calls) {
       m.tool_calls.forEach((tc, j) => {
         if (j > 0 || (m.content ?? "") !== "") out += "\n";
-        out += `<tool_call>\n{"name": ${JSON.stringify(tc.function.name)}, "arguments": ${tc.function.arguments}}\n</tool_call>`;
+        out += formatToolCall({ name: tc.function.name, arguments: tc.function.arguments });
       });
     }
     out += "<|im_end|>\n";

@@ -363,20 +363,31 @@ export function assistantMessageFromText(
   return { message, parsed };
 }
 
-/** Renders calls as the model writes them (the chat templates' assistant tool-call text). */
+/**
+ * One call as the model writes it (the chat templates' assistant tool-call text, docs/NUMERICS.md §6).
+ * Hermes: arguments given as an object are written with Python's json.dumps (the templates' `tojson`);
+ * arguments given as a string (an OpenAI `arguments` text) are inserted as they are, as the templates do.
+ */
+export function formatToolCall(
+  call: { name: string; arguments: Record<string, unknown> | string },
+  format: ToolCallFormat = "hermes",
+): string {
+  if (format === "hermes") {
+    const args = typeof call.arguments === "string" ? call.arguments : pythonJsonDumps(call.arguments);
+    return `<tool_call>\n{"name": ${JSON.stringify(call.name)}, "arguments": ${args}}\n</tool_call>`;
+  }
+  const args =
+    typeof call.arguments === "string" ? (JSON.parse(call.arguments) as Record<string, unknown>) : call.arguments;
+  const params = Object.entries(args)
+    .map(([k, v]) => `<parameter=${k}>\n${typeof v === "string" ? v : pythonJsonDumps(v)}\n</parameter>\n`)
+    .join("");
+  return `<tool_call>\n<function=${call.name}>\n${params}</function>\n</tool_call>`;
+}
+
+/** Renders calls as the model writes them, one per line (see formatToolCall). */
 export function formatToolCalls(
-  calls: { name: string; arguments: Record<string, unknown> }[],
+  calls: { name: string; arguments: Record<string, unknown> | string }[],
   format: ToolCallFormat,
 ): string {
-  return calls
-    .map((c) => {
-      if (format === "hermes") {
-        return `<tool_call>\n{"name": ${JSON.stringify(c.name)}, "arguments": ${pythonJsonDumps(c.arguments)}}\n</tool_call>`;
-      }
-      const params = Object.entries(c.arguments)
-        .map(([k, v]) => `<parameter=${k}>\n${typeof v === "string" ? v : pythonJsonDumps(v)}\n</parameter>\n`)
-        .join("");
-      return `<tool_call>\n<function=${c.name}>\n${params}</function>\n</tool_call>`;
-    })
-    .join("\n");
+  return calls.map((c) => formatToolCall(c, format)).join("\n");
 }

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
   assistantMessageFromText,
+  formatToolCall,
   formatToolCalls,
   parseOpenAIToolCalls,
   parseToolCalls,
@@ -64,6 +65,18 @@ describe("tool-call ids and normalisation", () => {
       expect(parsed.issues).toEqual([]);
       expect(parsed.calls.map((c) => ({ name: c.name, arguments: c.arguments }))).toEqual(calls);
     }
+  });
+
+  it("formats one call with object arguments through json.dumps and string arguments as given", () => {
+    expect(formatToolCall({ name: "f", arguments: { a: 1e-5, b: "é" } })).toBe(
+      '<tool_call>\n{"name": "f", "arguments": {"a": 1e-05, "b": "é"}}\n</tool_call>',
+    );
+    expect(formatToolCall({ name: "f", arguments: '{"a":1}' })).toBe(
+      '<tool_call>\n{"name": "f", "arguments": {"a":1}}\n</tool_call>',
+    );
+    expect(formatToolCall({ name: "f", arguments: '{"a": [1, 2]}' }, "qwen3.5")).toBe(
+      "<tool_call>\n<function=f>\n<parameter=a>\n[1, 2]\n</parameter>\n</function>\n</tool_call>",
+    );
   });
 
   it("renders Hermes calls with Python json.dumps separators (docs/NUMERICS.md §6)", () => {

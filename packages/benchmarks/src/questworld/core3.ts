@@ -2,7 +2,7 @@
 // three archetype agents (10 stages each, 30 max), averaged over seeds with a standard
 // error, plus a per-stage "wall" report: how many agents passed each stage.
 
-import type { GenerateParams, Policy } from "@kiln/rollout";
+import { type GenerateParams, type Policy, meanSe } from "@kiln/rollout";
 import { ARCHETYPES, type ArchetypeId, isArchetype } from "./archetypes.js";
 import { type QuestStages, QUESTWORLD_VERSION, QuestworldEnvironment } from "./environment.js";
 import { type PolicyFactory, runQuestworldEpisode } from "./episode.js";
@@ -83,13 +83,13 @@ export interface Core3Result {
   wallStage: WallRow | null;
 }
 
+/**
+ * Mean and standard error by rollout's `meanSe` (docs/NUMERICS.md §9). Core-3 tables print no SE below two
+ * agents, so the SE is null there (rollout's is 0 for one value).
+ */
 export function meanSE(xs: number[]): MeanSE {
-  const n = xs.length;
-  if (n === 0) return { mean: Number.NaN, se: null };
-  const mean = xs.reduce((a, b) => a + b, 0) / n;
-  if (n < 2) return { mean, se: null };
-  const variance = xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (n - 1);
-  return { mean, se: Math.sqrt(variance / n) };
+  const { n, mean, se } = meanSe(xs);
+  return { mean, se: n < 2 ? null : se };
 }
 
 function isFactory(p: Policy | PolicyFactory): p is PolicyFactory {

@@ -3,7 +3,7 @@
 // carries one OpenAI-style tool call, so episodes driven by it exercise the same path
 // as a model's.
 
-import type { Generation, Message, Policy } from "@kiln/rollout";
+import { type Generation, type Message, type Policy, formatToolCall } from "@kiln/rollout";
 import { nextExpertCall } from "./expert.js";
 import type { QuestworldState } from "./state.js";
 
@@ -30,7 +30,7 @@ export function expertPolicy(getState: () => QuestworldState, options: ExpertPol
         tool_calls: [{ id: `call_${turn}`, type: "function", function: { name: next.name, arguments: args } }],
       };
       // The raw text in the Hermes/Qwen tool-call format a small model would emit.
-      const text = `<tool_call>\n{"name": "${next.name}", "arguments": ${args}}\n</tool_call>`;
+      const text = formatToolCall({ name: next.name, arguments: args });
       return { message, text, finishReason: "tool_calls" };
     },
   };

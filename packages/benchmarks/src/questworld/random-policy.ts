@@ -2,7 +2,14 @@
 // schema-valid random arguments. It is the floor of the metric (a sanity check that
 // Core-3 is not trivially high), not a baseline anyone should train against.
 
-import type { Generation, JsonSchema, Message, Policy, ToolSchema } from "@kiln/rollout";
+import {
+  type Generation,
+  type JsonSchema,
+  type Message,
+  type Policy,
+  type ToolSchema,
+  formatToolCall,
+} from "@kiln/rollout";
 import { nextInt, seedPrng } from "./prng.js";
 
 export interface RandomPolicyOptions {
@@ -43,7 +50,7 @@ export function randomPolicy(options: RandomPolicyOptions): Policy {
       };
       return {
         message,
-        text: `<tool_call>\n{"name": "${tool.function.name}", "arguments": ${json}}\n</tool_call>`,
+        text: formatToolCall({ name: tool.function.name, arguments: json }),
         finishReason: "tool_calls",
       };
     },

@@ -1,3 +1,4 @@
+import { meanSe } from "@kiln/rollout";
 import { Tau2Error } from "./errors.js";
 
 // pass^k (arXiv 2406.12045; tau2 src/tau2/metrics/agent_metrics.py): per task with n trials
@@ -22,14 +23,10 @@ export function passHatKForTask(successes: number, trials: number, k: number): n
   return binomial(successes, k) / binomial(trials, k);
 }
 
-/** Mean and standard error (sample sd / √n; 0 when n < 2). */
+/** Mean and standard error (sample sd / √n; 0 when n < 2): rollout's `meanSe` under tau2's field names. */
 export function meanAndStderr(values: readonly number[]): { mean: number; stderr: number } {
-  const n = values.length;
-  if (n === 0) return { mean: Number.NaN, stderr: Number.NaN };
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  if (n < 2) return { mean, stderr: 0 };
-  const variance = values.reduce((a, v) => a + (v - mean) ** 2, 0) / (n - 1);
-  return { mean, stderr: Math.sqrt(variance / n) };
+  const { mean, se } = meanSe(values);
+  return { mean, stderr: se };
 }
 
 export interface TrialOutcome {

@@ -4,7 +4,7 @@
 // assistant reply. Expert episodes carry QUESTWORLD_SCAFFOLD_NOTE in their system prompt part of
 // the time, so the same model with the note added (OPD's scaffolded teacher) plays like the expert.
 import { questworld } from "@kiln/benchmarks";
-import { type Message, cloneMessages, deriveSeed, mulberry32 } from "@kiln/rollout";
+import { type Message, cloneMessages, deriveSeed, formatToolCall, mulberry32 } from "@kiln/rollout";
 import { RecipeError } from "../errors.js";
 import { withSystemNote } from "../recipes/system-note.js";
 import { QUESTWORLD_SKILLS, type QuestworldSkill, questworldPlayer } from "./questworld-players.js";
@@ -130,7 +130,7 @@ export async function questworldCorpus(options: QuestworldCorpusOptions): Promis
       if (turnRate < 1 && !(draw() < turnRate)) return;
       const call = m.tool_calls?.[0];
       if (!call) return;
-      const completion = `<tool_call>\n{"name": "${call.function.name}", "arguments": ${call.function.arguments}}\n</tool_call>`;
+      const completion = formatToolCall({ name: call.function.name, arguments: call.function.arguments });
       docs.push({
         game: "questworld",
         skill: skill.name,

@@ -5,7 +5,7 @@
 // enough to make progress, badly enough to leave room for OPD. Every reply is what a model would
 // emit: an assistant message with one tool call, and the same call as Hermes `<tool_call>` text.
 import { questworld } from "@kiln/benchmarks";
-import { type Generation, type Message, type Policy, deriveSeed, mulberry32 } from "@kiln/rollout";
+import { type Generation, type Message, type Policy, deriveSeed, formatToolCall, mulberry32 } from "@kiln/rollout";
 import { RecipeError } from "../errors.js";
 
 export interface QuestworldSkill {
@@ -30,7 +30,7 @@ export interface PlayerCall {
 
 /** The Hermes/Qwen3 text of one tool call, as CHATML_TOOL_TEMPLATE renders it and the rollout parser reads it. */
 export function hermesToolCallText(call: PlayerCall): string {
-  return `<tool_call>\n{"name": "${call.name}", "arguments": ${JSON.stringify(call.arguments)}}\n</tool_call>`;
+  return formatToolCall({ name: call.name, arguments: JSON.stringify(call.arguments) });
 }
 
 /** An assistant reply carrying `call`; ids number the assistant turns, so a conversation replays identically. */
