@@ -11,6 +11,10 @@ export class PyFloat {
   toJSON(): number {
     return this.value;
   }
+  /** Arithmetic and comparisons see the number. */
+  valueOf(): number {
+    return this.value;
+  }
 }
 
 export const pyFloat = (value: number): PyFloat => new PyFloat(value);
@@ -196,6 +200,7 @@ export function pythonJsonDumps(value: unknown, opts: PythonJsonOptions = {}): s
     if (typeof v === "number") return Number.isInteger(v) && !Object.is(v, -0) ? String(v) : pythonFloatRepr(v);
     if (typeof v === "bigint") return v.toString();
     if (typeof v === "string") return pyString(v, ensureAscii);
+    if (v instanceof Map) return walk(Object.fromEntries(v), level);
     if (Array.isArray(v)) {
       if (v.length === 0) return "[]";
       return `[${v.map((x, i) => nl(level + 1) + item(v, i, x, level + 1)).join(itemSep)}${nl(level)}]`;

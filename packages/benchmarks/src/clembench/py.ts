@@ -1,21 +1,10 @@
 // Python semantics that change game outcomes or score files, written once so every game master
 // parses, rounds and serialises exactly as the reference (CPython 3 + numpy/pandas) does.
+import { PyFloat, pyFloat, pythonJsonDumps } from "@kiln/hub-io";
 
-/**
- * A number that Python holds as a float. clemcore's scores.json distinguishes `100` (int) from
- * `100.0` (float); wrap floats in PyFloat where the reference produces one so the file matches byte for byte.
- */
-export class PyFloat {
-  constructor(readonly value: number) {}
-  valueOf(): number {
-    return this.value;
-  }
-}
-
-/** Mark `x` as a Python float (for serialisation). */
-export function pyFloat(x: number): PyFloat {
-  return new PyFloat(x);
-}
+// PyFloat (a number Python holds as a float: clemcore's scores.json tells `100` from `100.0`) and the
+// json.dumps serialiser are hub-io's, the ones that also write Hugging Face config files.
+export { PyFloat, pyFloat };
 
 /** The numeric value of a score (unwraps PyFloat, maps booleans to 0/1). Non-numbers give NaN. */
 export function toNumber(v: unknown): number {
@@ -267,59 +256,12 @@ export function pyFloatRepr(x: number): string {
   return Number.isInteger(x) ? `${s}.0` : s;
 }
 
-function jsonString(s: string): string {
-  // json.dumps(..., ensure_ascii=False): escape ", \, control characters; keep other characters
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === '"') out += '\\"';
-    else if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "\b") out += "\\b";
-    else if (ch === "\f") out += "\\f";
-    else if (c < 0x20) out += `\\u${c.toString(16).padStart(4, "0")}`;
-    else out += ch;
-  }
-  return `${out}"`;
-}
-
-function numberToken(x: number, isFloat: boolean): string {
-  if (Number.isNaN(x)) return "NaN";
-  if (x === Number.POSITIVE_INFINITY) return "Infinity";
-  if (x === Number.NEGATIVE_INFINITY) return "-Infinity";
-  if (isFloat) return pyFloatRepr(x);
-  if (Number.isInteger(x)) return String(x);
-  return pyFloatRepr(x);
-}
-
 /**
  * Python `json.dumps(value, indent=indent, ensure_ascii=False)`: NaN as the bare token `NaN`,
  * floats as `repr` (PyFloat keeps `100.0`), `", "`/`": "` separators.
  */
 export function pyJsonDumps(value: unknown, indent = 2): string {
-  const pad = (level: number) => (indent > 0 ? `\n${" ".repeat(indent * level)}` : "");
-  const itemSep = indent > 0 ? "," : ", ";
-  const walk = (v: unknown, level: number): string => {
-    if (v === null || v === undefined) return "null";
-    if (v instanceof PyFloat) return numberToken(v.value, true);
-    if (typeof v === "number") return numberToken(v, false);
-    if (typeof v === "boolean") return v ? "true" : "false";
-    if (typeof v === "string") return jsonString(v);
-    if (Array.isArray(v)) {
-      if (v.length === 0) return "[]";
-      return `[${v.map((x) => pad(level + 1) + walk(x, level + 1)).join(itemSep)}${pad(level)}]`;
-    }
-    if (v instanceof Map) return walk(Object.fromEntries(v), level);
-    if (typeof v === "object") {
-      const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
-      if (entries.length === 0) return "{}";
-      return `{${entries.map(([k, x]) => `${pad(level + 1)}${jsonString(k)}: ${walk(x, level + 1)}`).join(itemSep)}${pad(level)}}`;
-    }
-    throw new TypeError(`pyJsonDumps: cannot serialise a value of type ${typeof v}`);
-  };
-  return walk(value, 0);
+  return pythonJsonDumps(value, { indent: indent > 0 ? indent : undefined, ensureAscii: false });
 }
 
 const NAN_SENTINEL = "\u0000kiln:NaN\u0000";
