@@ -59,6 +59,9 @@ function argsText(raw: string): string {
   return raw.length > 160 ? `${raw.slice(0, 157)}...` : raw;
 }
 
+/** How every experience memory opens (what a check for a memory in a prompt looks for). */
+export const EXPERIENCE_MEMORY_HEADER = "Memory from your previous attempt at this request";
+
 /** The memory rule in the file header, applied to one deploy trajectory. */
 export function experienceMemory(traj: Trajectory): string {
   const failed: string[] = [];
@@ -76,7 +79,7 @@ export function experienceMemory(traj: Trajectory): string {
     for (const issue of turn.toolCallIssues) failed.push(`- a malformed tool call: ${argsText(issue.message)}`);
   }
   const lines = [
-    `Memory from your previous attempt at this request (reward ${traj.outcome.score.toFixed(2)}, ${traj.turns.length} replies):`,
+    `${EXPERIENCE_MEMORY_HEADER} (reward ${traj.outcome.score.toFixed(2)}, ${traj.turns.length} replies):`,
     failed.length ? "Tool calls that failed:" : "No tool call failed.",
     ...failed,
     worked.length ? `Tool calls that worked, in order: ${worked.join(", ")}.` : "No tool call succeeded.",

@@ -24,7 +24,7 @@ import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
 import { type ConsolidationSample, consolidationObjective } from "../trainer/objectives/index.js";
-import { train } from "../trainer/trainer.js";
+import { type StepRecord, train } from "../trainer/trainer.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { RecipeError } from "../errors.js";
 import { type OelConfig, oelTinyConfig, stageForward } from "./presets.js";
@@ -148,6 +148,8 @@ export interface OelResult {
   samples: number;
   lossFirst: number;
   lossLast: number;
+  /** The consolidation stage's steps (loss, lr, pre-clip grad_norm, divergence, entropy). */
+  history: StepRecord[];
   before: Record<string, number>;
   after: Record<string, number>;
   /** Per-task mean reward, paired Δ against the base. */
@@ -323,6 +325,7 @@ pass^k after: ${JSON.stringify(after)}
     samples: samples.length,
     lossFirst: Number(h[0]?.loss ?? Number.NaN),
     lossLast: Number(h[h.length - 1]?.loss ?? Number.NaN),
+    history: h,
     before,
     after,
     phases,

@@ -304,7 +304,10 @@ export function oelSeedConfig(): OelConfig {
     baseDtype: "f32",
     tasks: 20,
     train: {
-      lr: 1e-4,
+      // The top of the authors' LoRA range (kiln's earlier 5e-4 was 10× their upper bound); kiln trains
+      // the same LoRA update in f32 where the seed trains bf16, and Adam's step does not scale with the
+      // gradient, so the lr carries over unchanged.
+      lr: 5e-5,
       microBatchSize: 4,
       gradAccum: 1,
       maxLength: 4096,
@@ -322,7 +325,7 @@ export function oelSeedConfig(): OelConfig {
     divergence: "forward_kl",
     scale: 1,
     rollout: { temperature: 1, maxTokens: 256, maxTurns: 10 },
-    eval: { trials: 4, temperature: 0 },
+    eval: { trials: 3, temperature: 0 },
   };
 }
 
@@ -362,7 +365,7 @@ export const UNSTATED_SEED_FIELDS: Record<"arp" | "opd" | "oel", string[]> = {
     "train.schedule",
     "rollout.*",
   ],
-  oel: ["tasks", "lora.*", "train.*", "rollout.*", "eval.trials"],
+  oel: ["tasks", "lora.*", "train.* (but lr)", "rollout.*"],
 };
 
 export type RecipeConfig = ArpConfig | OpdConfig | OelConfig;

@@ -13,7 +13,7 @@ export { REPRO_ABLATIONS, REPRO_RECIPES, type ReproAblation, reproEffectiveConfi
 export { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
 export { ReproError } from "./errors.js";
 export { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
-export { type OelRow, oelTable, oelTasks, reproOel } from "./oel-repro.js";
+export { type OelRow, consolidationTable, oelSplits, oelTable, reproOel } from "./oel-repro.js";
 export {
   type OpdArm,
   type OpdReproSetup,

@@ -1,61 +1,82 @@
-// The OEL table: base vs consolidated (deploy on training tasks without the memory, consolidate
-// the memory-holding teacher into the weights, merge) with pass^1…pass^k ± SE on held-out tasks,
-// and the memory-in-prompt upper bound: the base model with the memory in its system prompt. The
-// memory is one lesson for every game (GUESS_NUMBER_LESSON), not a task's answer. Each held-out task
-// is a fixed game (its saved state); its k trials differ only in the sampling seed.
+// The OEL table on tau2 retail, as the OEL seed evaluates it: deploy and consolidate on the *train*
+// split's tasks (the student plays without memory; each task's memory is `experienceMemory` of its
+// deploy episode), then evaluate on the *test* split — disjoint task ids, checked here — with
+// `trials` greedy trials per task, the memory never in a test prompt. Rows: base, consolidated, and
+// the memory-in-prompt upper bound (the base with each test task's own experience memory, built
+// from its first base trial, in its system prompt: it sees test-task experience, so it is a bound,
+// not a result). pass^1…pass^k ± SE (tau2's estimator, per-task SE) and the paired Δ per task.
+// The customer is tau2's scripted user (its reason for calling, then ###STOP###); no NL judge runs,
+// so the reward is the DB match (docs/ARCHITECTURE.md §Recipes).
 import { join } from "node:path";
-import type { tau2 } from "@kiln/benchmarks";
-import { GuessNumberEnv, type Policy, type Trajectory } from "@kiln/rollout";
-import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
+import { tau2 } from "@kiln/benchmarks";
+import { type Policy, type Trajectory, pairedDelta } from "@kiln/rollout";
+import { EXPERIENCE_MEMORY_HEADER, Tau2TasksEnvironment, experienceMemory } from "../recipes/oel-tau2.js";
 import { type OelTask, passHatKEval, runOel } from "../recipes/oel.js";
 import { scaffoldedTeacher } from "../recipes/opd-samples.js";
+import { isSuccessful } from "../recipes/sft-set.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
+import type { StepRecord } from "../trainer/trainer.js";
 import type { ReproIo } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
+import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
 import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
-import { type ReproTable, fmt, fmtDelta, scoreBar, summarizeScores } from "./table.js";
+import { type ReproTable, fmt, fmtDelta, scoreBar } from "./table.js";
 
 export interface OelRow {
   label: string;
   summary: tau2.PassHatKSummary;
-  /** Mean reward per task over its trials (the paired Δ's instances). */
-  perTask: Record<string, number>;
+  /** Turns whose prompt was recorded, and how many of them held an experience memory. */
+  promptTurns: number;
+  memoryTurns: number;
   seconds: number;
   /** Episodes that ended in an error (scored as failures). */
   errors: ReproEpisodeError[];
 }
 
-function guessTask(id: string, seed: number, memory: string): OelTask {
-  const probe = new GuessNumberEnv();
-  probe.reset({ seed });
-  return { id, seed, memory, state: probe.getState() };
-}
-
-export function oelTasks(config: ReproConfig): { train: OelTask[]; heldout: OelTask[] } {
-  return {
-    train: Array.from({ length: config.oel.tasks }, (_, i) =>
-      guessTask(`task-${i}`, config.oel.seed + i, GUESS_NUMBER_LESSON),
-    ),
-    heldout: Array.from({ length: config.heldout.oelTasks }, (_, i) =>
-      guessTask(`heldout-${i}`, config.heldout.oelBaseSeed + i, GUESS_NUMBER_LESSON),
-    ),
+/**
+ * The tasks kiln ships for each split: the first `oel.tasks` of tau2's train split to deploy on,
+ * the first `heldout.oelTasks` of its test split to evaluate on. Refuses overlapping ids.
+ */
+export function oelSplits(config: ReproConfig): { train: tau2.Tau2Task[]; test: tau2.Tau2Task[] } {
+  const allTrain = tau2.loadSplitTasks("train");
+  const allTest = tau2.loadSplitTasks("test");
+  const want = (n: number, have: number, what: string) => {
+    if (!Number.isInteger(n) || n < 1 || n > have)
+      throw new ReproError(`${what} must be an integer in [1, ${have}] (tau2 retail's split), got ${n}`);
   };
+  want(config.oel.tasks, allTrain.length, "oel.tasks");
+  want(config.heldout.oelTasks, allTest.length, "heldout.oelTasks");
+  const train = allTrain.slice(0, config.oel.tasks);
+  const test = allTest.slice(0, config.heldout.oelTasks);
+  const trainIds = new Set(train.map((t) => t.id));
+  const shared = test.filter((t) => trainIds.has(t.id)).map((t) => t.id);
+  if (shared.length > 0) throw new ReproError(`OEL: test task ids also in the train split: ${shared.join(", ")}`);
+  return { train, test };
 }
 
-function perTaskMeans(trajectories: readonly Trajectory[]): Record<string, number> {
-  const sums: Record<string, [number, number]> = {};
-  for (const t of trajectories) {
-    const k = String(t.metadata.task);
-    const s = (sums[k] ??= [0, 0]);
-    s[0] += t.outcome.score;
-    s[1] += 1;
-  }
-  return Object.fromEntries(Object.entries(sums).map(([k, [s, n]]) => [k, s / n]));
+/** Turns with a recorded prompt, and those whose prompt holds an experience memory. */
+function memoryInPrompts(codec: ChatCodec, trajectories: readonly Trajectory[]): { prompts: number; memory: number } {
+  let prompts = 0;
+  let memory = 0;
+  for (const t of trajectories)
+    for (const turn of t.turns) {
+      if (!turn.promptTokenIds) continue;
+      prompts += 1;
+      if (codec.tokenizer.decode([...turn.promptTokenIds]).includes(EXPERIENCE_MEMORY_HEADER)) memory += 1;
+    }
+  return { prompts, memory };
+}
+
+function perTaskPassK(s: tau2.PassHatKSummary, k: number): Record<string, number> {
+  return Object.fromEntries(s.perTask.map((r) => [r.taskId, r.passHatK[k - 1]]));
 }
 
 export function oelTable(title: string, rows: readonly OelRow[], notes: string[] = []): ReproTable {
   const base = rows[0];
-  const maxK = Math.max(...rows.map((r) => r.summary.maxK));
+  const maxK = Math.min(...rows.map((r) => r.summary.maxK));
+  const delta = (r: OelRow, k: number) => pairedDelta(perTaskPassK(r.summary, k), perTaskPassK(base.summary, k));
+  const ks = Array.from({ length: maxK }, (_, i) => i + 1);
   return {
     title,
     header: [
@@ -63,57 +84,93 @@ export function oelTable(title: string, rows: readonly OelRow[], notes: string[]
       "tasks",
       "trials",
       "reward ± SE",
-      ...Array.from({ length: maxK }, (_, i) => `pass^${i + 1} ± SE`),
-      "Δ reward vs base ± SE",
+      ...ks.map((k) => `pass^${k} ± SE`),
+      ...ks.map((k) => `Δ pass^${k} vs base ± SE`),
     ],
     rows: rows.map((r) => [
       r.label,
       String(r.summary.numTasks),
       String(r.summary.numSimulations),
       fmt({ mean: r.summary.avgReward, se: r.summary.avgRewardStderr }),
-      ...Array.from({ length: maxK }, (_, i) => {
-        const p = r.summary.passHatK.find((x) => x.k === i + 1);
+      ...ks.map((k) => {
+        const p = r.summary.passHatK.find((x) => x.k === k);
         return p ? fmt({ mean: p.value, se: p.stderr }) : "—";
       }),
-      r === base ? "—" : fmtDelta(summarizeScores(r.perTask, base.perTask).delta),
+      ...ks.map((k) => (r === base ? "—" : fmtDelta(delta(r, k)))),
     ]),
     notes,
     chart: {
-      xLabel: "reward per trial, mean ± SE",
+      xLabel: "pass^1 per task, mean ± SE",
       bars: rows.map((r) =>
         scoreBar(
           r.label,
-          { mean: r.summary.avgReward, se: r.summary.avgRewardStderr },
-          r.summary.numSimulations,
-          r === base ? undefined : summarizeScores(r.perTask, base.perTask).delta,
+          { mean: r.summary.passHatK[0].value, se: r.summary.passHatK[0].stderr },
+          r.summary.numTasks,
+          r === base ? undefined : delta(r, 1),
         ),
       ),
     },
   };
 }
 
-/** `kiln repro oel`: base, consolidated and the memory-in-prompt bound on held-out guess-number tasks. */
+/** The consolidation stage as the seed reports it: pre-clip gradient norm against the clip, and the entropy. */
+export function consolidationTable(history: readonly StepRecord[], clip: number): ReproTable {
+  const norms = history.map((h) => h.grad_norm).filter(Number.isFinite);
+  const sorted = [...norms].sort((a, b) => a - b);
+  const median = sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)] : Number.NaN;
+  const clipped = clip > 0 ? norms.filter((g) => g > clip).length : 0;
+  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : Number.NaN);
+  const first = history[0];
+  const last = history[history.length - 1];
+  const f = (v: number) => (Number.isFinite(v) ? v.toFixed(4) : "—");
+  return {
+    title: "OEL consolidation: gradient norm vs clip, divergence and entropy",
+    header: ["quantity", "value"],
+    rows: [
+      ["optimizer steps", String(history.length)],
+      ["peak lr", history.length ? Math.max(...history.map((h) => h.lr)).toExponential(1) : "—"],
+      ["grad-norm clip (maxGradNorm)", clip > 0 ? String(clip) : "none"],
+      ["pre-clip grad norm: first / median / max", `${f(norms[0])} / ${f(median)} / ${f(sorted[sorted.length - 1])}`],
+      ["steps clipped (norm > clip)", `${clipped}/${norms.length}`],
+      ["divergence (loss): first → last", `${f(num(first?.loss))} → ${f(num(last?.loss))}`],
+      ["student entropy, nats/token: first → final", `${f(num(first?.entropy))} → ${f(num(last?.entropy))}`],
+    ],
+  };
+}
+
+/** `kiln repro oel`: base, consolidated and the memory-in-prompt bound on tau2 retail's test split. */
 export async function reproOel(source: ModelSource, config: ReproConfig, io: ReproIo = {}): Promise<ReproResult> {
   const start = performance.now();
   const dir = join(io.out ?? "runs", "repro-oel");
   const c = structuredClone(config.oel);
-  const { train, heldout } = oelTasks(config);
+  const { train, test } = oelSplits(config);
   const { model, codec } = await source.load();
-  const makeEnv = () => new GuessNumberEnv();
-  const rows: OelRow[] = [];
-  const evalRow = async (label: string, policy: Policy): Promise<OelRow> => {
+  const user = (task: tau2.Tau2Task) => tau2.scriptedUser(task);
+  // Each environment knows only its split's tasks: a test id cannot reach deploy, nor a train id the evaluation.
+  const makeTrainEnv = () => new Tau2TasksEnvironment(train, user);
+  const makeTestEnv = () => new Tau2TasksEnvironment(test, user);
+  const testTasks: OelTask[] = test.map((t) => ({ id: t.id, seed: 0, memory: "", state: { taskId: t.id } }));
+  const evalRow = async (label: string, policyFor: (task: OelTask) => Policy) => {
     const t0 = performance.now();
-    const r = await passHatKEval({
-      makeEnv,
-      policy,
-      tasks: heldout,
-      trials: c.eval.trials,
-      params: { maxTokens: c.rollout.maxTokens, temperature: c.eval.temperature },
-      limits: { maxTurns: c.rollout.maxTurns },
-      // Same game (the task's state), a different sampling seed per trial.
-      trialSeed: (task, trial) => task.seed * 1000 + trial,
-    });
-    const errors = r.trajectories
+    const trajectories: Trajectory[] = [];
+    for (const task of testTasks) {
+      const r = await passHatKEval({
+        makeEnv: makeTestEnv,
+        policy: policyFor(task),
+        tasks: [task],
+        trials: c.eval.trials,
+        params: { maxTokens: c.rollout.maxTokens, temperature: c.eval.temperature },
+        limits: { maxTurns: c.rollout.maxTurns },
+        // tau2 draws one seed per trial, the same for every task.
+        trialSeed: (_task, trial) => config.heldout.oelBaseSeed + trial,
+      });
+      trajectories.push(...r.trajectories);
+    }
+    const summary = tau2.summarizePassHatK(
+      trajectories.map((t) => ({ taskId: String(t.metadata.task), reward: t.outcome.score, success: isSuccessful(t) })),
+    );
+    const seen = memoryInPrompts(codec, trajectories);
+    const errors = trajectories
       .filter((t) => t.outcome.status === "error")
       .map((t) => ({
         phase: label,
@@ -122,58 +179,85 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
           ? `${t.outcome.error.kind} error at turn ${t.outcome.error.turn}: ${t.outcome.error.message}`
           : "error",
       }));
-    const row = { label, summary: r.summary, perTask: perTaskMeans(r.trajectories), seconds: secondsSince(t0), errors };
-    rows.push(row);
-    return row;
+    const row: OelRow = {
+      label,
+      summary,
+      promptTurns: seen.prompts,
+      memoryTurns: seen.memory,
+      seconds: secondsSince(t0),
+      errors,
+    };
+    return { row, trajectories };
   };
+  const rows: Record<string, OelRow> = {};
+  const testMemories: Record<string, string> = {};
   let mark = performance.now();
   const seconds: Record<string, number> = {};
-  let memoryRow: OelRow | undefined;
   const result = await runOel({
     out: dir,
     name: "oel",
     mode: "overwrite",
     model,
     codec,
-    makeEnv,
-    tasks: train,
+    makeEnv: makeTrainEnv,
+    tasks: train.map((t, i) => ({ id: t.id, seed: c.seed + i, memory: "", state: { taskId: t.id } })),
+    memoryFrom: (_task, deployed) => experienceMemory(deployed),
     config: c,
     baseModel: { source: source.label, dir: source.dir },
     progress: io.progress,
     log: io.log,
     evaluate: async (policy, phase) => {
-      const row = await evalRow(phase, policy);
-      if (phase === "base")
-        memoryRow = await evalRow(
-          "base + memory in prompt (upper bound)",
-          scaffoldedTeacher(policy, GUESS_NUMBER_LESSON),
-        );
-      else seconds["deploy + consolidate + merge"] = secondsSince(mark) - row.seconds;
+      const { row, trajectories } = await evalRow(phase, () => policy);
+      // The memory never reaches a base or consolidated test prompt.
+      if (row.memoryTurns > 0)
+        throw new ReproError(`OEL: ${row.memoryTurns} ${phase} test prompts held an experience memory`);
+      rows[phase] = row;
+      if (phase === "base") {
+        for (const t of trajectories)
+          if (t.metadata.trial === 0) testMemories[String(t.metadata.task)] = experienceMemory(t);
+        rows.bound = (
+          await evalRow("base + its test-task memory in prompt (upper bound)", (task) =>
+            scaffoldedTeacher(policy, testMemories[task.id]),
+          )
+        ).row;
+      } else seconds["deploy + consolidate + merge"] = secondsSince(mark) - row.seconds;
       mark = performance.now();
-      return {
-        avg_reward: row.summary.avgReward,
-        ...Object.fromEntries(row.summary.passHatK.map((p) => [`pass^${p.k}`, p.value])),
-      };
+      return Object.fromEntries(row.summary.passHatK.map((p) => [`pass^${p.k}`, p.value]));
     },
   });
-  // Base, consolidated, then the bound (evaluated beside the base, before any training).
-  const ordered = [rows[0], rows[2], memoryRow as OelRow];
+  const ordered = [rows.base, rows.consolidated, rows.bound];
   for (const r of ordered) seconds[r.label] = r.seconds;
+  const ids = (ts: readonly tau2.Tau2Task[]) => ts.map((t) => t.id).join(", ");
   return {
     recipe: "oel",
     dir,
     tables: [
-      oelTable(`OEL on guess-number (seed ${config.seed}, base: ${source.label})`, ordered, [
-        `Memory: "${GUESS_NUMBER_LESSON}" Deployed on ${train.length} training tasks; evaluated on ${heldout.length} held-out tasks × ${c.eval.trials} trials at temperature ${c.eval.temperature} (same game per task, a different sampling seed per trial).`,
-        `pass^k = mean over tasks of C(successes, k) / C(trials, k) (tau2's estimator); Δ = paired per-task mean reward. Consolidation loss ${result.lossFirst.toFixed(4)} → ${result.lossLast.toFixed(4)} over ${result.samples} turns.`,
-      ]),
+      oelTable(
+        `OEL on tau2 retail (seed ${config.seed}, base: ${source.label}); deploy + consolidate on train tasks [${ids(train)}]; evaluate on test tasks [${ids(test)}]`,
+        ordered,
+        [
+          `Deployed on ${train.length} train-split tasks without memory; each memory is experienceMemory of the task's deploy episode (its outcome, failed calls with their errors, the calls that worked; never gold actions). Evaluated on ${test.length} test-split tasks × ${c.eval.trials} trials at temperature ${c.eval.temperature}, trial seeds ${config.heldout.oelBaseSeed}+trial; no test prompt of the base or consolidated row held a memory (${rows.base.promptTurns + rows.consolidated.promptTurns} prompts checked).`,
+          "Customer: tau2's scripted user (its reason for calling, then ###STOP###), so greedy trials of a task replay one conversation and pass^k = pass^1 unless decoding differs; no NL judge, so reward = the DB match.",
+          `Seed card: tau2 retail's test split, ${c.eval.trials} trials, greedy, memory never in a test prompt, consolidation by ${c.divergence} over the full vocabulary, lr ${c.train.lr} (the authors' LoRA range tops out at 5e-5), merge then evaluate. kiln's: the LoRA in f32 (the seed: bf16) at r ${c.lora.r} / α ${c.lora.alpha}, ${train.length} train tasks, rollouts of ≤ ${c.rollout.maxTurns} replies × ${c.rollout.maxTokens} tokens, the scripted customer, no NL judge, the model.`,
+          `pass^k = mean over tasks of C(successes, k) / C(trials, k) (tau2's estimator; SE = per-task SD / √tasks); Δ = paired per-task pass^k. The bound row holds each test task's own memory (from its first base trial): it sees the test task, so it bounds, it does not score, consolidation. Consolidation: ${result.samples} turns, loss ${result.lossFirst.toFixed(4)} → ${result.lossLast.toFixed(4)}.`,
+        ],
+      ),
+      consolidationTable(result.history, c.train.maxGradNorm),
     ],
     seconds,
     totalSeconds: secondsSince(start),
     details: {
       runDir: result.runDir,
       samples: result.samples,
-      rows: ordered.map((r) => ({ label: r.label, perTask: r.perTask, summary: r.summary })),
+      trainTaskIds: train.map((t) => t.id),
+      testTaskIds: test.map((t) => t.id),
+      testMemories,
+      rows: ordered.map((r) => ({
+        label: r.label,
+        promptTurns: r.promptTurns,
+        memoryTurns: r.memoryTurns,
+        summary: r.summary,
+      })),
     },
     errors: ordered.flatMap((r) => r.errors),
   };

@@ -110,13 +110,20 @@ describe("kiln repro at --quick size", () => {
       "reward ± SE",
       "pass^1 ± SE",
       "pass^2 ± SE",
-      "Δ reward vs base ± SE",
+      "pass^3 ± SE",
+      "Δ pass^1 vs base ± SE",
+      "Δ pass^2 vs base ± SE",
+      "Δ pass^3 vs base ± SE",
     ]);
-    expect(t.rows.map((row) => row[0])).toEqual(["base", "consolidated", "base + memory in prompt (upper bound)"]);
+    expect(t.rows.map((row) => row[0])).toEqual([
+      "base",
+      "consolidated",
+      "base + its test-task memory in prompt (upper bound)",
+    ]);
     for (const row of t.rows) {
       expect(row[1]).toBe(String(config.heldout.oelTasks));
       expect(row[2]).toBe(String(config.heldout.oelTasks * config.oel.eval.trials));
-      for (const c of row.slice(3, 6)) expect(c).toMatch(SE_CELL);
+      for (const c of row.slice(3, 7)) expect(c).toMatch(SE_CELL);
     }
     writeReproOutputs(oel, config, "kiln repro oel --quick");
     expect(existsSync(join(oel.dir, "report.html"))).toBe(true);
