@@ -2,21 +2,14 @@
 // fitted to the teacher's distribution over each completion token, the teacher being the adapter-off
 // model with the task's memory in its system prompt; a token-level full-vocabulary divergence
 // (@kiln/losses distillationLoss; TRL SDFT/GKD full_logits, docs/NUMERICS.md §3.3).
-import {
-  type ChunkedLogits,
-  type DivergenceKind,
-  type Logits,
-  distillationLoss,
-  padTokenRows,
-  tokenEntropy,
-} from "@kiln/losses";
+import { type ChunkedLogits, type DivergenceKind, type Logits, distillationLoss, padTokenRows } from "@kiln/losses";
 import type { LoraAdapter } from "@kiln/lora";
 import { type Model, defaultHeadChunkRows } from "@kiln/models";
-import { Tensor, embedding, isTensor, mul, noGrad, reshape } from "@kiln/tensor";
+import { Tensor, embedding, isTensor, noGrad, reshape } from "@kiln/tensor";
 import { RecipeError } from "../../errors.js";
 import type { Objective } from "../trainer.js";
 import { type LengthOptions, trainingLogits } from "../training-logits.js";
-import { completionTokens, fitToLength } from "./fit.js";
+import { completionTokens, distillationStep, fitToLength } from "./fit.js";
 
 export interface ConsolidationSample {
   episodeId: string;
@@ -145,13 +138,11 @@ export function consolidationObjective(
     items: (samples) => completionTokens(fit(samples)),
     loss(all, stepItems) {
       const samples = fit(all);
-      const n = completionTokens(samples);
-      let entropy = Number.NaN;
-      const out = consolidationLoss(model, teacher, samples, options, padId, (logits, mask) => {
-        entropy = noGrad(() => tokenEntropy(logits, { mask }).mean);
-      });
+      const { out, loss, entropy } = distillationStep(completionTokens(samples), stepItems, (onLogits) =>
+        consolidationLoss(model, teacher, samples, options, padId, onLogits),
+      );
       return {
-        loss: mul(out.loss, n / stepItems),
+        loss,
         tokens: samples.reduce((a, s) => a + s.studentPromptIds.length + s.completionIds.length, 0),
         metrics: { divergence: out.metrics.loss ?? out.loss.item(), entropy },
       };

@@ -1,5 +1,7 @@
-// What the token-level objectives share: the completion tokens a micro-batch trains on (its items) and
-// the cut of an over-long sample to the model's context.
+// What the token-level objectives share: the completion tokens a micro-batch trains on (its items), the
+// cut of an over-long sample to the model's context, and the distillation step's loss with its entropy.
+import { type ChunkedLogits, type LossResult, tokenEntropy } from "@kiln/losses";
+import { type Tensor, mul, noGrad } from "@kiln/tensor";
 
 /** Tokens the loss sees: completion tokens, less a packed sample's in-between tokens (trainMask 0). */
 export function completionTokens(
@@ -29,4 +31,20 @@ export function fitToLength<
   };
   for (const k of perToken) out[k as string] = (sample[k] as readonly number[]).slice(0, keepCompletion);
   return out as S;
+}
+
+/**
+ * A distillation objective's micro-batch: the loss scaled by (its completion tokens / the step's items),
+ * and the student's mean token entropy, read from the logits the loss sees through `onLogits`.
+ */
+export function distillationStep<R extends { loss: Tensor; metrics: LossResult["metrics"] }>(
+  completion: number,
+  stepItems: number,
+  run: (onLogits: (logits: ChunkedLogits, mask: ArrayLike<number>) => void) => R,
+): { out: R; loss: Tensor; entropy: number } {
+  let entropy = Number.NaN;
+  const out = run((logits, mask) => {
+    entropy = noGrad(() => tokenEntropy(logits, { mask }).mean);
+  });
+  return { out, loss: mul(out.loss, completion / stepItems), entropy };
 }

@@ -3,20 +3,13 @@
 // PPO-clipped importance-sampled objective (docs/NUMERICS.md §4.3). With `divergence` the
 // update instead fits the teacher's whole top-k distribution at every student position (GKD with
 // λ = 1, docs/NUMERICS.md §3.3): the same on-policy data, an exact gradient instead of a one-sample one.
-import {
-  type ChunkedLogits,
-  opdLoss,
-  padTokenRows,
-  teacherTopKDivergence,
-  tokenEntropy,
-  tokenLogProbs,
-} from "@kiln/losses";
+import { type ChunkedLogits, opdLoss, padTokenRows, teacherTopKDivergence, tokenLogProbs } from "@kiln/losses";
 import type { Model } from "@kiln/models";
-import { Tensor, div, mul, noGrad, reshape, sum } from "@kiln/tensor";
+import { Tensor, div, mul, reshape, sum } from "@kiln/tensor";
 import { RecipeError } from "../../errors.js";
 import type { Objective } from "../trainer.js";
 import { type LengthOptions, trainingLogits } from "../training-logits.js";
-import { completionTokens, fitToLength } from "./fit.js";
+import { completionTokens, distillationStep, fitToLength } from "./fit.js";
 
 export interface OpdSample {
   episodeId: string;
@@ -208,13 +201,11 @@ export function opdObjective(model: Model, options: OpdObjectiveOptions & Length
     items: (samples) => completionTokens(fit(samples)),
     loss(all, stepItems) {
       const samples = fit(all);
-      const n = completionTokens(samples);
-      let entropy = Number.NaN;
-      const out = opdBatchLoss(model, samples, options, (logits, mask) => {
-        entropy = noGrad(() => tokenEntropy(logits, { mask }).mean);
-      });
+      const { out, loss, entropy } = distillationStep(completionTokens(samples), stepItems, (onLogits) =>
+        opdBatchLoss(model, samples, options, onLogits),
+      );
       return {
-        loss: mul(out.loss, n / stepItems),
+        loss,
         tokens: samples.reduce((a, s) => a + s.promptIds.length + s.completionIds.length, 0),
         metrics: {
           teacher_kl: out.metrics.teacher_kl,
