@@ -192,6 +192,7 @@ describe("run directory locks (#31 item 1)", () => {
 describe("evaluation errors never look like a result (#28)", () => {
   it("eval clem run fits max_tokens to the server's max_model_len, counts errored episodes and exits 1 naming the first", async () => {
     const seen: number[] = [];
+    const names: string[] = [];
     const server = createServer((req, res) => {
       let body = "";
       req.on("data", (d) => {
@@ -203,7 +204,9 @@ describe("evaluation errors never look like a result (#28)", () => {
           res.end(JSON.stringify({ object: "list", data: [{ id: "m", object: "model", max_model_len: 2048 }] }));
           return;
         }
-        seen.push(JSON.parse(body).max_tokens);
+        const request = JSON.parse(body);
+        seen.push(request.max_tokens);
+        names.push(request.model);
         res.statusCode = 400;
         res.end(JSON.stringify({ error: { message: "prompt too long for this test", type: "invalid_request_error" } }));
       });
@@ -269,6 +272,13 @@ describe("evaluation errors never look like a result (#28)", () => {
           "--no-progress",
         ]),
       ).rejects.toThrow(/all 1 simulations ended in infrastructure errors \(first: .*prompt too long for this test/);
+      // questworld without --model: the one model the server serves is named in every request.
+      names.length = 0;
+      await expect(
+        runCli(["eval", "questworld", "--policy", url, "--seeds", "1", "--out", join(root, "qw"), "--no-progress"]),
+      ).rejects.toThrow(/prompt too long for this test/);
+      expect(names.length).toBeGreaterThan(0);
+      expect(new Set(names)).toEqual(new Set(["m"]));
     } finally {
       server.close();
     }

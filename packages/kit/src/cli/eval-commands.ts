@@ -19,9 +19,15 @@ export interface ServedModel {
 
 /**
  * The entry of `model` in `${baseUrl}/models`. Throws when the server answers but does not serve that
- * name (every request would fail); undefined when the server has no /v1/models.
+ * name (every request would fail); undefined when the server has no /v1/models. Without a name, the one
+ * model the server serves (as an OpenAI client must name one, and guessing among several would score the
+ * wrong model).
  */
-export async function servedModel(baseUrl: string, model: string, apiKey?: string): Promise<ServedModel | undefined> {
+export async function servedModel(
+  baseUrl: string,
+  model: string | undefined,
+  apiKey?: string,
+): Promise<ServedModel | undefined> {
   // With or without a trailing /v1, as HttpPolicy takes it.
   const url = `${baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "")}/v1/models`;
   let res: Response;
@@ -37,6 +43,15 @@ export async function servedModel(baseUrl: string, model: string, apiKey?: strin
   if (!res.ok) throw new Error(`${url} answered HTTP ${res.status}`);
   const body = (await res.json()) as { data?: { id?: unknown; max_model_len?: unknown }[] };
   const entries = Array.isArray(body.data) ? body.data : [];
+  if (model === undefined) {
+    if (entries.length !== 1 || typeof entries[0].id !== "string")
+      throw new UsageError(
+        `the server at ${baseUrl} serves ${entries.length} models (${
+          entries.map((e) => String(e.id)).join(", ") || "none"
+        }); pass --model with one of those`,
+      );
+    model = entries[0].id;
+  }
   const entry = entries.find((e) => e.id === model);
   if (!entry)
     throw new UsageError(
@@ -90,7 +105,11 @@ export const evalQuestworldCommand = defineCommand({
     },
     seeds: { type: "integers", default: "1,2,3", description: "seeds (≥ 3 for a standard error)" },
     out: { type: "string", default: "runs/eval-questworld", placeholder: "DIR", description: "where the reports go" },
-    model: { type: "string", placeholder: "NAME", description: "the model name at a server URL" },
+    model: {
+      type: "string",
+      placeholder: "NAME",
+      description: "the model name at a server URL (default: the one it serves)",
+    },
     adapter: { type: "string", placeholder: "DIR", description: "a PEFT adapter on a model directory" },
     "chat-template": { type: "string", placeholder: "chatml|FILE", description: "for a model directory without one" },
     "max-tokens": { type: "integer", default: 256, min: 1, description: "max_tokens per reply" },
@@ -104,15 +123,17 @@ export const evalQuestworldCommand = defineCommand({
   run: async ({ values }) => {
     const spec = values.policy;
     let maxTokens = values["max-tokens"];
+    let model = values.model;
     if (/^https?:\/\//.test(spec)) {
-      const served = await servedModel(spec.split(",")[0], values.model ?? "default");
+      const served = await servedModel(spec.split(",")[0], values.model);
       maxTokens = fitMaxTokens(maxTokens, served, (l) => console.error(`kiln eval questworld: ${l}`), spec);
+      model = values.model ?? served?.id;
     } else if (spec !== "expert" && spec !== "random") await useBackend(values.backend);
     const policy =
       spec === "expert" || spec === "random"
         ? spec
         : await resolvePolicy(spec, {
-            model: values.model,
+            model,
             adapter: values.adapter,
             maxTokens,
             chatTemplate: values["chat-template"],

@@ -1,5 +1,6 @@
 // `kiln export gguf` and `kiln convert gguf`: options and help; the work is ../gguf-commands.ts.
 import { GGUF_EXPORT_DTYPES } from "@kiln/hub-io";
+import { withDirLocks } from "../dir-lock.js";
 import { convertGguf, exportGguf } from "../gguf-commands.js";
 import { OutputDirError } from "../output-dir.js";
 import { UsageError, defineCommand } from "./args.js";
@@ -36,8 +37,9 @@ export const exportGgufCommand = defineCommand({
     "kiln export gguf runs/arp/adapter adapter.gguf --base packages/kit/data/agent-model",
   ],
   run: async ({ positionals: [input, out], values }) => {
-    const r = await asUsage(() =>
-      exportGguf({ input, out, dtype: values.dtype, base: values.base, overwrite: values.overwrite }),
+    // Locked like every other output kiln writes: two exports to one file never interleave.
+    const r = await withDirLocks([out], `kiln export gguf ${input} → ${out}`, () =>
+      asUsage(() => exportGguf({ input, out, dtype: values.dtype, base: values.base, overwrite: values.overwrite })),
     );
     const types = new Map<string, number>();
     for (const t of r.tensors) types.set(t.type, (types.get(t.type) ?? 0) + 1);
@@ -64,7 +66,9 @@ export const convertGgufCommand = defineCommand({
   },
   examples: ["kiln convert gguf agent.gguf agent-hf"],
   run: async ({ positionals: [input, out], values }) => {
-    const r = await asUsage(() => convertGguf({ input, out, dtype: values.dtype, overwrite: values.overwrite }));
+    const r = await withDirLocks([out], `kiln convert gguf ${input} → ${out}`, () =>
+      asUsage(() => convertGguf({ input, out, dtype: values.dtype, overwrite: values.overwrite })),
+    );
     console.log(`kiln convert gguf: wrote ${r.architecture} (${r.tensors} tensors) to ${out}`);
     return 0;
   },

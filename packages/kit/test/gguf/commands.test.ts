@@ -9,6 +9,7 @@ import { loadModel } from "@kiln/models";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { agentModelDir } from "../../src/agent-model/paths.js";
 import { main } from "../../src/cli-main.js";
+import { acquireDirLock } from "../../src/dir-lock.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "kiln-gguf-cli-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -83,6 +84,12 @@ describe("kiln export gguf / convert gguf", () => {
     expect(io.err.at(-1)).toMatch(/already exists.*--overwrite/);
     expect(readFileSync(join(tmp, "exists.gguf"), "utf8")).toBe("x");
     expect(await main(["convert", "gguf", join(tmp, "exists.gguf"), join(tmp, "exists.gguf")])).toBe(2);
+    // An output another live process is writing is refused naming it, and left alone.
+    const busy = join(tmp, "busy.gguf");
+    const lock = acquireDirLock(busy, "another export");
+    await expect(main(["export", "gguf", copy, busy])).rejects.toThrow(/in use by pid \d+ .*another export/);
+    lock.release();
+    expect(existsSync(busy)).toBe(false);
     expect(await main(["export", "gguf", "--help"])).toBe(0);
     expect(io.out.join("\n")).toMatch(/--dtype.*f32.*q8_0/s);
   });
