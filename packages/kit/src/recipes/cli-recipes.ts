@@ -3,7 +3,7 @@
 // file and `--set path=value[;path=value…]` single fields; `--print-config` prints the effective
 // configuration and exits. Without --model the student is the embedded tiny chat model (a random
 // 2-layer Qwen3 with a character tokenizer): a pipeline check, not a benchmark.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { ChatTemplate, LocalPolicy, type Model, loadModel, loadTokenizer } from "@kiln/models";
@@ -37,10 +37,9 @@ import {
   type OpdConfig,
   type RecipeConfig,
   UNSTATED_SEED_FIELDS,
-  applyConfigObject,
   checkBaseDtype,
+  overlayUserConfig,
   presetConfig,
-  setConfigValue,
 } from "./presets.js";
 import { checkRecipeConfig } from "./config-checks.js";
 import { tinyChat } from "./tiny-chat.js";
@@ -88,26 +87,7 @@ export function effectiveConfig(command: "arp" | "opd" | "oel", flags: RecipeCon
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const file = flags.config;
-  if (file) {
-    let overlay: unknown;
-    try {
-      overlay = JSON.parse(readFileSync(file, "utf8"));
-    } catch (e) {
-      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
-    }
-    try {
-      applyConfigObject(config, overlay as Record<string, unknown>);
-    } catch (e) {
-      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
-    }
-  }
-  for (const [path, value] of setAssignments(flags.set))
-    try {
-      setConfigValue(config, path, value);
-    } catch (e) {
-      throw new UsageError(`--set ${path}=${value}: ${(e as Error).message}`);
-    }
+  overlayUserConfig(config, flags.config, setAssignments(flags.set));
   if (flags.seed !== undefined) config.seed = flags.seed;
   try {
     checkRecipeConfig(config);

@@ -4,7 +4,8 @@
 // the effective configuration is written to the run's config.json.
 import type { ScheduleKind } from "../trainer/trainer.js";
 import type { FailureMode } from "./diagnose.js";
-import { RecipeError } from "../errors.js";
+import { readFileSync } from "node:fs";
+import { RecipeError, UsageError } from "../errors.js";
 
 export interface LoraSettings {
   r: number;
@@ -424,4 +425,34 @@ export function applyConfigObject(config: object, overlay: Record<string, unknow
       applyConfigObject(config, v as Record<string, unknown>, path);
     else setConfigValue(config, path, Array.isArray(v) ? v.join(",") : String(v));
   }
+}
+
+/**
+ * What a user layered over a preset, in order: `--config FILE` (a JSON overlay), then each `--set path=value`.
+ * The first field that cannot be applied is a UsageError naming the flag it came from.
+ */
+export function overlayUserConfig(
+  config: object,
+  file: string | undefined,
+  assignments: readonly (readonly [string, string])[],
+): void {
+  if (file) {
+    let overlay: unknown;
+    try {
+      overlay = JSON.parse(readFileSync(file, "utf8"));
+    } catch (e) {
+      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
+    }
+    try {
+      applyConfigObject(config, overlay as Record<string, unknown>);
+    } catch (e) {
+      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
+    }
+  }
+  for (const [path, value] of assignments)
+    try {
+      setConfigValue(config, path, value);
+    } catch (e) {
+      throw new UsageError(`--set ${path}=${value}: ${(e as Error).message}`);
+    }
 }

@@ -1,7 +1,6 @@
 // `kiln repro arp|opd|oel|all`: the recipe tables on held-out instances, printed as Markdown, each
 // with report.html in its directory. Default model: the embedded agent model (data/agent-model/);
 // until it ships, the random tiny chat model stands in with a warning (`--model tiny` asks for it).
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type BackendName, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { agentModelAvailable, agentModelDir } from "../agent-model/paths.js";
@@ -10,7 +9,7 @@ import { onInterrupt, shellQuote } from "../cli/interrupt.js";
 import { withDirLocks } from "../dir-lock.js";
 import { checkOutputSeparate } from "../output-dir.js";
 import { checkRecipeConfig } from "../recipes/config-checks.js";
-import { applyConfigObject, setConfigValue } from "../recipes/presets.js";
+import { overlayUserConfig } from "../recipes/presets.js";
 import { reproArp } from "./arp-repro.js";
 import { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
 import { ReproError } from "./errors.js";
@@ -42,26 +41,7 @@ export interface ReproConfigFlags {
 export function reproEffectiveConfig(flags: ReproConfigFlags): ReproConfig {
   const seed = flags.seed ?? 42;
   const config = flags.quick ? reproQuickConfig(seed) : reproConfig(seed);
-  const file = flags.config;
-  if (file) {
-    let overlay: unknown;
-    try {
-      overlay = JSON.parse(readFileSync(file, "utf8"));
-    } catch (e) {
-      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
-    }
-    try {
-      applyConfigObject(config, overlay as Record<string, unknown>);
-    } catch (e) {
-      throw new UsageError(`--config ${file}: ${(e as Error).message}`);
-    }
-  }
-  for (const [path, value] of setAssignments(flags.set))
-    try {
-      setConfigValue(config, path, value);
-    } catch (e) {
-      throw new UsageError(`--set ${path}=${value}: ${(e as Error).message}`);
-    }
+  overlayUserConfig(config, flags.config, setAssignments(flags.set));
   try {
     checkRecipeConfig(config);
   } catch (e) {
