@@ -25,7 +25,8 @@ export async function runCli(
   if (argv.length === 0 || argv.some((a) => a === "--help" || a === "-h") || cmd === "help") {
     const lines = USAGE.split("\n").slice(1);
     const own = lines.filter((l) => l.trim().split(" ")[1] === (cmd === "help" ? args[0] : cmd));
-    out(`usage:\n${(own.length ? own : lines).join("\n")}\n`);
+    // Asked for, the usage is the answer (stdout, 0); with no command at all it is the error (stderr, 2).
+    (argv.length === 0 ? err : out)(`usage:\n${(own.length ? own : lines).join("\n")}\n`);
     return argv.length === 0 ? 2 : 0;
   }
   const option = argv.find((a) => a.startsWith("-") && a !== "-");

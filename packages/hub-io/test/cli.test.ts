@@ -31,6 +31,12 @@ describe("kiln-hub-io CLI", () => {
     const h = capture();
     expect(await runCli(["manifest", "--help"], h.write, h.write)).toBe(0);
     expect(h.lines.join("")).toBe("usage:\n  kiln-hub-io manifest write|verify <dir>\n");
+    // No command at all: the usage is the error, on stderr, exit 2 (the bin's users see it in a pipe).
+    const so = capture();
+    const se = capture();
+    expect(await runCli([], so.write, se.write)).toBe(2);
+    expect(so.lines).toEqual([]);
+    expect(se.lines.join("")).toMatch(/^usage:\n {2}kiln-hub-io convert-llama2c/);
     const u = capture();
     expect(await runCli(["manifest", "write", dir, "--force"], u.write, u.write)).toBe(2);
     expect(u.lines.join("")).toContain("unknown option --force");
