@@ -243,7 +243,9 @@ describe("adapter_config fields kiln does not apply are refused by name", () => 
   });
 
   it("layers_to_transform and exclude_modules are applied as PEFT applies them to the saved weights", async () => {
-    await expect(loadAdapter(tinyModel(), await adapterDir({ layers_to_transform: [0] }))).resolves.toBeDefined();
+    const layer0 = await loadAdapter(tinyModel(), await adapterDir({ layers_to_transform: [0] }));
+    expect(layer0.layers.size).toBeGreaterThan(0);
+    for (const key of layer0.layers.keys()) expect(key).toMatch(/layers\.0\./);
     await expect(loadAdapter(tinyModel(), await adapterDir({ layers_to_transform: 1 }))).rejects.toThrow(
       /layers_to_transform 1 .*excludes layer 0/,
     );

@@ -102,8 +102,9 @@ describe("run report.html", async () => {
   it("renders offline: no URL, script, stylesheet link or font is referenced", () => offline(html));
 
   it("a phase chart: one bar per phase with its ± SE whisker, Δ vs base beside every phase but the base", () => {
-    const chart = findAll(doc, (n) => n.tag === "figure" && hasClass(n, "bars"))[0];
-    expect(chart).toBeDefined();
+    const charts = findAll(doc, (n) => n.tag === "figure" && hasClass(n, "bars"));
+    expect(charts).toHaveLength(1);
+    const chart = charts[0];
     expect(findAll(chart, (n) => n.tag === "rect" && hasClass(n, "bar"))).toHaveLength(3);
     expect(findAll(chart, (n) => hasClass(n, "se"))).toHaveLength(3);
     const labels = findAll(chart, (n) => hasClass(n, "bar-label")).map(textOf);
