@@ -158,6 +158,12 @@ export * from "./repro/index.js";
 export { agentModelAvailable, agentModelDir, agentModelHeldoutPath } from "./agent-model/paths.js";
 export { GUESS_NUMBER_LESSON } from "./agent-model/notes.js";
 export {
+  CLEM_HELDOUT_EVERY,
+  clemSplitIndices,
+  isHeldOutInstance,
+  isTrainingInstance,
+} from "./agent-model/clem-split.js";
+export {
   QUESTWORLD_WINDOW_KEEP,
   WindowedPolicy,
   questworldView,

@@ -4,6 +4,7 @@
 // within a small vocabulary; weaker ones often ignore the feedback or write a word of the wrong length.
 import { clembench } from "@kiln/benchmarks";
 import { type Message, type Policy, mulberry32, runEpisodes, trajectoryMessages } from "@kiln/rollout";
+import { isTrainingInstance } from "./clem-split.js";
 import type { CorpusDocument } from "./corpus.js";
 
 export type WordleSkill = "solver" | "careless";
@@ -65,7 +66,7 @@ export async function wordleCorpus(options: {
   const docs: CorpusDocument[] = [];
   for (const skill of ["solver", "careless"] as const) {
     const r = await runEpisodes({
-      makeEnv: () => new clembench.ClemGameEnvironment({ game: "wordle", pick: (i) => i % 5 !== 0 }),
+      makeEnv: () => new clembench.ClemGameEnvironment({ game: "wordle", pick: isTrainingInstance }),
       policy: wordlePlayer(skill, vocabulary, options.seed + (skill === "solver" ? 1 : 2)),
       episodes: Math.ceil(options.episodes / 2),
       baseSeed: options.seed * 7 + (skill === "solver" ? 0 : 50_000),

@@ -17,6 +17,7 @@ import {
   guessNumberScript,
 } from "@kiln/rollout";
 import { type BackendName, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
+import { isHeldOutInstance, isTrainingInstance } from "../agent-model/clem-split.js";
 import { agentModelDir } from "../agent-model/paths.js";
 import { type OptionValues, UsageError, defineCommand, setAssignments } from "../cli/args.js";
 import { onInterrupt, resumeCommand, shellQuote } from "../cli/interrupt.js";
@@ -124,8 +125,8 @@ export function arpEnvironment(env: string): ArpEnvironmentSetup {
   const known = new Set(words.map((w) => w.toLowerCase()));
   const guessOf = (m: { content?: string | null }) => /guess:\s*(\S+)/i.exec(m.content ?? "")?.[1]?.toLowerCase();
   return {
-    makeEnv: () => new clembench.ClemGameEnvironment({ game: env, pick: (i) => i % 5 !== 0 }),
-    makeEvalEnv: () => new clembench.ClemGameEnvironment({ game: env, pick: (i) => i % 5 === 0 }),
+    makeEnv: () => new clembench.ClemGameEnvironment({ game: env, pick: isTrainingInstance }),
+    makeEvalEnv: () => new clembench.ClemGameEnvironment({ game: env, pick: isHeldOutInstance }),
     expert: clembench.policyFromBackend(clembench.wordleSolver(words), "wordle-solver"),
     expertTurns: 8,
     diagnose: {
