@@ -4,21 +4,12 @@
 // system prompt, scaffoldedTeacher); the per-stage wall table when the setup reports one
 // (questworld's Core-3). The ablations `early-turn-weight` and `clamp` rerun the rounds per arm.
 import { join } from "node:path";
-import {
-  type EpisodeLimits,
-  type EpisodeSpec,
-  type Environment,
-  GuessNumberEnv,
-  type Message,
-  type Policy,
-  episodeSpecs,
-  isSuccessful,
-} from "@kiln/rollout";
+import { GuessNumberEnv, type Policy, episodeSpecs, isSuccessful } from "@kiln/rollout";
 import { LocalPolicy } from "@kiln/models";
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
 import { assertSameTokenizer, scaffoldedTeacher } from "../recipes/opd-samples.js";
-import { type OpdEvaluation, runOpdRounds } from "../recipes/opd.js";
+import { runOpdRounds } from "../recipes/opd.js";
 import type { OpdConfig } from "../recipes/presets.js";
 import { type PhaseEval, evaluatePhase, phaseFromScores } from "../recipes/recipe-run.js";
 import type { ReproIo } from "./arp-repro.js";
@@ -26,27 +17,12 @@ import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
 import { sftTeacherSource } from "./opd-teacher.js";
+import type { OpdReproSetup } from "./opd-setup.js";
 import { questworldReproSetup } from "./questworld-setup.js";
 import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
 import { type ReproTable, fmt, fmtDelta, scoreBar } from "./table.js";
 
-/** What OPD plays and how a policy is scored (questworld's Core-3, or guess-number). */
-export interface OpdReproSetup {
-  /** The environment's name in the tables. */
-  name: string;
-  makeEnv: () => Environment;
-  /** Scores per held-out instance (and optionally a wall table) of a policy, greedily. */
-  evaluate: (policy: Policy) => Promise<OpdEvaluation>;
-  /** Seeded starts mixed into each round's rollouts (questworld's wall states). */
-  starts?: (round: number) => EpisodeSpec[];
-  limits?: EpisodeLimits;
-  /** The teacher's scaffold: appended to the student's system prompt. */
-  note: string;
-  /** Whether the evaluation's success is meaningful (false: the table leaves the column out). */
-  reportsSuccess?: boolean;
-  /** What the student sees of a long conversation (runOpdRounds' `view`, e.g. questworld's window). */
-  view?: (messages: Message[]) => Message[];
-}
+export type { OpdReproSetup } from "./opd-setup.js";
 
 /** Guess-number OPD: greedy held-out episodes, the bisection lesson as the teacher's scaffold. */
 export function guessNumberOpdSetup(config: ReproConfig): OpdReproSetup {

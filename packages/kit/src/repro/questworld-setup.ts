@@ -5,7 +5,7 @@
 import { QUESTWORLD_SCAFFOLD_NOTE } from "../agent-model/questworld-corpus.js";
 import { questworldOpdSetup } from "../agent-model/questworld-opd.js";
 import type { ReproConfig } from "./config.js";
-import type { OpdReproSetup } from "./opd-repro.js";
+import type { OpdReproSetup } from "./opd-setup.js";
 
 export function questworldReproSetup(config: ReproConfig): OpdReproSetup {
   const s = questworldOpdSetup({
