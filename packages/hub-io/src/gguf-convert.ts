@@ -11,11 +11,14 @@ import {
   ggufArchitectureOf,
   ggufHyperparameters,
   ggufModuleName,
+  applyQwen35Change,
   ggufTensorName,
+  ggufTextConfig,
   hfConfigFromGguf,
   hfTensorName,
   llama3RopeFactors,
   permuteRopeRows,
+  qwen35TensorChange,
   ropePermuteHeads,
 } from "./gguf-models.js";
 import { tokenizerFromGguf, tokenizerToGguf } from "./gguf-tokenizer.js";
@@ -96,7 +99,7 @@ export interface ExportModelOptions {
   name?: string;
 }
 
-/** A HF Llama / Qwen2 / Qwen3 directory → a GGUF model file llama.cpp runs. Node only. */
+/** A HF Llama / Qwen2 / Qwen3 / Qwen3.5 (text) directory → a GGUF model file llama.cpp runs. Node only. */
 export async function exportModelToGguf(
   modelDir: string,
   outPath: string,
@@ -130,33 +133,53 @@ export async function exportModelToGguf(
 
   const weights = await ShardedSafetensors.open(modelDir);
   try {
-    const tied = config.tie_word_embeddings === true;
+    const tied = (arch === "qwen35" ? ggufTextConfig(config) : config).tie_word_embeddings === true;
     const tensors: GgufTensorInput[] = [];
     const unknown: string[] = [];
+    const skipped = { vision: 0, mtp: 0 };
     let fellBack = 0;
     for (const hfName of weights.keys()) {
       if (IGNORED_HF.some((r) => r.test(hfName))) continue;
       if (hfName === "lm_head.weight" && tied) continue;
-      const name = ggufTensorName(hfName);
+      if (arch === "qwen35" && /^(model\.)?visual\./.test(hfName)) {
+        skipped.vision++;
+        continue;
+      }
+      if (arch === "qwen35" && /^mtp\./.test(hfName)) {
+        skipped.mtp++;
+        continue;
+      }
+      const name = ggufTensorName(hfName, arch);
       if (name === undefined) {
         unknown.push(hfName);
         continue;
       }
       const info = weights.info(hfName);
-      const shape = [...info.shape];
-      const type = tensorType(shape, dtype);
-      if (dtype === "q8_0" && shape.length === 2 && type !== "Q8_0") fellBack++;
+      const change = arch === "qwen35" ? qwen35TensorChange(hfName, config) : undefined;
+      const shape = change?.shape ?? [...info.shape];
+      const type = change?.forceF32 ? "F32" : tensorType(shape, dtype);
+      if (dtype === "q8_0" && shape.length === 2 && type !== "Q8_0" && !change?.forceF32) fellBack++;
       const heads = ropePermuteHeads(arch, hfName, config);
       tensors.push({
         name,
         type,
         shape,
         data: async () => {
-          const bytes = encodeAs({ dtype: info.dtype, shape, data: await weights.read(hfName) }, type);
+          const data = await weights.read(hfName);
+          if (change) {
+            const values = applyQwen35Change(toFloat32({ dtype: info.dtype, data }), shape, change);
+            return ggufEncode(values, type as "F32" | "F16" | "BF16" | "Q8_0");
+          }
+          const bytes = encodeAs({ dtype: info.dtype, shape, data }, type);
           return heads > 0 ? permuteRopeRows(bytes, shape[0], heads, true) : bytes;
         },
       });
     }
+    if (skipped.vision > 0)
+      notes.push(
+        `${skipped.vision} vision-tower tensors left out (llama.cpp reads a vision tower from a separate mmproj file)`,
+      );
+    if (skipped.mtp > 0) notes.push(`${skipped.mtp} multi-token-prediction (mtp.*) tensors left out`);
     if (unknown.length > 0) {
       throw new GgufConvertError(`${modelDir}: tensors with no llama.cpp name for ${arch}: ${unknown.join(", ")}`);
     }
@@ -243,15 +266,25 @@ export async function exportAdapterToGguf(
   meta.set("general.file_type", ggufValue.u32(FILE_TYPE[dtype]));
   const tensors: GgufTensorInput[] = [];
   for (const [i, module] of modules.entries()) {
-    const base = ggufModuleName(module);
-    if (base === undefined || base === "token_embd") {
+    const base = ggufModuleName(module, arch);
+    if (base === undefined || base === "token_embd" || base.endsWith(".ssm_conv1d")) {
       throw new GgufConvertError(`${adapterDir}: LoRA on ${JSON.stringify(module)} has no GGUF LoRA form`);
     }
     const { A, B } = adapter.layers.get(module)!;
     const heads = ropePermuteHeads(arch, `${module}.weight`, baseConfig);
+    // Qwen3.5's value-head reorder moves B's rows (outputs) and A's columns (inputs) with the base's.
+    const change = arch === "qwen35" ? qwen35TensorChange(`${module}.weight`, baseConfig) : undefined;
     const typeA = tensorType(A.shape, dtype);
     const typeB = tensorType(B.shape, dtype);
-    tensors.push({ name: `${base}.weight.lora_a`, type: typeA, shape: [...A.shape], data: () => encodeAs(A, typeA) });
+    tensors.push({
+      name: `${base}.weight.lora_a`,
+      type: typeA,
+      shape: [...A.shape],
+      data: () =>
+        change?.columns
+          ? ggufEncode(applyQwen35Change(toFloat32(A), A.shape, { columns: change.columns }), typeA as "F32")
+          : encodeAs(A, typeA),
+    });
     tensors.push({
       name: `${base}.weight.lora_b`,
       type: typeB,
@@ -259,7 +292,8 @@ export async function exportAdapterToGguf(
       data: () => {
         let values = toFloat32(B);
         if (!uniform) values = values.map((v) => v * scalings[i]);
-        const bytes = uniform ? encodeAs(B, typeB) : ggufEncode(values, typeB as "F32");
+        if (change?.rows) values = applyQwen35Change(values, B.shape, { rows: change.rows });
+        const bytes = uniform && !change?.rows ? encodeAs(B, typeB) : ggufEncode(values, typeB as "F32");
         return heads > 0 ? permuteRopeRows(bytes, B.shape[0], heads, true) : bytes;
       },
     });

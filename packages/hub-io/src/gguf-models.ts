@@ -3,6 +3,10 @@
 // `gguf-py/gguf/constants.py` and `src/llama-arch.cpp` (the tree node-llama-cpp 3.21.1 ships).
 // Llama's q/k rows go back to Meta's interleaved-pair RoPE layout (llama.cpp runs `llama` with
 // LLAMA_ROPE_TYPE_NORM); Qwen2/Qwen3 keep the rotate-half layout (LLAMA_ROPE_TYPE_NEOX).
+// Qwen3.5 (`qwen35`: Gated DeltaNet + gated attention, src/models/qwen35.cpp) stores its norms as
+// 1 + w (llama.cpp's RMSNorm multiplies by the weight), A_log as −exp(A_log), the conv kernel
+// squeezed to [channels, kernel], and — when there are more value heads than key heads — the value
+// heads in tiled order (ggml_repeat broadcasts key heads tiled, transformers repeats them grouped).
 
 import { GgufConvertError } from "./errors.js";
 import { type GgufMetadata, type GgufValue, ggufPlain, ggufValue } from "./gguf.js";
@@ -13,6 +17,8 @@ export const GGUF_ARCHITECTURES = {
   LlamaForCausalLM: "llama",
   Qwen2ForCausalLM: "qwen2",
   Qwen3ForCausalLM: "qwen3",
+  Qwen3_5ForCausalLM: "qwen35",
+  Qwen3_5ForConditionalGeneration: "qwen35",
 } as const;
 export type GgufHfArchitecture = keyof typeof GGUF_ARCHITECTURES;
 export type GgufArchitecture = (typeof GGUF_ARCHITECTURES)[GgufHfArchitecture];
@@ -24,6 +30,8 @@ export function ggufArchitectureOf(config: JsonObject): { hf: GgufHfArchitecture
     llama: "LlamaForCausalLM",
     qwen2: "Qwen2ForCausalLM",
     qwen3: "Qwen3ForCausalLM",
+    qwen3_5: "Qwen3_5ForConditionalGeneration",
+    qwen3_5_text: "Qwen3_5ForCausalLM",
   };
   const hf =
     typeof archs[0] === "string"
@@ -52,40 +60,77 @@ const LAYER_NAMES: [string, string][] = [
   ["mlp.up_proj", "ffn_up"],
   ["mlp.down_proj", "ffn_down"],
 ];
-const TO_GGUF = new Map(LAYER_NAMES);
-const TO_HF = new Map(LAYER_NAMES.map(([a, b]) => [b, a]));
+// Qwen3.5: the post-attention norm keeps its own name, and the Gated DeltaNet mixer's projections
+// are llama.cpp's attn_qkv / attn_gate / ssm_* tensors (gguf-py constants.py MODEL_ARCH.QWEN35).
+const QWEN35_LAYER_NAMES: [string, string][] = [
+  ...LAYER_NAMES.filter(([hf]) => hf !== "post_attention_layernorm"),
+  ["post_attention_layernorm", "post_attention_norm"],
+  ["linear_attn.in_proj_qkv", "attn_qkv"],
+  ["linear_attn.in_proj_z", "attn_gate"],
+  ["linear_attn.in_proj_b", "ssm_beta"],
+  ["linear_attn.in_proj_a", "ssm_alpha"],
+  ["linear_attn.out_proj", "ssm_out"],
+  ["linear_attn.conv1d", "ssm_conv1d"],
+  ["linear_attn.norm", "ssm_norm"],
+];
+/** Qwen3.5 parameters that are not `<module>.weight`: whole HF tensor suffix ↔ whole GGUF suffix. */
+const QWEN35_PARAMS: [string, string][] = [
+  ["linear_attn.dt_bias", "ssm_dt.bias"],
+  ["linear_attn.A_log", "ssm_a"],
+];
+const NAMES = {
+  default: { toGguf: new Map(LAYER_NAMES), toHf: new Map(LAYER_NAMES.map(([a, b]) => [b, a])) },
+  qwen35: { toGguf: new Map(QWEN35_LAYER_NAMES), toHf: new Map(QWEN35_LAYER_NAMES.map(([a, b]) => [b, a])) },
+};
+const namesOf = (arch?: GgufArchitecture) => (arch === "qwen35" ? NAMES.qwen35 : NAMES.default);
+
+/** Qwen3_5ForConditionalGeneration keeps the text model under model.language_model. */
+function textModule(hf: string): string {
+  return hf.startsWith("model.language_model.") ? `model.${hf.slice("model.language_model.".length)}` : hf;
+}
 
 /** HF module path (without `.weight`) → llama.cpp tensor base name, e.g. `blk.3.attn_q`; undefined if unknown. */
-export function ggufModuleName(hfModule: string): string | undefined {
-  if (hfModule === "model.embed_tokens") return "token_embd";
-  if (hfModule === "model.norm") return "output_norm";
-  if (hfModule === "lm_head") return "output";
-  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hfModule);
-  const g = m ? TO_GGUF.get(m[2]) : undefined;
+export function ggufModuleName(hfModule: string, arch?: GgufArchitecture): string | undefined {
+  const hf = arch === "qwen35" ? textModule(hfModule) : hfModule;
+  if (hf === "model.embed_tokens") return "token_embd";
+  if (hf === "model.norm") return "output_norm";
+  if (hf === "lm_head") return "output";
+  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hf);
+  const g = m ? namesOf(arch).toGguf.get(m[2]) : undefined;
   return m && g ? `blk.${m[1]}.${g}` : undefined;
 }
 
 /** llama.cpp tensor base name → HF module path; undefined if unknown. */
-export function hfModuleName(ggufModule: string): string | undefined {
+export function hfModuleName(ggufModule: string, arch?: GgufArchitecture): string | undefined {
   if (ggufModule === "token_embd") return "model.embed_tokens";
   if (ggufModule === "output_norm") return "model.norm";
   if (ggufModule === "output") return "lm_head";
   const m = /^blk\.(\d+)\.(.+)$/.exec(ggufModule);
-  const h = m ? TO_HF.get(m[2]) : undefined;
+  const h = m ? namesOf(arch).toHf.get(m[2]) : undefined;
   return m && h ? `model.layers.${m[1]}.${h}` : undefined;
 }
 
 /** `model.layers.0.self_attn.q_proj.weight` → `blk.0.attn_q.weight` (`.weight`/`.bias` kept). */
-export function ggufTensorName(hfName: string): string | undefined {
+export function ggufTensorName(hfName: string, arch?: GgufArchitecture): string | undefined {
+  if (arch === "qwen35") {
+    const p = /^model\.layers\.(\d+)\.(.+)$/.exec(textModule(hfName));
+    const g = p ? QWEN35_PARAMS.find(([hf]) => hf === p[2])?.[1] : undefined;
+    if (p && g) return `blk.${p[1]}.${g}`;
+  }
   const m = /^(.+)\.(weight|bias)$/.exec(hfName);
-  const base = m ? ggufModuleName(m[1]) : undefined;
+  const base = m ? ggufModuleName(m[1], arch) : undefined;
   return m && base ? `${base}.${m[2]}` : undefined;
 }
 
-/** Inverse of ggufTensorName. */
-export function hfTensorName(ggufName: string): string | undefined {
+/** Inverse of ggufTensorName (text-model names: `model.layers.…`). */
+export function hfTensorName(ggufName: string, arch?: GgufArchitecture): string | undefined {
+  if (arch === "qwen35") {
+    const p = /^blk\.(\d+)\.(.+)$/.exec(ggufName);
+    const h = p ? QWEN35_PARAMS.find(([, g]) => g === p[2])?.[0] : undefined;
+    if (p && h) return `model.layers.${p[1]}.${h}`;
+  }
   const m = /^(.+)\.(weight|bias)$/.exec(ggufName);
-  const base = m ? hfModuleName(m[1]) : undefined;
+  const base = m ? hfModuleName(m[1], arch) : undefined;
   return m && base ? `${base}.${m[2]}` : undefined;
 }
 
@@ -139,8 +184,112 @@ function numField(config: JsonObject, key: string, fallback: number): number {
   return v;
 }
 
+/**
+ * The text model's config: Qwen3_5ForConditionalGeneration nests it under `text_config` (token ids
+ * and tie_word_embeddings fall back to the top level, as transformers reads them).
+ */
+export function ggufTextConfig(config: JsonObject): JsonObject {
+  const text = config.text_config;
+  if (text === undefined || text === null) return config;
+  if (typeof text !== "object" || Array.isArray(text))
+    throw new GgufConvertError(`config.json: "text_config" must be an object, got ${JSON.stringify(text)}`);
+  const merged: JsonObject = { ...(text as JsonObject) };
+  for (const key of ["tie_word_embeddings", "bos_token_id", "eos_token_id", "pad_token_id"]) {
+    if (merged[key] === undefined && config[key] !== undefined) merged[key] = config[key];
+  }
+  return merged;
+}
+
+/** Gated DeltaNet dimensions of a Qwen3.5 text config (transformers Qwen3_5TextConfig defaults). */
+export function qwen35LinearDims(config: JsonObject): {
+  numKeyHeads: number;
+  numValueHeads: number;
+  keyHeadDim: number;
+  valueHeadDim: number;
+  convKernel: number;
+} {
+  const dims = {
+    numKeyHeads: intField(config, "linear_num_key_heads", 16),
+    numValueHeads: intField(config, "linear_num_value_heads", 32),
+    keyHeadDim: intField(config, "linear_key_head_dim", 128),
+    valueHeadDim: intField(config, "linear_value_head_dim", 128),
+    convKernel: intField(config, "linear_conv_kernel_dim", 4),
+  };
+  if (dims.numValueHeads % dims.numKeyHeads !== 0) {
+    throw new GgufConvertError(
+      `config.json: linear_num_value_heads ${dims.numValueHeads} is not a multiple of linear_num_key_heads ${dims.numKeyHeads}`,
+    );
+  }
+  return dims;
+}
+
+/** Qwen3.5's `qwen35.*` keys beyond the dense ones: Gated DeltaNet sizes, layer pattern, partial MRoPE. */
+function qwen35Hyperparameters(config: JsonObject, headDim: number, k: (key: string, v: GgufValue) => void): void {
+  const numLayers = intField(config, "num_hidden_layers");
+  const interval = intField(config, "full_attention_interval", 4);
+  if (Array.isArray(config.layer_types)) {
+    const pattern = Array.from({ length: numLayers }, (_, i) =>
+      (i + 1) % interval === 0 ? "full_attention" : "linear_attention",
+    );
+    if (JSON.stringify(config.layer_types) !== JSON.stringify(pattern)) {
+      throw new GgufConvertError(
+        `config.json: layer_types ${JSON.stringify(config.layer_types)} is not every ${interval}th layer full attention; llama.cpp's qwen35 reads only full_attention_interval`,
+      );
+    }
+  }
+  const full = Array.from({ length: numLayers }, (_, i) => (i + 1) % interval === 0).filter(Boolean).length;
+  if (full === 0 || full === numLayers) {
+    throw new GgufConvertError(
+      `config.json: ${full === 0 ? "no" : "every"} layer is full attention (full_attention_interval ${interval}, ${numLayers} layers); llama.cpp's qwen35 aborts loading a model without both layer kinds`,
+    );
+  }
+  if (config.attn_output_gate === false) {
+    throw new GgufConvertError(
+      "config.json: attn_output_gate = false has no llama.cpp qwen35 equivalent (always gated)",
+    );
+  }
+  const d = qwen35LinearDims(config);
+  if (d.keyHeadDim !== d.valueHeadDim) {
+    throw new GgufConvertError(
+      `config.json: linear_key_head_dim ${d.keyHeadDim} ≠ linear_value_head_dim ${d.valueHeadDim}; llama.cpp's qwen35 keeps one head size for the delta-rule state (ssm.state_size)`,
+    );
+  }
+  k("ssm.conv_kernel", ggufValue.u32(d.convKernel));
+  k("ssm.state_size", ggufValue.u32(d.keyHeadDim));
+  k("ssm.group_count", ggufValue.u32(d.numKeyHeads));
+  k("ssm.time_step_rank", ggufValue.u32(d.numValueHeads));
+  k("ssm.inner_size", ggufValue.u32(d.valueHeadDim * d.numValueHeads));
+  k("full_attention_interval", ggufValue.u32(interval));
+  const params = (config.rope_parameters ?? null) as JsonObject | null;
+  const factor = numField(params?.partial_rotary_factor !== undefined ? params : config, "partial_rotary_factor", 0.25);
+  const rotary = Math.round(headDim * factor);
+  k("rope.dimension_count", ggufValue.u32(rotary));
+  // Interleaved MRoPE sections, in rotary pairs: llama.cpp's IMROPE gives pair i the position of
+  // section i mod 3 while i < 3·sections[i mod 3], else the 4th position, which is 0 for text. So
+  // every pair must be covered (Qwen3.5's [11, 11, 10] covers its 32 pairs); text tokens give all
+  // sections the same position, so covered sections reproduce plain RoPE. Without mrope_section,
+  // each section gets the pairs of its class, as [11, 11, 10] does.
+  const rs = (config.rope_scaling ?? params ?? null) as JsonObject | null;
+  const pairs = rotary / 2;
+  const given = Array.isArray(rs?.mrope_section)
+    ? (rs.mrope_section as number[])
+    : [0, 1, 2].map((c) => Math.ceil((pairs - c) / 3));
+  const sections = [...given, 0, 0, 0, 0].slice(0, 4);
+  const total = sections.reduce((a, b) => a + b, 0);
+  const covered =
+    sections.every((v) => Number.isInteger(v) && v >= 0) &&
+    Array.from({ length: pairs }, (_, i) => i % total).every((sector) => sector < 3 * sections[sector % 3]);
+  if (given.length > 4 || total > headDim || !covered) {
+    throw new GgufConvertError(
+      `config.json: mrope_section ${JSON.stringify(given)} does not give every one of the ${pairs} rotary pairs a text position in llama.cpp's interleaved MRoPE (at most 4 non-negative integers, sum ≤ head dim ${headDim})`,
+    );
+  }
+  k("rope.dimension_sections", ggufValue.array("i32", Int32Array.from(sections)));
+}
+
 /** llama.cpp's `<arch>.*` hyperparameters from a config.json. */
-export function ggufHyperparameters(arch: GgufArchitecture, config: JsonObject): GgufMetadata {
+export function ggufHyperparameters(arch: GgufArchitecture, fullConfig: JsonObject): GgufMetadata {
+  const config = arch === "qwen35" ? ggufTextConfig(fullConfig) : fullConfig;
   const hidden = intField(config, "hidden_size");
   const heads = intField(config, "num_attention_heads");
   const kvHeads = intField(config, "num_key_value_heads", heads);
@@ -160,6 +309,7 @@ export function ggufHyperparameters(arch: GgufArchitecture, config: JsonObject):
   k("attention.value_length", ggufValue.u32(headDim));
   k("rope.dimension_count", ggufValue.u32(headDim));
   k("vocab_size", ggufValue.u32(intField(config, "vocab_size")));
+  if (arch === "qwen35") qwen35Hyperparameters(config, headDim, k);
   const rs = (config.rope_scaling ?? params ?? null) as JsonObject | null;
   const kind = rs ? (rs.rope_type ?? rs.type ?? "default") : "default";
   if (kind === "linear") {
@@ -281,4 +431,86 @@ export function hfConfigFromGguf(meta: GgufMetadata, opts: { hasOutput: boolean;
     config.rope_scaling = { type: "linear", factor: shortestFloat32(get("rope.scaling.factor") as number) };
   }
   return config;
+}
+
+/**
+ * Where a Qwen3.5 tensor's values change on the way to llama.cpp (convert_hf_to_gguf.py
+ * Qwen3NextModel / _LinearAttentionVReorderBase). Permutations are `out[i] = in[perm[i]]` over rows
+ * (`rows`) or over the columns of every row (`columns`); `values` maps each value after them.
+ */
+export interface Qwen35TensorChange {
+  rows?: Int32Array;
+  columns?: Int32Array;
+  values?: (v: Float32Array) => Float32Array;
+  /** The GGUF shape when it differs (the conv kernel loses its middle 1). */
+  shape?: number[];
+  /** llama.cpp's ssm_conv reads an F32 kernel whatever the file's matrix type. */
+  forceF32?: boolean;
+}
+
+/** Grouped-by-key-head value heads → tiled order: index j·K + g takes g·r + j, each head `headDim` wide. */
+function tiledHeads(numKeyHeads: number, perKey: number, headDim: number, offset = 0, total?: number): Int32Array {
+  const n = numKeyHeads * perKey * headDim;
+  const perm = Int32Array.from({ length: total ?? offset + n }, (_, i) => i);
+  for (let g = 0; g < numKeyHeads; g++)
+    for (let j = 0; j < perKey; j++)
+      for (let e = 0; e < headDim; e++)
+        perm[offset + (j * numKeyHeads + g) * headDim + e] = offset + (g * perKey + j) * headDim + e;
+  return perm;
+}
+
+/** The change one Qwen3.5 HF tensor (text-model name, `.weight` or not) needs, or undefined. */
+export function qwen35TensorChange(hfName: string, config: JsonObject): Qwen35TensorChange | undefined {
+  const text = ggufTextConfig(config);
+  const name = textModule(hfName);
+  if (name.endsWith("norm.weight") && !name.endsWith("linear_attn.norm.weight")) {
+    // transformers' Qwen3_5RMSNorm computes x̂ · (1 + w); llama.cpp's RMSNorm x̂ · w.
+    return { values: (v) => v.map((x) => x + 1) };
+  }
+  if (!name.includes(".linear_attn.")) return undefined;
+  const d = qwen35LinearDims(text);
+  const r = d.numValueHeads / d.numKeyHeads;
+  const keyDim = d.numKeyHeads * d.keyHeadDim;
+  const reorder = r > 1;
+  const change: Qwen35TensorChange = {};
+  if (name.endsWith(".A_log")) change.values = (v) => v.map((x) => -Math.exp(x));
+  if (name.endsWith(".conv1d.weight")) {
+    change.shape = [2 * keyDim + d.numValueHeads * d.valueHeadDim, d.convKernel];
+    change.forceF32 = true;
+  }
+  if (reorder) {
+    if (name.endsWith(".in_proj_qkv.weight") || name.endsWith(".conv1d.weight"))
+      change.rows = tiledHeads(d.numKeyHeads, r, d.valueHeadDim, 2 * keyDim);
+    else if (name.endsWith(".in_proj_z.weight")) change.rows = tiledHeads(d.numKeyHeads, r, d.valueHeadDim);
+    else if (/\.(in_proj_a\.weight|in_proj_b\.weight|A_log|dt_bias)$/.test(name))
+      change.rows = tiledHeads(d.numKeyHeads, r, 1);
+    else if (name.endsWith(".out_proj.weight")) change.columns = tiledHeads(d.numKeyHeads, r, d.valueHeadDim);
+  }
+  return Object.keys(change).length > 0 ? change : undefined;
+}
+
+/** Apply a Qwen35TensorChange to row-major f32 values of `shape` (a vector is one column of rows). */
+export function applyQwen35Change(
+  values: Float32Array,
+  shape: readonly number[],
+  change: Qwen35TensorChange,
+): Float32Array {
+  const rows = shape[0];
+  const width = values.length / rows;
+  let out = values;
+  if (change.columns) {
+    const perm = change.columns;
+    if (perm.length !== width) throw new GgufConvertError(`column permutation of ${perm.length} for rows of ${width}`);
+    const next = new Float32Array(out.length);
+    for (let i = 0; i < rows; i++) for (let c = 0; c < width; c++) next[i * width + c] = out[i * width + perm[c]];
+    out = next;
+  }
+  if (change.rows) {
+    const perm = change.rows;
+    if (perm.length !== rows) throw new GgufConvertError(`row permutation of ${perm.length} for ${rows} rows`);
+    const next = new Float32Array(out.length);
+    for (let i = 0; i < rows; i++) next.set(out.subarray(perm[i] * width, (perm[i] + 1) * width), i * width);
+    out = next;
+  }
+  return change.values ? change.values(out) : out;
 }
