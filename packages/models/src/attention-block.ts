@@ -3,9 +3,8 @@
 // A Qwen3.5 Gated DeltaNet layer is a sibling DecoderBlock with the same two-norm shape.
 import { type Tensor, add, rmsNorm } from "@kiln/tensor";
 import { SelfAttention } from "./attention.js";
-import type { BlockType } from "./block-types.js";
-import type { DecoderConfig } from "./config.js";
-import type { DecoderBlock, LayerContext } from "./layer-context.js";
+import type { DecoderConfig } from "./decoder-config.js";
+import type { BlockType, DecoderBlock, LayerContext } from "./layer-context.js";
 import { Linear, pushLinear } from "./linear.js";
 import { SwiGluMlp } from "./mlp.js";
 

@@ -16,7 +16,7 @@ import {
   sigmoid,
   zeros,
 } from "@kiln/tensor";
-import type { DecoderConfig } from "./config.js";
+import type { DecoderConfig } from "./decoder-config.js";
 import { GenerationError } from "./errors.js";
 import type { Linear } from "./linear.js";
 import type { LayerContext, RaggedBatch } from "./layer-context.js";

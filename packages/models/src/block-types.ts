@@ -3,25 +3,12 @@
 // BlockType here: its parameter shapes, and how to build it from HF-named tensors. The
 // decoder stack, loader, namedLinears/namedParameters and the KV cache (LayerCache kinds)
 // need no change for a new block type.
-import type { Tensor } from "@kiln/tensor";
 import { FULL_ATTENTION_BLOCK } from "./attention-block.js";
-import type { DecoderConfig } from "./config.js";
 import { ModelConfigError } from "./errors.js";
-import type { DecoderBlock } from "./layer-context.js";
+import type { BlockType } from "./layer-context.js";
 import { LINEAR_ATTENTION_BLOCK } from "./linear-attention-block.js";
 
-export interface BlockType {
-  readonly layerType: string;
-  /** HF state-dict keys and shapes of one layer under `prefix` ("model.layers.3."). */
-  shapes(config: DecoderConfig, prefix: string): [string, number[]][];
-  /** Build the layer; `take` throws on a missing tensor, `maybe` returns null. */
-  build(
-    config: DecoderConfig,
-    prefix: string,
-    take: (name: string) => Tensor,
-    maybe: (name: string) => Tensor | null,
-  ): DecoderBlock;
-}
+export type { BlockType } from "./layer-context.js";
 
 const registry = new Map<string, BlockType>([
   [FULL_ATTENTION_BLOCK.layerType, FULL_ATTENTION_BLOCK],

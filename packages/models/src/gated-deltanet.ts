@@ -35,7 +35,7 @@ import {
   unsqueeze,
   zeros,
 } from "@kiln/tensor";
-import type { DecoderConfig, LinearAttentionConfig } from "./config.js";
+import type { DecoderConfig, LinearAttentionConfig } from "./decoder-config.js";
 import type { OtherLayerCache } from "./kv-cache.js";
 import { GenerationError, ModelConfigError } from "./errors.js";
 import type { LayerContext } from "./layer-context.js";

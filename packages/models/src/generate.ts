@@ -6,7 +6,7 @@ import { Rng, Tensor } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { GenerationError } from "./errors.js";
 import { type HostReads, readAsync, readSync } from "./host-read.js";
-import { RowDecoder } from "./row-decoder.js";
+import { type GenerationOutput, RowDecoder } from "./row-decoder.js";
 import { RunCRng } from "./runc-sampler.js";
 import { type SamplingParams, checkSamplingParams } from "./sampling.js";
 import type { Tokenizer } from "./tokenizer.js";
@@ -36,28 +36,7 @@ export interface GenerateOptions extends SamplingParams {
   onToken?: (row: number, tokenId: number) => void;
 }
 
-export interface TokenAlternative {
-  tokenId: number;
-  logprob: number;
-}
-
-export interface GenerationOutput {
-  promptIds: number[];
-  /** Completion tokens, the stop token included when one ended the row. */
-  tokenIds: number[];
-  /**
-   * The completion's text as it continues the prompt (a SentencePiece word start keeps its space, so
-   * `decode(promptIds) + text` reads as the whole sequence), without the stop token and cut before a stop
-   * string ("" without a tokenizer).
-   */
-  text: string;
-  /** Raw log-prob of each completion token. */
-  logprobs: number[];
-  topLogprobs?: TokenAlternative[][];
-  finishReason: "stop" | "length";
-  /** The stop token id or stop string that ended the row. */
-  stoppedBy?: number | string;
-}
+export type { GenerationOutput, TokenAlternative } from "./row-decoder.js";
 
 /** The token ids that end a row: `stopTokenIds`, else the config's and the tokenizer's eos. */
 export function stopIdsFor(model: CausalLM, options: Pick<GenerateOptions, "stopTokenIds" | "tokenizer">): Set<number> {

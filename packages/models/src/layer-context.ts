@@ -1,6 +1,7 @@
 // What every block's forward receives besides its input: positions, key mask, RoPE
 // frequencies and (when decoding) the cache.
 import type { Tensor } from "@kiln/tensor";
+import type { DecoderConfig } from "./decoder-config.js";
 import type { KVCache } from "./kv-cache.js";
 import type { Linear } from "./linear.js";
 import type { SequenceKV } from "./sequence-kv.js";
@@ -44,4 +45,18 @@ export interface DecoderBlock {
   namedLinears(prefix: string): [string, Linear][];
   /** Every parameter under `prefix` (HF state-dict keys), linears' weights and biases included. */
   namedParameters(prefix: string): [string, Tensor][];
+}
+
+/** How one layer type (config `layer_types` entry) is shaped and built; registered in block-types.ts. */
+export interface BlockType {
+  readonly layerType: string;
+  /** HF state-dict keys and shapes of one layer under `prefix` ("model.layers.3."). */
+  shapes(config: DecoderConfig, prefix: string): [string, number[]][];
+  /** Build the layer; `take` throws on a missing tensor, `maybe` returns null. */
+  build(
+    config: DecoderConfig,
+    prefix: string,
+    take: (name: string) => Tensor,
+    maybe: (name: string) => Tensor | null,
+  ): DecoderBlock;
 }

@@ -1,11 +1,10 @@
 // The Qwen3.5 "linear_attention" layer (transformers Qwen3_5DecoderLayer with a Gated DeltaNet
 // token mixer): h = x + GatedDeltaNet(RMSNorm(x)); out = h + MLP(RMSNorm(h)), norms zero-centred.
 import { type Tensor, add, rmsNorm } from "@kiln/tensor";
-import type { BlockType } from "./block-types.js";
-import type { DecoderConfig } from "./config.js";
+import type { DecoderConfig } from "./decoder-config.js";
 import { ModelConfigError } from "./errors.js";
 import { GatedDeltaNet } from "./gated-deltanet.js";
-import type { DecoderBlock, LayerContext } from "./layer-context.js";
+import type { BlockType, DecoderBlock, LayerContext } from "./layer-context.js";
 import { Linear, pushLinear } from "./linear.js";
 import { SwiGluMlp } from "./mlp.js";
 

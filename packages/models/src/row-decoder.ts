@@ -3,7 +3,6 @@
 // stop string, length). Shared by the static `generate` loop and the batching scheduler, so both
 // sample a row exactly the same way.
 import type { Rng } from "@kiln/tensor";
-import type { GenerationOutput } from "./generate.js";
 import { type RunCRng, sampleRunC } from "./runc-sampler.js";
 import {
   type SamplingParams,
@@ -13,6 +12,29 @@ import {
   topEntries,
 } from "./sampling.js";
 import type { Tokenizer } from "./tokenizer.js";
+
+export interface TokenAlternative {
+  tokenId: number;
+  logprob: number;
+}
+
+export interface GenerationOutput {
+  promptIds: number[];
+  /** Completion tokens, the stop token included when one ended the row. */
+  tokenIds: number[];
+  /**
+   * The completion's text as it continues the prompt (a SentencePiece word start keeps its space, so
+   * `decode(promptIds) + text` reads as the whole sequence), without the stop token and cut before a stop
+   * string ("" without a tokenizer).
+   */
+  text: string;
+  /** Raw log-prob of each completion token. */
+  logprobs: number[];
+  topLogprobs?: TokenAlternative[][];
+  finishReason: "stop" | "length";
+  /** The stop token id or stop string that ended the row. */
+  stoppedBy?: number | string;
+}
 
 export interface RowDecoderOptions {
   sampling: SamplingParams;

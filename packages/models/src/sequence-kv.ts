@@ -7,7 +7,7 @@
 // sequence's worst case (prompt + max new tokens) against its byte budget before admitting it, so
 // growth never fails for lack of budget.
 import { type CopyShape, type StorageArray, Tensor, argOf, kernel, keep } from "@kiln/tensor";
-import type { DecoderConfig } from "./config.js";
+import type { DecoderConfig } from "./decoder-config.js";
 import { GenerationError } from "./errors.js";
 
 /** Positions a buffer's capacity is rounded up to. */
