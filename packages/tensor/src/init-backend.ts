@@ -1,4 +1,5 @@
 import { type BackendName, hasBackend, setBackend } from "./backend.js";
+import type { BaseBackendOptions } from "./backend-options.js";
 import { initGpujsBackend } from "./backends/gpujs.js";
 import {
   type AutoBackendOptions,
@@ -11,19 +12,12 @@ import { initWasmBackend } from "./backends/wasm.js";
 import { type WebGPUBackendOptions, initWebGPUBackend } from "./backends/webgpu/index.js";
 import { BackendError } from "./errors.js";
 
-export interface InitBackendOptions extends NativeBackendOptions, AutoBackendOptions, WebGPUBackendOptions {
-  /** Worker threads for the wasm backend (default: min(2, cores)). */
-  threads?: number;
-  /** gpu.js mode for the gpujs backend (default: gpu.js picks; "cpu" forces its CPU fallback). */
-  gpujsMode?: "gpu" | "cpu" | "headlessgl" | "webgl" | "webgl2" | "webasm";
-  /**
-   * wasm: use the relaxed-SIMD FMA kernels. "auto" (default) when the runtime already supports them;
-   * true also turns on V8's --experimental-wasm-relaxed-simd in Node (process-wide, opt-in).
-   */
-  relaxedSimd?: boolean | "auto";
-  /** Make it the active backend (default true). */
-  activate?: boolean;
-}
+/** initBackend's options: the common ones and each built-in backend's own. */
+export interface InitBackendOptions
+  extends BaseBackendOptions,
+    NativeBackendOptions,
+    AutoBackendOptions,
+    WebGPUBackendOptions {}
 
 type Initialiser = (options: InitBackendOptions) => Promise<void>;
 // Built-in backends are imported here (not registered by module side effects), so bundlers that

@@ -23,7 +23,7 @@ export interface MemoryInfo {
  * What a backend must provide to own tensor memory. `N` is the backend's native array (what `alloc` returns:
  * a typed array on js, a heap block on wasm, a GPUBuffer on webgpu); `A` is the kernel argument that `view`
  * makes from it (a typed array on js and wasm, a buffer binding on webgpu). Kernels registered for the
- * backend (see `Kernels` in backend.ts) receive `A`s.
+ * backend (see `Kernels` in kernel-contract.ts) receive `A`s.
  *
  * Contract:
  * - `alloc(dtype, size)` returns storage for `size` elements, ZERO-FILLED (kernels may accumulate into a fresh

@@ -4,7 +4,7 @@
 // fallbacks. gpu.js is an optional peer dependency, loaded only by initBackend("gpujs").
 import { type MatmulShape, registerKernels, unregisterBackend } from "../backend.js";
 import { BackendError } from "../errors.js";
-import type { InitBackendOptions } from "../init-backend.js";
+import type { BaseBackendOptions } from "../backend-options.js";
 
 export type GpujsMode = "gpu" | "cpu" | "headlessgl" | "webgl" | "webgl2" | "webasm";
 
@@ -116,7 +116,7 @@ export async function disposeGpujsBackend(): Promise<void> {
 }
 
 /** Load gpu.js (optional peer) and register the "gpujs" kernels (used by initBackend). */
-export async function initGpujsBackend(options: InitBackendOptions): Promise<void> {
+export async function initGpujsBackend(options: BaseBackendOptions): Promise<void> {
   let mod: { GPU: new (settings?: { mode?: string }) => GpuInstance };
   try {
     const specifier = "gpu.js";

@@ -3,7 +3,7 @@
 // fall back to js; attention with a key-padding mask runs the GEMM-tiled version.
 import type { AttentionShape, HostArrays } from "../backend.js";
 import { registerBackend, unregisterBackend } from "../backend.js";
-import type { InitBackendOptions } from "../init-backend.js";
+import type { BaseBackendOptions } from "../backend-options.js";
 import { type WasmKernels, createWasmKernels, enableRelaxedSimd } from "../wasm/index.js";
 import { makeGemmAttention } from "./attention-gemm.js";
 import { jsKernels } from "./js/index.js";
@@ -37,7 +37,7 @@ function wasmShape(s: AttentionShape) {
 }
 
 /** Compile the kernels, start the workers and register the "wasm" kernels (used by initBackend). */
-export async function initWasmBackend(options: InitBackendOptions): Promise<void> {
+export async function initWasmBackend(options: BaseBackendOptions): Promise<void> {
   instance?.dispose();
   // relaxedSimd: true opts Node into V8's relaxed-SIMD flag (process-wide) for the FMA kernel;
   // "auto" uses it only where the runtime already validates it (e.g. current browsers).

@@ -27,7 +27,7 @@ export interface AttentionShape {
 
 /**
  * The wasm module's kernels. GEMM, RMSNorm (forward and backward), cross-entropy, RoPE and the SwiGLU backward have exactly the
- * backend registry's signatures (see `Kernels` in backend.ts, where they are documented); attention
+ * backend registry's signatures (see `Kernels` in kernel-contract.ts, where they are documented); attention
  * takes the module's own `AttentionShape`.
  */
 export interface WasmKernels
@@ -76,7 +76,7 @@ export interface WasmKernels
   /** One AdamW step in place on param / expAvg / expAvgSq (torch.optim.AdamW, single-tensor). */
   adamw: Kernels["adamwUpdate"];
   /**
-   * `binary` (backend.ts) on arrays resident in the module's memory for add/sub/mul/div whose walk is rows
+   * `binary` (kernel-contract.ts) on arrays resident in the module's memory for add/sub/mul/div whose walk is rows
    * of a contiguous output with each operand contiguous or broadcast along the row. False (nothing done)
    * otherwise.
    */
@@ -89,7 +89,7 @@ export interface WasmKernels
     aStrides: readonly number[],
     bStrides: readonly number[],
   ): boolean;
-  /** `copy` (backend.ts) on resident arrays of one element type, rank ≤ 4 after merging dims; false otherwise. */
+  /** `copy` (kernel-contract.ts) on resident arrays of one element type, rank ≤ 4 after merging dims; false otherwise. */
   copyResident(
     x: Float32Array | Int32Array | Uint16Array,
     out: Float32Array | Int32Array | Uint16Array,

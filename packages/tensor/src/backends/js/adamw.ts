@@ -1,4 +1,4 @@
-import type { AdamWStep } from "../../backend.js";
+import type { AdamWStep } from "../../kernel-contract.js";
 
 /**
  * torch.optim.AdamW single-tensor step: p ← p·decay; m ← m + (g − m)(1 − β1) (lerp);

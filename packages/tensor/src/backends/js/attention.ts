@@ -1,4 +1,4 @@
-import type { AttentionShape } from "../../backend.js";
+import type { AttentionShape } from "../../kernel-contract.js";
 
 // Tiled (flash-style) causal attention: one pass over keys with an online softmax, so
 // memory beyond inputs/outputs is O(T) (the row logsumexp), never T×T. The backward

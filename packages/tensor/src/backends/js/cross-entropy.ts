@@ -1,4 +1,4 @@
-import type { KlRowsShape } from "../../backend.js";
+import type { KlRowsShape } from "../../kernel-contract.js";
 
 /** Per row: lse = logsumexp(logits); loss = lse − logits[target]; ignored rows: loss 0 (lse still stored). */
 export function crossEntropyForwardJs(
@@ -73,7 +73,7 @@ export function softmaxRowsJs(
   }
 }
 
-/** Reference for `klDivergenceRows` (see backend.ts): float64 sums, zero weights skipped (0·log 0 = 0). */
+/** Reference for `klDivergenceRows` (see kernel-contract.ts): float64 sums, zero weights skipped (0·log 0 = 0). */
 export function klDivergenceRowsJs(
   student: Float32Array,
   teacher: Float32Array,

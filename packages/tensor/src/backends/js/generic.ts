@@ -1,4 +1,4 @@
-// The js reference of the generic kernels (semantics documented on `Kernels` in backend.ts).
+// The js reference of the generic kernels (semantics documented on `Kernels` in kernel-contract.ts).
 import type {
   BinaryOp,
   BinaryShape,
@@ -7,7 +7,7 @@ import type {
   ReduceOp,
   SoftmaxMode,
   UnaryOp,
-} from "../../backend.js";
+} from "../../kernel-contract.js";
 import {
   type DType,
   type StorageArray,

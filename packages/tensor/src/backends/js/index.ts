@@ -1,4 +1,4 @@
-import type { Kernels } from "../../backend.js";
+import type { Kernels } from "../../kernel-contract.js";
 import { adamwUpdateJs } from "./adamw.js";
 import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
 import { crossEntropyBackwardJs, crossEntropyForwardJs, klDivergenceRowsJs, softmaxRowsJs } from "./cross-entropy.js";

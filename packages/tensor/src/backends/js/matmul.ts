@@ -1,4 +1,4 @@
-import type { MatmulShape } from "../../backend.js";
+import type { MatmulShape } from "../../kernel-contract.js";
 
 /** Reference matmul: packs op(B) to [k][n] per batch, then an i-p-j loop (contiguous inner loop). */
 export function matmulJs(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {

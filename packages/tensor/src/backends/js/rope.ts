@@ -1,4 +1,4 @@
-import type { RopeShape } from "../../backend.js";
+import type { RopeShape } from "../../kernel-contract.js";
 
 /**
  * Rotate-half RoPE (transformers apply_rotary_pos_emb): for each row of x [B][H][T][D] and i < half =

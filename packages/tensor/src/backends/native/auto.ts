@@ -1,7 +1,7 @@
 // `initBackend("auto")`: the fastest backend that starts here, with one line saying what was
 // chosen and why (what was skipped and the reason), so a run's log shows what it measured.
 import type { BackendName } from "../../backend.js";
-import type { InitBackendOptions } from "../../init-backend.js";
+import type { BaseBackendOptions } from "../../backend-options.js";
 import { nativeBackendInfo } from "./index.js";
 
 export interface BackendChoice {
@@ -21,8 +21,6 @@ export interface AutoBackendOptions {
   report?: boolean;
 }
 
-type Init = (name: BackendName, options: InitBackendOptions) => Promise<unknown>;
-
 function firstLine(err: unknown): string {
   return String(err instanceof Error ? err.message : err).split("\n")[0];
 }
@@ -35,10 +33,10 @@ export function describeBackend(backend: BackendName, reason: string): string {
 }
 
 /** Tries webgpu (when asked), native, wasm in that order; js when none starts. */
-export async function initAutoBackend(
-  init: Init,
+export async function initAutoBackend<Options extends BaseBackendOptions & AutoBackendOptions>(
+  init: (name: BackendName, options: Options) => Promise<unknown>,
   known: (name: string) => boolean,
-  options: InitBackendOptions & AutoBackendOptions,
+  options: Options,
 ): Promise<BackendChoice> {
   const order: BackendName[] = [...(options.webgpu ? ["webgpu"] : []), "native", "wasm"];
   const skipped: BackendChoice["skipped"] = [];

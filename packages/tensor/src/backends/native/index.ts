@@ -12,7 +12,7 @@ import {
   unregisterBackend,
 } from "../../backend.js";
 import type { StorageBackend } from "../../storage.js";
-import type { InitBackendOptions } from "../../init-backend.js";
+import type { BaseBackendOptions } from "../../backend-options.js";
 import { makeGemmAttention, makeTiledAttention } from "../attention-gemm.js";
 import { initWasmBackend, wasmKernels } from "../wasm.js";
 import { type BlasLibrary, NativeBackendUnavailableError, type OneDnnLibrary, loadBlas, loadOneDnn } from "./blas.js";
@@ -132,7 +132,7 @@ function sharedStorage(inner: StorageBackend, name: string): StorageBackend {
 }
 
 /** Load the BLAS, make sure the wasm backend is up, register "native" = wasm kernels + BLAS GEMMs. */
-export async function initNativeBackend(options: InitBackendOptions & NativeBackendOptions): Promise<void> {
+export async function initNativeBackend(options: BaseBackendOptions & NativeBackendOptions): Promise<void> {
   const pinning = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]
     .filter((v) => process.env[v] !== undefined)
     .map((v) => `${v}=${process.env[v]}`);

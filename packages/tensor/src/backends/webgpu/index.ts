@@ -4,7 +4,7 @@
 import { type KernelArrays, type Kernels, registerBackend, unregisterBackend } from "../../backend.js";
 import type { DType, StorageArray } from "../../dtype.js";
 import { BackendError } from "../../errors.js";
-import type { InitBackendOptions } from "../../init-backend.js";
+import type { BaseBackendOptions } from "../../backend-options.js";
 import type { MemoryInfo, StorageBackend } from "../../storage.js";
 import * as G from "./kernels/generic.js";
 import * as K from "./kernels/index.js";
@@ -155,7 +155,7 @@ export interface WebGPUBackendOptions extends WebGPURuntimeOptions {
 }
 
 /** `initBackend("webgpu")`: acquire the device and register storage and kernels under "webgpu". */
-export async function initWebGPUBackend(options: InitBackendOptions & WebGPUBackendOptions = {}): Promise<void> {
+export async function initWebGPUBackend(options: BaseBackendOptions & WebGPUBackendOptions = {}): Promise<void> {
   const runtime = await WebGPURuntime.create(options);
   active = new WebGPUStorage(runtime);
   registerBackend<GpuArrays>(active, webgpuKernels(runtime, { f16Math: options.webgpuF16Math }));
