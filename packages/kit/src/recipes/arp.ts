@@ -50,7 +50,15 @@ import {
   arpTinyConfig,
   stageForward,
 } from "./presets.js";
-import { type PhaseEval, type RecipeIo, evaluatePhase, phaseMetrics, phaseTable, writeRollouts } from "./recipe-run.js";
+import {
+  type PhaseEval,
+  ROLLOUT_CONCURRENCY,
+  type RecipeIo,
+  evaluatePhase,
+  phaseMetrics,
+  phaseTable,
+  writeRollouts,
+} from "./recipe-run.js";
 import { holdoutSplit, successOnlySftSet } from "./sft-set.js";
 
 export type { LoraSettings };
@@ -83,7 +91,7 @@ export async function branchDpoPairs(options: BranchDpoOptions): Promise<Prefere
       policy: options.policy,
       params: options.params,
       limits: options.limits,
-      concurrency: 1,
+      concurrency: ROLLOUT_CONCURRENCY,
     });
     pairs.push(...branchPairs(result, { minMargin: options.minMargin }));
   }
@@ -102,7 +110,7 @@ export async function acquireExpertEpisodes(
     episodes,
     baseSeed: seed,
     limits: { maxTurns: setup.expertTurns },
-    concurrency: 1,
+    concurrency: ROLLOUT_CONCURRENCY,
   });
   return run.trajectories as Trajectory[];
 }
@@ -261,7 +269,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
           : episodeSpecs(count, seed + offset, label),
       params,
       limits,
-      concurrency: 1,
+      concurrency: ROLLOUT_CONCURRENCY,
       progress: options.progress === false ? undefined : true,
       label: `ARP ${label} episodes`,
     });

@@ -28,7 +28,14 @@ import { type StepRecord, train } from "../trainer/trainer.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { RecipeError } from "../errors.js";
 import { type OelConfig, oelTinyConfig, stageForward } from "./presets.js";
-import { type PhaseEval, type RecipeIo, phaseFromScores, phaseTable, writeRollouts } from "./recipe-run.js";
+import {
+  type PhaseEval,
+  ROLLOUT_CONCURRENCY,
+  type RecipeIo,
+  phaseFromScores,
+  phaseTable,
+  writeRollouts,
+} from "./recipe-run.js";
 import { isSuccessful } from "./sft-set.js";
 import { withSystemNote } from "./system-note.js";
 
@@ -119,7 +126,7 @@ export async function passHatKEval(options: {
     episodes: specs,
     params: options.params,
     limits: options.limits,
-    concurrency: 1,
+    concurrency: ROLLOUT_CONCURRENCY,
   });
   const outcomes = r.trajectories.map((t) => ({
     taskId: String(t.metadata.task ?? t.episodeId.split("#")[0]),
@@ -234,7 +241,7 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
       episodes: options.tasks.map((t) => ({ id: t.id, seed: t.seed, state: t.state })),
       params,
       limits,
-      concurrency: 1,
+      concurrency: ROLLOUT_CONCURRENCY,
       progress: options.progress === false ? undefined : true,
       label: "OEL deploy",
     });

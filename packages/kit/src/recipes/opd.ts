@@ -32,6 +32,7 @@ import { type OpdSample, packEpisodeTurns, scoreWithTeacher, viewPolicy } from "
 import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
 import {
   type PhaseEval,
+  ROLLOUT_CONCURRENCY,
   type RecipeIo,
   evaluatePhase,
   phaseFromScores,
@@ -171,7 +172,7 @@ export async function runOpdRounds(
         episodes,
         params,
         limits,
-        concurrency: 1,
+        concurrency: ROLLOUT_CONCURRENCY,
         progress: options.progress === false ? undefined : true,
         label: `OPD round ${round} rollouts`,
       });

@@ -94,13 +94,15 @@ export function summarizeEpisodes(trajectories: readonly Trajectory[]): EpisodeE
 }
 
 /**
- * Evaluation episodes in flight at once. An in-process policy batches concurrent episodes into shared decode
- * steps (docs/ARCHITECTURE.md §Continuous batching) and a sequence's tokens do not depend on what shares its
- * batch, so the scores are those of one episode at a time — measured on the agent model's guess-number
- * evaluation, 16 at once ran 1.8× faster than the unbatched path and 2.7× faster than one at a time through
- * the scheduler, with identical scores. Trajectories come back in the specs' order.
+ * Episodes the recipes keep in flight at once — evaluations and training rollouts alike (OPD rounds, OEL
+ * deployment, ARP's acquisition, student and branch episodes). An in-process policy batches concurrent
+ * episodes into shared decode steps (docs/ARCHITECTURE.md §Continuous batching) and a sequence's tokens do
+ * not depend on what shares its batch, so the trajectories are those of one episode at a time, sampled ones
+ * included (each episode draws from its own seeds) — measured on the agent model's guess-number evaluation,
+ * 16 at once ran 1.8× faster than the unbatched path and 2.7× faster than one at a time through the
+ * scheduler, with identical scores. Trajectories come back in the specs' order.
  */
-export const EVALUATION_CONCURRENCY = 16;
+export const ROLLOUT_CONCURRENCY = 16;
 
 /** Play the evaluation instances (greedy unless `params` says otherwise) and summarise them. */
 export async function evaluatePhase(options: {
@@ -118,7 +120,7 @@ export async function evaluatePhase(options: {
     episodes: options.specs,
     params: { ...options.params, temperature: options.params?.temperature ?? 0 },
     limits: options.limits,
-    concurrency: EVALUATION_CONCURRENCY,
+    concurrency: ROLLOUT_CONCURRENCY,
   });
   const scores: Record<string, number> = {};
   for (const t of r.trajectories) scores[t.episodeId] = t.outcome.score;
@@ -200,7 +202,7 @@ export async function evaluateEpisodes(options: {
     baseSeed: options.baseSeed ?? 1000,
     params: options.params,
     limits: options.limits,
-    concurrency: EVALUATION_CONCURRENCY,
+    concurrency: ROLLOUT_CONCURRENCY,
   });
   return { summary: summarizeEpisodes(r.trajectories), trajectories: r.trajectories };
 }
