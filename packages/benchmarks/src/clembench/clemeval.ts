@@ -316,3 +316,98 @@ export function clemAndStatScore(
     stat: clemTable(rowsWithPlayed.filter(isStatic)),
   };
 }
+
+/** A difference of two clemscores (after − before) with the standard error of the paired episodes. */
+export interface ClemscoreDelta {
+  /** after − before, each clemscore exactly as clemTable rounds it. */
+  mean: number;
+  se: number;
+  /** Episodes present for both models. */
+  n: number;
+  after: number;
+  before: number;
+}
+
+interface EpisodeCell {
+  played: number;
+  quality: number;
+}
+
+/** Per game, per episode (experiment/episode): Played and Main Score of one model's rows. */
+function episodeCells(rows: ScoreRow[], model: string): Map<string, Map<string, EpisodeCell>> {
+  const games = new Map<string, Map<string, EpisodeCell>>();
+  for (const r of rows) {
+    if (r.model !== model || (r.metric !== M.METRIC_PLAYED && r.metric !== M.BENCH_SCORE)) continue;
+    let episodes = games.get(r.game);
+    if (!episodes) games.set(r.game, (episodes = new Map()));
+    const key = `${r.experiment}/${r.episode}`;
+    const cell = episodes.get(key) ?? { played: Number.NaN, quality: Number.NaN };
+    if (r.metric === M.METRIC_PLAYED) cell.played = toNumber(r.value);
+    else cell.quality = toNumber(r.value);
+    episodes.set(key, cell);
+  }
+  return games;
+}
+
+/**
+ * Each episode's first-order contribution to a model's clemscore (its influence: clemscore minus its mean
+ * over the episodes is, to first order, the sum of these). clemscore = P·Q/100 with P the mean over games of
+ * % played and Q the mean over games of quality (NaN games skipped), so an episode of game g contributes
+ * (Q·100·(played − p_g)/(G_P·n_g) + P·(quality − q_g)/(G_Q·nq_g))/100, its quality term 0 when the episode
+ * has no quality (aborted). Unrounded means; keys are `game\0experiment/episode`.
+ */
+function clemscoreInfluence(games: Map<string, Map<string, EpisodeCell>>): Map<string, number> {
+  const stats = [...games].map(([game, episodes]) => {
+    const cells = [...episodes.values()];
+    const played = cells.map((c) => c.played).filter((v) => !Number.isNaN(v));
+    const quality = cells.map((c) => c.quality).filter((v) => !Number.isNaN(v));
+    return { game, episodes, p: pandasMean(played), n: played.length, q: pandasMean(quality), nq: quality.length };
+  });
+  const withPlayed = stats.filter((s) => s.n > 0);
+  const withQuality = stats.filter((s) => s.nq > 0);
+  const P = pandasMean(withPlayed.map((s) => 100 * s.p));
+  const Q = pandasMean(withQuality.map((s) => s.q));
+  const out = new Map<string, number>();
+  for (const s of stats)
+    for (const [key, c] of s.episodes) {
+      const fromPlayed = s.n > 0 && !Number.isNaN(c.played) ? (100 * (c.played - s.p)) / (withPlayed.length * s.n) : 0;
+      const fromQuality = s.nq > 0 && !Number.isNaN(c.quality) ? (c.quality - s.q) / (withQuality.length * s.nq) : 0;
+      out.set(
+        `${s.game}\u0000${key}`,
+        ((Number.isNaN(Q) ? 0 : Q) * fromPlayed + (Number.isNaN(P) ? 0 : P) * fromQuality) / 100,
+      );
+    }
+  return out;
+}
+
+/**
+ * The paired difference of two models' clemscores over the same episodes (rows with Played, as from
+ * addPlayedRows; both models in `rows`). The Δ is the difference of the two clemTable clemscores; its SE
+ * linearises each clemscore into per-episode contributions (clemscoreInfluence), pairs them per episode,
+ * and sums within-game variances: SE² = Σ_g n_g · var(d_g), var with ddof 1 over game g's n_g paired
+ * episodes (games independent). Episodes played by only one model are left out of the SE.
+ */
+export function clemscoreDelta(rows: ScoreRow[], after: string, before: string): ClemscoreDelta {
+  const table = clemTable(rows.filter((r) => r.model === after || r.model === before));
+  const score = (model: string) => table.rows.find((r) => r.model === model)?.clemscore ?? Number.NaN;
+  const a = clemscoreInfluence(episodeCells(rows, after));
+  const b = clemscoreInfluence(episodeCells(rows, before));
+  const byGame = new Map<string, number[]>();
+  for (const [key, v] of a) {
+    const w = b.get(key);
+    if (w === undefined) continue;
+    const game = key.slice(0, key.indexOf("\u0000"));
+    let diffs = byGame.get(game);
+    if (!diffs) byGame.set(game, (diffs = []));
+    diffs.push(v - w);
+  }
+  let variance = 0;
+  let n = 0;
+  for (const diffs of byGame.values()) {
+    n += diffs.length;
+    if (diffs.length > 1) variance += diffs.length * pandasStd(diffs) ** 2;
+  }
+  const sa = score(after);
+  const sb = score(before);
+  return { mean: sa - sb, se: Math.sqrt(variance), n, after: sa, before: sb };
+}

@@ -40,7 +40,11 @@ export interface ClemEnvironmentState {
   replies: string[];
 }
 
-/** Play one episode to its end and flatten its episode scores (score = Main Score / 100; NaN → 0). */
+/**
+ * Play one episode to its end and flatten its episode scores (score = Main Score / 100; NaN → 0).
+ * `main_score_raw` keeps the Main Score as the game logged it (NaN when the game gives it none, e.g.
+ * aborted), so clemscore can be computed from an environment's episodes as clemeval computes it.
+ */
 async function playEpisodeScores(
   def: GameDefinition,
   spec: EpisodeSpec,
@@ -56,6 +60,7 @@ async function playEpisodeScores(
     lose: toNumber(s[M.METRIC_LOSE]) === 1 ? 1 : 0,
     aborted: toNumber(s[M.METRIC_ABORTED]) === 1 ? 1 : 0,
     main_score: Number.isFinite(main) ? main : 0,
+    main_score_raw: main,
     score: Number.isFinite(main) ? main / 100 : 0,
   };
 }
@@ -70,7 +75,9 @@ class BridgeBackend implements PlayerBackend {
   respond(_messages: ChatTurn[], context: Context): Promise<string> {
     return new Promise((resolve) => {
       this.waiting = resolve;
-      this.onRequest(context);
+      // Deferred: a game that asks before its first await (privateshared probes in onBeforeGame) asks while
+      // reset() is still wiring its listener up; a microtask later the listener is there.
+      queueMicrotask(() => this.onRequest(context));
     });
   }
 

@@ -59,6 +59,8 @@ const RULES: Record<string, Rule> = {
   clipLow: nonNegative,
   clipHigh: nonNegative,
   minMargin: nonNegative,
+  instancesPerGame: nonNegativeInteger,
+  staticInstances: nonNegativeInteger,
   scale: (v) => (isNumber(v) && Number.isFinite(v) ? undefined : "must be a finite number"),
 };
 

@@ -1,9 +1,11 @@
 // The ARP table: base → A SFT → B1 → B2 → C branch-DPO (the whole delta, s = 1) → W₀ + s·ΣΔ merged
-// in fp32, each with the interactive score (greedy held-out guess-number episodes) and the static
-// score (NLL per token on held-out text); plus the same scaled delta merged into bf16 weights.
-// runArp runs the stages; this module adds the static score per phase (runArp's onPhase hook) and
-// the variant rows, which re-merge the run's saved adapter (base + adapter/ = model/) into a fresh
-// copy of the base — no retraining, so the `scale` ablation costs only evaluations.
+// in fp32, plus the same scaled delta merged into bf16 weights. Each phase is judged as the seed cards
+// judge it: clemscore over held-out instances of every clembench game the agent model plays (arp-clem.ts),
+// per game quality and % played, and statscore (BBH, EQ-Bench slices) with the held-out NLL per token as
+// the static score; the seed's published clemscore per phase stands beside kiln's. runArp runs the stages
+// (and its own training-game evaluation); this module adds the rest per phase (runArp's onPhase hook) and
+// the variant rows, which re-merge the run's saved adapter (base + adapter/ = model/) into a fresh copy of
+// the base — no retraining, so the `scale` ablation costs only evaluations.
 import { join } from "node:path";
 import { loadAdapter, mergeAdapter } from "@kiln/lora";
 import { LocalPolicy, type Model } from "@kiln/models";
@@ -14,24 +16,31 @@ import { agentModelHeldoutPath } from "../agent-model/paths.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { acquireExpertEpisodes, runArp } from "../recipes/arp.js";
 import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
+import { ARP_SEED_SOURCE, type ClemPhase, arpClemEpisodes, clemErrors, clemPhaseEval, clemPolicy } from "./arp-clem.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
 import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
 import { type StaticScore, heldoutTexts, staticScore } from "./static-score.js";
+import { arpClemTable, arpGamesTable, arpSeedsTable } from "./arp-clem-table.js";
 import { type ReproTable, fmt, fmtDelta, scoreBar, summarizeScores } from "./table.js";
 
 export interface ReproIo {
   /** Root directory (default "runs"). */
   out?: string;
+  /** The repro directory itself (default: <out>/repro-arp[-<ablation>]). */
+  dir?: string;
   log?: (line: string) => void;
   progress?: boolean;
 }
 
 export interface ArpRow {
   label: string;
+  /** runArp's own evaluation (its training game's held-out episodes). */
   eval: PhaseEval;
   static: StaticScore;
+  /** clemscore and statscore of the phase (held-out clembench instances). */
+  clem: ClemPhase;
   seconds: number;
 }
 
@@ -132,6 +141,15 @@ export async function runArpWithStatic(
   ]);
   const { model, codec } = await source.load();
   const setup = guessNumberArpSetup();
+  // Chosen (and every game name checked) before anything trains; every phase plays the same episodes.
+  const clemEpisodes = arpClemEpisodes(config.arpClem);
+  const clemEval = (phase: string, m: Model, cc: ChatCodec) =>
+    clemPhaseEval({
+      phase,
+      policy: clemPolicy(`arp-clem-${phase}`, m, cc),
+      config: config.arpClem,
+      episodes: clemEpisodes,
+    });
   let mark = performance.now();
   const sourceTrajectories = await expertSourceEpisodes(c);
   const rows: ArpRow[] = [];
@@ -149,10 +167,11 @@ export async function runArpWithStatic(
     progress: io.progress,
     log,
     dpoReferenceModel,
-    onPhase: (ev) => {
+    onPhase: async (ev) => {
       const st = staticScore(model, codec.tokenizer, texts, config.staticScore.windowTokens);
+      const clem = await clemEval(ev.phase, model, codec);
       const label = PHASE_LABELS[ev.phase] ?? (ev.phase === "final" ? `s = ${c.scale} · ΣΔ, fp32 merge` : ev.phase);
-      rows.push({ label, eval: ev, static: st, seconds: secondsSince(mark) });
+      rows.push({ label, eval: ev, static: st, clem, seconds: secondsSince(mark) });
       mark = performance.now();
     },
   });
@@ -177,7 +196,8 @@ export async function runArpWithStatic(
       base: rows[0].eval,
     });
     const st = staticScore(fresh.model, fresh.codec.tokenizer, texts, config.staticScore.windowTokens);
-    return { label, eval: r.eval, static: st, seconds: secondsSince(start), ...fresh };
+    const clem = await clemEval(label, fresh.model, fresh.codec);
+    return { label, eval: r.eval, static: st, clem, seconds: secondsSince(start), ...fresh };
   };
   return {
     rows,
@@ -261,9 +281,9 @@ async function reproDpoReference(source: ModelSource, config: ReproConfig, io: R
   };
 }
 
-/** A row's errored evaluation episodes, named by the row. */
+/** A row's errored evaluation episodes (its training game's and its clembench episodes), named by the row. */
 function rowErrors(row: ArpRow): ReproEpisodeError[] {
-  return row.eval.errors.map((e) => ({ phase: row.label, ...e }));
+  return [...row.eval.errors, ...clemErrors(row.clem)].map((e) => ({ phase: row.label, ...e }));
 }
 
 /**
@@ -276,8 +296,17 @@ export async function reproArp(
   io: ReproIo & { ablation?: "scale" | "dpo-reference" } = {},
 ): Promise<ReproResult> {
   if (io.ablation === "dpo-reference") return reproDpoReference(source, config, io);
+  return (await reproArpRows(source, config, { ...io, ablation: io.ablation })).result;
+}
+
+/** reproArp's table, with its rows (the two-seed table reads them). */
+async function reproArpRows(
+  source: ModelSource,
+  config: ReproConfig,
+  io: ReproIo & { ablation?: "scale" } = {},
+): Promise<{ result: ReproResult; rows: ArpRow[] }> {
   const start = performance.now();
-  const dir = join(io.out ?? "runs", io.ablation ? `repro-arp-${io.ablation}` : "repro-arp");
+  const dir = io.dir ?? join(io.out ?? "runs", io.ablation ? `repro-arp-${io.ablation}` : "repro-arp");
   const run = await runArpWithStatic(source, config, dir, "arp", io);
   const c = config.arp;
   const bf16 = await run.evalVariant(
@@ -286,11 +315,18 @@ export async function reproArp(
   );
   const rows = [...run.rows, bf16];
   const errors = rows.flatMap(rowErrors);
+  const stageNote = `Stage data: ${run.details.sftSize} SFT episodes, turn-DPO pairs ${JSON.stringify(run.details.turnPairs)}, ${run.details.branchPairs} branch pairs; a bf16 merge loses ${(100 * (run.details.meanBf16DeltaLoss as number)).toFixed(1)}% of the delta on average.`;
   const tables: ReproTable[] = [
-    arpTable(`ARP on guess-number (seed ${config.seed}, base: ${source.label})`, rows, [
-      `Interactive score: greedy held-out guess-number episodes (seeds from ${c.eval.baseSeed}, never trained on); score = the episode's outcome score, success = solved.`,
+    arpClemTable(
+      `ARP judged by clemscore (seed ${config.seed}, base: ${source.label})`,
+      rows,
+      clemNotes(config, rows, run),
+    ),
+    arpGamesTable(`ARP per game (seed ${config.seed}): quality / % played on held-out instances`, rows),
+    arpTable(`ARP on its training game, guess-number (seed ${config.seed})`, rows, [
+      `Greedy held-out guess-number episodes (seeds from ${c.eval.baseSeed}, never trained on); score = the episode's outcome score, success = solved.`,
       staticNote(run.textSource, run.texts.length),
-      `Stage data: ${run.details.sftSize} SFT episodes, turn-DPO pairs ${JSON.stringify(run.details.turnPairs)}, ${run.details.branchPairs} branch pairs; a bf16 merge loses ${(100 * (run.details.meanBf16DeltaLoss as number)).toFixed(1)}% of the delta on average.`,
+      stageNote,
     ]),
   ];
   const seconds: Record<string, number> = {};
@@ -309,14 +345,74 @@ export async function reproArp(
       ]),
     );
   }
-  return {
+  const result: ReproResult = {
     recipe: "arp",
     ablation: io.ablation,
     dir,
     tables,
     seconds,
     totalSeconds: secondsSince(start),
-    details: { ...run.details, rows: rows.map((r) => ({ label: r.label, scores: r.eval.scores, static: r.static })) },
+    details: { ...run.details, seed: config.seed, rows: rows.map(rowDetails) },
     errors,
+  };
+  return { result, rows };
+}
+
+/** A row's numbers for summary.json: its training-game scores, static score, clem episodes and table rows. */
+function rowDetails(r: ArpRow) {
+  return {
+    label: r.label,
+    phase: r.eval.phase,
+    scores: r.eval.scores,
+    static: r.static,
+    clem: r.clem.clem,
+    stat: r.clem.stat,
+    clemEpisodes: r.clem.episodes,
+    staticEpisodes: r.clem.staticEpisodes,
+  };
+}
+
+/** What the clemscore table's numbers are, under it. */
+function clemNotes(config: ReproConfig, rows: readonly ArpRow[], run: ArpRun): string[] {
+  const k = config.arpClem;
+  const episodes = rows[0]?.clem.episodes ?? [];
+  const stopped = rows.flatMap((r) => [...r.clem.episodes, ...r.clem.staticEpisodes]).filter((e) => e.stopped).length;
+  return [
+    `Seed card column: ${ARP_SEED_SOURCE}; the seed's D row is its s = 0.85 merge, it has no bf16 row. kiln's rows are its own embedded model and miniature training, not the seed's 7-8B models: compare the shape, not the level.`,
+    `clemscore: clembench's clemeval as kiln ports it (clemTable over the episodes' Aborted / Main Score) on ${episodes.length} held-out episodes (${k.instancesPerGame || "all"} per game, spread over each game's held-out list: every fifth instance, never trained on) of ${k.games.join(", ")}; greedy, the agent in role 0, the other roles scripted experts, ${k.maxTokens} tokens per reply. A reply that calls a tool, or an episode past ${k.maxTurns} turns, counts as aborted (${stopped} such episodes over all rows).`,
+    `Δ clemscore ± SE: the difference of the two clemscores; SE by pairing each episode's linearised contribution to the clemscore with the base's on the same episode and summing the per-game variances (docs/NUMERICS.md §clemscore differences). The seed's claimed effects (A; the final merge) are checked as Δ > 2 SE.`,
+    `statscore: the same formula over ${k.staticInstances || "all"} held-out instances each of ${k.staticGames.join(", ") || "no static benchmark"} (kiln ships no IFEval, CLadder or MMLU-Pro data, so those are not in it); NLL/token: ${run.texts.length} held-out texts (${run.textSource}), lower is better. "statscore preserved" reads as Δ statscore ≈ 0 and Δ NLL ≈ 0.`,
+  ];
+}
+
+/**
+ * `kiln repro arp --seeds 42,43`: the whole ARP table once per seed (each in <dir>/seed-N/), then one table
+ * with every seed's clemscore and Δ per phase and whether the seed's claimed effects exceed 2 SE in each.
+ */
+export async function reproArpSeeds(
+  source: ModelSource,
+  configs: readonly ReproConfig[],
+  io: ReproIo = {},
+): Promise<ReproResult> {
+  if (configs.length === 0) throw new ReproError("repro arp: no seeds given");
+  const start = performance.now();
+  const dir = io.dir ?? join(io.out ?? "runs", "repro-arp");
+  const results: ReproResult[] = [];
+  const runs: { seed: number; rows: ArpRow[] }[] = [];
+  for (const config of configs) {
+    const { result, rows } = await reproArpRows(source, config, { ...io, dir: join(dir, `seed-${config.seed}`) });
+    results.push(result);
+    runs.push({ seed: config.seed, rows });
+  }
+  const seconds: Record<string, number> = {};
+  for (const r of results) seconds[`seed ${(r.details as { seed: number }).seed}`] = r.totalSeconds;
+  return {
+    recipe: "arp",
+    dir,
+    tables: [arpSeedsTable(runs), ...results.flatMap((r) => r.tables)],
+    seconds,
+    totalSeconds: secondsSince(start),
+    details: Object.fromEntries(results.map((r) => [`seed-${(r.details as { seed: number }).seed}`, r.details])),
+    errors: results.flatMap((r) => r.errors ?? []),
   };
 }

@@ -10,7 +10,7 @@ import { withDirLocks } from "../dir-lock.js";
 import { checkOutputSeparate } from "../output-dir.js";
 import { checkRecipeConfig } from "../recipes/config-checks.js";
 import { overlayUserConfig } from "../recipes/presets.js";
-import { reproArp } from "./arp-repro.js";
+import { reproArp, reproArpSeeds } from "./arp-repro.js";
 import { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
@@ -82,6 +82,11 @@ const REPRO_OPTIONS = {
       "the base model; tiny (or random-tiny): the random tiny chat model (default: the embedded agent model)",
   },
   seed: { type: "integer", default: 42, description: "the seed of every recipe" },
+  seeds: {
+    type: "string",
+    placeholder: "N,N…",
+    description: "arp: the whole table once per seed, then one table across them (e.g. 42,43; replaces --seed)",
+  },
   out: { type: "string", default: "runs", placeholder: "DIR", description: "parent of the repro-<recipe> directories" },
   ablation: {
     type: "string",
@@ -112,6 +117,16 @@ export const reproCommand = defineCommand({
 
 type ReproValues = OptionValues<typeof REPRO_OPTIONS>;
 
+/** "42,43" → [42, 43]: integers, at least one, none twice. */
+export function parseSeeds(text: string): number[] {
+  const parts = text.split(",").map((p) => p.trim());
+  const seeds = parts.map(Number);
+  const bad = parts.find((p, i) => p === "" || !Number.isInteger(seeds[i]));
+  if (bad !== undefined) throw new UsageError(`--seeds: "${bad}" is not an integer (expected e.g. 42,43)`);
+  if (new Set(seeds).size !== seeds.length) throw new UsageError(`--seeds: a seed appears twice in "${text}"`);
+  return seeds;
+}
+
 export async function runReproCommand(
   recipe: (typeof REPRO_RECIPES)[number],
   f: ReproValues,
@@ -127,7 +142,10 @@ export async function runReproCommand(
     if (recipe !== owner && recipe !== "all")
       throw new UsageError(`--ablation ${ablation} belongs to \`kiln repro ${owner}\`, not ${recipe}`);
   }
-  const config = reproEffectiveConfig(f);
+  const seeds = f.seeds === undefined ? undefined : parseSeeds(f.seeds);
+  if (seeds && (recipe !== "arp" || ablation !== undefined))
+    throw new UsageError("--seeds belongs to `kiln repro arp` without --ablation");
+  const config = reproEffectiveConfig(seeds ? { ...f, seed: seeds[0] } : f);
   if (f["print-config"]) {
     console.log(JSON.stringify(config, null, 2));
     return 0;
@@ -160,7 +178,13 @@ export async function runReproCommand(
         for (const [i, r] of recipes.entries()) {
           current = dirs[i];
           let result: ReproResult;
-          if (r === "arp") {
+          if (r === "arp" && seeds) {
+            result = await reproArpSeeds(
+              source,
+              seeds.map((seed) => reproEffectiveConfig({ ...f, seed })),
+              io,
+            );
+          } else if (r === "arp") {
             result = await reproArp(source, config, {
               ...io,
               ablation: ablation as "scale" | "dpo-reference" | undefined,

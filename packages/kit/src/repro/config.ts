@@ -11,6 +11,7 @@ import {
   oelTinyConfig,
   opdTinyConfig,
 } from "../recipes/presets.js";
+import { ARP_EVAL_GAMES, ARP_STATIC_GAMES, type ArpClemConfig } from "./arp-clem.js";
 
 export interface ReproConfig {
   seed: number;
@@ -39,6 +40,8 @@ export interface ReproConfig {
   };
   /** The static score: mean NLL per token (and perplexity) on a fixed held-out text set. */
   staticScore: { maxTexts: number; windowTokens: number };
+  /** ARP's clemscore and statscore per phase: which held-out clembench instances every phase plays. */
+  arpClem: ArpClemConfig;
   ablations: {
     /** Delta scales re-merged from the same ARP delta (no retraining). */
     scales: number[];
@@ -115,6 +118,14 @@ export function reproConfig(seed = 42): ReproConfig {
         oelBaseSeed: 200_000,
       },
       staticScore: { maxTexts: 32, windowTokens: 128 },
+      arpClem: {
+        games: [...ARP_EVAL_GAMES],
+        instancesPerGame: 6,
+        staticGames: [...ARP_STATIC_GAMES],
+        staticInstances: 6,
+        maxTokens: 64,
+        maxTurns: 30,
+      },
       ablations: { scales: [0.7, 0.85, 1], earlyTurnWeights: [1, 1.5], clamps: [3, 0] },
     },
     seed,
@@ -154,5 +165,6 @@ export function reproQuickConfig(seed = 42): ReproConfig {
     oelBaseSeed: 200_000,
   };
   c.staticScore = { maxTexts: 3, windowTokens: 32 };
+  c.arpClem = { ...c.arpClem, instancesPerGame: 1, staticInstances: 1, maxTokens: 8, maxTurns: 3 };
   return c;
 }

@@ -6,9 +6,24 @@ export {
   guessNumberArpSetup,
   remerge,
   reproArp,
+  reproArpSeeds,
   runArpWithStatic,
   type ReproIo,
 } from "./arp-repro.js";
+export {
+  ARP_EVAL_GAMES,
+  ARP_SEED_CLEMSCORE,
+  ARP_SEED_SOURCE,
+  ARP_STATIC_GAMES,
+  type ArpClemConfig,
+  type ClemEpisode,
+  type ClemPhase,
+  arpClemEpisodes,
+  clemPhaseDelta,
+  clemPhaseEval,
+  clemRows,
+} from "./arp-clem.js";
+export { ARP_SEED_EFFECT_PHASES, arpClemTable, arpGamesTable, arpSeedsTable } from "./arp-clem-table.js";
 export { REPRO_ABLATIONS, REPRO_RECIPES, type ReproAblation, reproEffectiveConfig, reproModelSource } from "./cli.js";
 export { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
 export { ReproError } from "./errors.js";

@@ -31,7 +31,22 @@ describe("kiln repro at --quick size", () => {
   it("ARP: every phase row, the bf16 row, n and SE in each, report.html; the scale sweep re-merges the same delta", async () => {
     const config = reproQuickConfig(3);
     const r = await reproArp(tinyChatSource(3), config, { ...quiet, out: join(root, "a"), ablation: "scale" });
-    const [main, sweep] = r.tables;
+    const [clem, games, main, sweep] = r.tables;
+    const labels = [
+      "base",
+      "A  SFT (success-only)",
+      "B1 turn-DPO (repeat, length)",
+      "B2 turn-DPO (invalid, duplicate field)",
+      "C  branch-DPO (whole delta, s = 1)",
+      "s = 0.85 · ΣΔ, fp32 merge",
+      "s = 0.85 · ΣΔ, bf16 merge",
+    ];
+    // The seed's metrics: clemscore per phase beside the seed card's, per game quality / % played.
+    expect(clem.rows.map((row) => row[0])).toEqual(labels);
+    expect(clem.rows.map((row) => row[1])).toEqual(["13.05", "43.85", "45.52", "48.52", "50.43", "48.70", "—"]);
+    expect(games.header.length).toBe(1 + config.arpClem.games.length + config.arpClem.staticGames.length);
+    const clemEpisodes = (r.details.rows as { clemEpisodes: unknown[] }[])[0].clemEpisodes;
+    expect(clemEpisodes).toHaveLength(config.arpClem.games.length * config.arpClem.instancesPerGame);
     expect(main.rows.map((row) => row[0])).toEqual([
       "base",
       "A  SFT (success-only)",
@@ -64,7 +79,10 @@ describe("kiln repro at --quick size", () => {
     expect(html).toContain("Ablation: delta scale s");
     // A phase chart per table: one bar per row (the sweep's too); the recipe run's page is linked.
     const charts = findAll(parseHtml(html), (n) => n.tag === "figure" && hasClass(n, "bars"));
+    // (the clemscore chart draws the rows that have a clemscore: none when no episode was played)
+    const withClemscore = clem.rows.filter((row) => row[2] !== "n/a").length;
     expect(charts.map((c) => findAll(c, (n) => n.tag === "rect" && hasClass(n, "bar")).length)).toEqual([
+      ...(withClemscore > 0 ? [withClemscore] : []),
       main.rows.length,
       sweep.rows.length,
     ]);

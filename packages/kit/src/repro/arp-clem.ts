@@ -1,0 +1,336 @@
+// ARP judged as its seed cards judge it: clemscore (clembench's clemeval, kiln's exact port) over held-out
+// instances of every game the embedded agent model plays, and statscore (the same formula over the static
+// benchmarks kiln ships: BBH, EQ-Bench). Each phase's policy plays every selected episode greedily through
+// ClemGameEnvironment, many at once (the in-process policy batches them, docs/ARCHITECTURE.md §Continuous
+// batching); the episodes' Aborted / Main Score become clemeval's score rows, so the table is clemTable's.
+// Δ vs base: clemscoreDelta (per-episode paired, per-game variances summed; docs/NUMERICS.md).
+import { clembench } from "@kiln/benchmarks";
+import { LocalPolicy, type Model } from "@kiln/models";
+import {
+  type Action,
+  type Environment,
+  type EpisodeSpec,
+  type Policy,
+  type ResetResult,
+  type StepResult,
+  type Trajectory,
+  runEpisodes,
+} from "@kiln/rollout";
+import { EVALUATION_CONCURRENCY } from "../recipes/recipe-run.js";
+import type { ChatCodec } from "../trainer/chat-batches.js";
+import { ReproError } from "./errors.js";
+
+/** The games of the clemscore, and how the agent plays them (role 0; other roles scripted experts). */
+export const ARP_EVAL_GAMES = [
+  "wordle",
+  "wordle_withclue",
+  "wordle_withcritic",
+  "taboo",
+  "referencegame",
+  "imagegame",
+  "privateshared",
+  "guesswhat",
+] as const;
+
+/** The static benchmarks of the statscore that kiln ships data for (ifeval, cladder, mmlu_pro are not ported). */
+export const ARP_STATIC_GAMES = ["bbh", "eqbench"] as const;
+
+/** The seed's published clemscore per phase, printed beside kiln's. */
+export const ARP_SEED_CLEMSCORE: Readonly<Record<string, number>> = {
+  base: 13.05,
+  sft: 43.85,
+  "targeted-sft": 46.83,
+  "turn-dpo-1": 45.52,
+  "turn-dpo-2": 48.52,
+  "branch-dpo": 50.43,
+  final: 48.7,
+};
+export const ARP_SEED_SOURCE = "ARP seed cards 002/003 (published clemscore per phase)";
+
+/** Which held-out instances are evaluated, and how a reply is generated. */
+export interface ArpClemConfig {
+  /** Interactive games (the clemscore); empty: no clemscore column. */
+  games: string[];
+  /** Held-out instances played per game (spread over the game's held-out list; 0 = all of them). */
+  instancesPerGame: number;
+  /** Static benchmarks (the statscore); empty: none. */
+  staticGames: string[];
+  /** Held-out instances per static benchmark (spread over its held-out list). */
+  staticInstances: number;
+  /** Tokens per reply (greedy). */
+  maxTokens: number;
+  /** Agent turns before an episode is cut off (counted as aborted). */
+  maxTurns: number;
+}
+
+/** Every fifth instance of a game's full list is held out (the agent model trains on the others). */
+export function isClemHeldOut(index: number): boolean {
+  return index % 5 === 0;
+}
+
+/** The other LLM roles of a game, played by @kiln/benchmarks' scripted experts. */
+export function clemPartners(game: string): clembench.PlayerBackend[] {
+  switch (game) {
+    case "wordle_withcritic":
+      return [clembench.agreeingCritic()];
+    case "taboo":
+      return [clembench.reversingGuesser()];
+    case "referencegame":
+      return [clembench.gridMatchingFollower()];
+    case "imagegame":
+      return [clembench.commandFollower()];
+    case "guesswhat":
+      return [clembench.targetNamingAnswerer()];
+    default:
+      return [];
+  }
+}
+
+/** A game's environment over its held-out instances (what ClemSuite plays by default). */
+export type ClemEnvFactory = (game: string) => clembench.ClemGameEnvironment;
+
+export const heldOutClemEnv: ClemEnvFactory = (game) =>
+  new clembench.ClemGameEnvironment({ game, pick: isClemHeldOut, partners: clemPartners(game) });
+
+/** `count` indices spread evenly over 0..n−1 (every experiment gets its share); all of them when count ≥ n or 0. */
+export function spreadIndices(n: number, count: number): number[] {
+  if (count <= 0 || count >= n) return Array.from({ length: n }, (_, i) => i);
+  return Array.from({ length: count }, (_, j) => Math.floor((j * n) / count));
+}
+
+/** One evaluated episode as clemeval sees it. */
+export interface ClemEpisode {
+  game: string;
+  experiment: string;
+  /** clemcore's episode directory name (instance_NNNNN of the instance's game_id). */
+  episode: string;
+  /** Position in the game's held-out list (the pairing key across phases, with the game). */
+  index: number;
+  played: 0 | 1;
+  /** Main Score as the game logged it (NaN: none, e.g. aborted). */
+  quality: number;
+  /**
+   * Why the game gave no scores, counted as aborted: the reply called a tool (the games declare none, so the
+   * game never sees it: the episode ends as clembench ends one on a malformed reply), or the turn limit.
+   */
+  stopped?: string;
+  /** A policy or environment error (counted as aborted, and listed as an errored episode). */
+  error?: string;
+}
+
+interface SuiteEpisode {
+  game: string;
+  index: number;
+  experiment: string;
+  gameId: number | string;
+}
+
+/** The episodes of a suite: per game, `count` of its held-out instances. */
+export function clemSuiteEpisodes(games: readonly string[], count: number, makeEnv: ClemEnvFactory): SuiteEpisode[] {
+  const out: SuiteEpisode[] = [];
+  for (const game of games) {
+    const env = makeEnv(game);
+    const def = clembench.getGame(game);
+    const all = clembench.listEpisodes(def.name, clembench.loadInstances(def.dataPath ?? def.name));
+    const heldout = all.filter((_, i) => isClemHeldOut(i));
+    if (heldout.length !== env.instances)
+      throw new ReproError(
+        `clemscore: ${game}'s environment holds ${env.instances} instances, the held-out list ${heldout.length}`,
+      );
+    for (const index of spreadIndices(heldout.length, count))
+      out.push({
+        game,
+        index,
+        experiment: heldout[index].experiment.name,
+        gameId: heldout[index].instance.game_id,
+      });
+  }
+  return out;
+}
+
+/**
+ * Several clembench games behind one Environment, so one runEpisodes pool (and so one batch) holds all
+ * of them: the seed names the game (seed / GAME_STRIDE) and its held-out instance (seed % GAME_STRIDE).
+ * Each game's environment is made on first use.
+ */
+class ClemSuiteEnvironment implements Environment {
+  readonly id = "clembench/suite";
+  readonly version = "clembench-2";
+  private readonly envs = new Map<string, clembench.ClemGameEnvironment>();
+  private current: clembench.ClemGameEnvironment | null = null;
+
+  constructor(
+    private readonly games: readonly string[],
+    private readonly makeEnv: ClemEnvFactory,
+  ) {}
+
+  static readonly GAME_STRIDE = 1_000_000;
+
+  tools() {
+    return [];
+  }
+
+  private active(): clembench.ClemGameEnvironment {
+    if (!this.current) throw new ReproError("clemscore suite: step before reset");
+    return this.current;
+  }
+
+  reset(options: { seed: number }): Promise<ResetResult> {
+    const game = this.games[Math.floor(options.seed / ClemSuiteEnvironment.GAME_STRIDE)];
+    let env = this.envs.get(game);
+    if (!env) this.envs.set(game, (env = this.makeEnv(game)));
+    this.current = env;
+    return env.reset({ seed: options.seed % ClemSuiteEnvironment.GAME_STRIDE });
+  }
+
+  step(action: Action): Promise<StepResult> {
+    return this.active().step(action);
+  }
+
+  getState() {
+    return this.active().getState();
+  }
+
+  score(): Record<string, number> {
+    return this.current?.score() ?? {};
+  }
+}
+
+/** A trajectory's clemeval view: Played and the raw Main Score, or aborted with the reason it has none. */
+function clemEpisode(e: SuiteEpisode, t: Trajectory): ClemEpisode {
+  const base = {
+    game: e.game,
+    experiment: e.experiment,
+    episode: `instance_${String(e.gameId).padStart(5, "0")}`,
+    index: e.index,
+  };
+  const last = t.turns[t.turns.length - 1];
+  const scores = (last?.info?.scores ?? undefined) as Record<string, number> | undefined;
+  if (t.outcome.status === "done" && scores && "aborted" in scores)
+    return {
+      ...base,
+      played: scores.aborted === 1 ? 0 : 1,
+      quality: typeof scores.main_score_raw === "number" ? scores.main_score_raw : Number.NaN,
+    };
+  if (t.outcome.status === "error" || t.outcome.status === "done") {
+    const e = t.outcome.error;
+    const why = e ? `${e.kind} error at turn ${e.turn}: ${e.message}` : "the game ended without scores";
+    return { ...base, played: 0, quality: Number.NaN, error: why };
+  }
+  return { ...base, played: 0, quality: Number.NaN, stopped: `${t.outcome.status} after ${t.turns.length} turns` };
+}
+
+/** Play the suite's episodes with `policy` (greedy) and return them in the suite's order. */
+export async function playClemSuite(options: {
+  policy: Policy;
+  games: readonly string[];
+  episodes: readonly SuiteEpisode[];
+  maxTokens: number;
+  maxTurns: number;
+  makeEnv?: ClemEnvFactory;
+  concurrency?: number;
+}): Promise<ClemEpisode[]> {
+  if (options.episodes.length === 0) return [];
+  const specs: EpisodeSpec[] = options.episodes.map((e) => ({
+    id: `${e.game}/${e.index}`,
+    seed: options.games.indexOf(e.game) * ClemSuiteEnvironment.GAME_STRIDE + e.index,
+  }));
+  const r = await runEpisodes({
+    makeEnv: () => new ClemSuiteEnvironment(options.games, options.makeEnv ?? heldOutClemEnv),
+    policy: options.policy,
+    episodes: specs,
+    params: { temperature: 0, maxTokens: options.maxTokens },
+    // One malformed reply ends the episode: a tool call never reaches the game master, which would abort.
+    limits: { maxTurns: options.maxTurns, maxConsecutiveMalformed: 1 },
+    concurrency: options.concurrency ?? EVALUATION_CONCURRENCY,
+  });
+  return options.episodes.map((e, i) => clemEpisode(e, r.trajectories[i]));
+}
+
+/** clemeval's long rows of the episodes (Aborted and Main Score), under `model`, with Played added. */
+export function clemRows(model: string, episodes: readonly ClemEpisode[]): clembench.ScoreRow[] {
+  const rows: clembench.ScoreRow[] = episodes.flatMap((e) => [
+    { game: e.game, model, experiment: e.experiment, episode: e.episode, metric: "Aborted", value: 1 - e.played },
+    { game: e.game, model, experiment: e.experiment, episode: e.episode, metric: "Main Score", value: e.quality },
+  ]);
+  return clembench.addPlayedRows(rows);
+}
+
+/** One phase's clemscore and statscore: the played episodes and clemeval's rows of them. */
+export interface ClemPhase {
+  phase: string;
+  episodes: ClemEpisode[];
+  staticEpisodes: ClemEpisode[];
+  /** clemTable's row of the interactive games (undefined when none were played). */
+  clem?: clembench.ModelRow;
+  /** The same over the static benchmarks (statscore). */
+  stat?: clembench.ModelRow;
+  rows: clembench.ScoreRow[];
+  staticRows: clembench.ScoreRow[];
+}
+
+/** The selected episodes of a configuration (the same for every phase, so they pair). */
+export function arpClemEpisodes(config: ArpClemConfig, makeEnv: ClemEnvFactory = heldOutClemEnv) {
+  return {
+    interactive: clemSuiteEpisodes(config.games, config.instancesPerGame, makeEnv),
+    static: clemSuiteEpisodes(config.staticGames, config.staticInstances, makeEnv),
+  };
+}
+
+/** Evaluate one phase: the model as it is now, greedy, on the suite's episodes. */
+export async function clemPhaseEval(options: {
+  phase: string;
+  policy: Policy;
+  config: ArpClemConfig;
+  episodes: ReturnType<typeof arpClemEpisodes>;
+  makeEnv?: ClemEnvFactory;
+}): Promise<ClemPhase> {
+  const { config } = options;
+  const all = [...config.games, ...config.staticGames];
+  const played = await playClemSuite({
+    policy: options.policy,
+    games: all,
+    episodes: [...options.episodes.interactive, ...options.episodes.static],
+    maxTokens: config.maxTokens,
+    maxTurns: config.maxTurns,
+    makeEnv: options.makeEnv,
+  });
+  const episodes = played.slice(0, options.episodes.interactive.length);
+  const staticEpisodes = played.slice(options.episodes.interactive.length);
+  const rows = clemRows(options.phase, episodes);
+  const staticRows = clemRows(options.phase, staticEpisodes);
+  return {
+    phase: options.phase,
+    episodes,
+    staticEpisodes,
+    clem: episodes.length ? clembench.clemTable(rows).rows[0] : undefined,
+    stat: staticEpisodes.length ? clembench.clemTable(staticRows).rows[0] : undefined,
+    rows,
+    staticRows,
+  };
+}
+
+/** A fresh greedy in-process policy over `model` (its weights as they are when it generates). */
+export function clemPolicy(id: string, model: Model, codec: ChatCodec): LocalPolicy {
+  return new LocalPolicy({ id, model, tokenizer: codec.tokenizer, chatTemplate: codec.template });
+}
+
+/** Paired Δ of a phase's clemscore (or statscore) against the base's. */
+export function clemPhaseDelta(
+  phase: ClemPhase,
+  base: ClemPhase,
+  which: "clem" | "stat" = "clem",
+): clembench.ClemscoreDelta | undefined {
+  const key = which === "clem" ? "rows" : "staticRows";
+  if (phase[key].length === 0 || base[key].length === 0) return undefined;
+  // the same model name in both would merge them: rename the base's rows
+  const before = base[key].map((r) => ({ ...r, model: "\u0000base" }));
+  return clembench.clemscoreDelta([...phase[key], ...before], phase.phase, "\u0000base");
+}
+
+/** Episodes of a phase that have no game scores (counted as aborted), for the repro's error list. */
+export function clemErrors(phase: ClemPhase): { id: string; reason: string }[] {
+  return [...phase.episodes, ...phase.staticEpisodes]
+    .filter((e) => e.error !== undefined)
+    .map((e) => ({ id: `${e.game}/${e.experiment}/${e.episode}`, reason: e.error as string }));
+}
