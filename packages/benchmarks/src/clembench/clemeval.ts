@@ -385,7 +385,7 @@ function clemscoreInfluence(games: Map<string, Map<string, EpisodeCell>>): Map<s
  * addPlayedRows; both models in `rows`). The Δ is the difference of the two clemTable clemscores; its SE
  * linearises each clemscore into per-episode contributions (clemscoreInfluence), pairs them per episode,
  * and sums within-game variances: SE² = Σ_g n_g · var(d_g), var with ddof 1 over game g's n_g paired
- * episodes (games independent). Episodes played by only one model are left out of the SE.
+ * episodes (games independent; docs/NUMERICS.md §9.1). Episodes played by only one model are left out of the SE.
  */
 export function clemscoreDelta(rows: ScoreRow[], after: string, before: string): ClemscoreDelta {
   const table = clemTable(rows.filter((r) => r.model === after || r.model === before));

@@ -1,9 +1,9 @@
 // ARP judged as its seed cards judge it: clemscore (clembench's clemeval, kiln's exact port) over held-out
 // instances of every game the embedded agent model plays, and statscore (the same formula over the static
 // benchmarks kiln ships: BBH, EQ-Bench). Each phase's policy plays every selected episode greedily through
-// ClemGameEnvironment, many at once (the in-process policy batches them, docs/ARCHITECTURE.md §Continuous
-// batching); the episodes' Aborted / Main Score become clemeval's score rows, so the table is clemTable's.
-// Δ vs base: clemscoreDelta (per-episode paired, per-game variances summed; docs/NUMERICS.md).
+// ClemGameEnvironment, many at once: the in-process policy batches them
+// (docs/ARCHITECTURE.md §Continuous batching). The episodes' Aborted / Main Score become clemeval's score
+// rows, so the table is clemTable's. Δ vs base: clemscoreDelta (docs/NUMERICS.md §9.1).
 import { clembench } from "@kiln/benchmarks";
 import { LocalPolicy, type Model } from "@kiln/models";
 import {
@@ -16,6 +16,7 @@ import {
   type Trajectory,
   runEpisodes,
 } from "@kiln/rollout";
+import { isHeldOutInstance } from "../agent-model/clem-split.js";
 import { EVALUATION_CONCURRENCY } from "../recipes/recipe-run.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { ReproError } from "./errors.js";
@@ -63,11 +64,6 @@ export interface ArpClemConfig {
   maxTurns: number;
 }
 
-/** Every fifth instance of a game's full list is held out (the agent model trains on the others). */
-export function isClemHeldOut(index: number): boolean {
-  return index % 5 === 0;
-}
-
 /** The other LLM roles of a game, played by @kiln/benchmarks' scripted experts. */
 export function clemPartners(game: string): clembench.PlayerBackend[] {
   switch (game) {
@@ -90,7 +86,7 @@ export function clemPartners(game: string): clembench.PlayerBackend[] {
 export type ClemEnvFactory = (game: string) => clembench.ClemGameEnvironment;
 
 export const heldOutClemEnv: ClemEnvFactory = (game) =>
-  new clembench.ClemGameEnvironment({ game, pick: isClemHeldOut, partners: clemPartners(game) });
+  new clembench.ClemGameEnvironment({ game, pick: isHeldOutInstance, partners: clemPartners(game) });
 
 /** `count` indices spread evenly over 0..n−1 (every experiment gets its share); all of them when count ≥ n or 0. */
 export function spreadIndices(n: number, count: number): number[] {
@@ -132,7 +128,7 @@ export function clemSuiteEpisodes(games: readonly string[], count: number, makeE
     const env = makeEnv(game);
     const def = clembench.getGame(game);
     const all = clembench.listEpisodes(def.name, clembench.loadInstances(def.dataPath ?? def.name));
-    const heldout = all.filter((_, i) => isClemHeldOut(i));
+    const heldout = all.filter((_, i) => isHeldOutInstance(i));
     if (heldout.length !== env.instances)
       throw new ReproError(
         `clemscore: ${game}'s environment holds ${env.instances} instances, the held-out list ${heldout.length}`,

@@ -12,9 +12,9 @@ import {
   arpClemEpisodes,
   clemPhaseDelta,
   clemPhaseEval,
-  isClemHeldOut,
   spreadIndices,
 } from "../../src/repro/arp-clem.js";
+import { isHeldOutInstance } from "../../src/agent-model/clem-split.js";
 import { parseSeeds } from "../../src/repro/cli.js";
 import type { StaticScore } from "../../src/repro/static-score.js";
 
@@ -70,7 +70,7 @@ const config: ArpClemConfig = {
 /** The held-out taboo targets the suite plays, from the instance file (not from the games' results). */
 function playedTabooTargets(): string[] {
   const all = clembench.listEpisodes("taboo", clembench.loadInstances("taboo"));
-  const heldout = all.filter((_, i) => isClemHeldOut(i));
+  const heldout = all.filter((_, i) => isHeldOutInstance(i));
   return spreadIndices(heldout.length, config.instancesPerGame).map((i) =>
     String(heldout[i].instance.target_word ?? ""),
   );
