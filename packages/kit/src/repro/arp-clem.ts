@@ -17,7 +17,7 @@ import {
   runEpisodes,
 } from "@kiln/rollout";
 import { isHeldOutInstance } from "../agent-model/clem-split.js";
-import { EVALUATION_CONCURRENCY } from "../recipes/recipe-run.js";
+import { ROLLOUT_CONCURRENCY } from "../recipes/recipe-run.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { ReproError } from "./errors.js";
 
@@ -238,7 +238,7 @@ export async function playClemSuite(options: {
     params: { temperature: 0, maxTokens: options.maxTokens },
     // One malformed reply ends the episode: a tool call never reaches the game master, which would abort.
     limits: { maxTurns: options.maxTurns, maxConsecutiveMalformed: 1 },
-    concurrency: options.concurrency ?? EVALUATION_CONCURRENCY,
+    concurrency: options.concurrency ?? ROLLOUT_CONCURRENCY,
   });
   return options.episodes.map((e, i) => clemEpisode(e, r.trajectories[i]));
 }
