@@ -219,3 +219,35 @@ export function pythonJsonDumps(value: unknown, opts: PythonJsonOptions = {}): s
   };
   return walk(value, 0);
 }
+
+/**
+ * Keys of a JSON object text, top level only, in order, duplicates included (JSON.parse — and Python's
+ * json.loads — keep only the last of duplicate keys). Tolerates malformed text: an unterminated string
+ * ends the scan, an undecodable key is returned as written.
+ */
+export function topLevelJsonKeys(text: string): string[] {
+  const keys: string[] = [];
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        try {
+          keys.push(JSON.parse(text.slice(i, j + 1)) as string);
+        } catch {
+          keys.push(text.slice(i + 1, j));
+        }
+        expectKey = false;
+      }
+      i = j;
+    } else if (c === "{" || c === "[") {
+      depth++;
+      if (depth === 1 && c === "{") expectKey = true;
+    } else if (c === "}" || c === "]") depth--;
+    else if (c === "," && depth === 1) expectKey = true;
+  }
+  return keys;
+}

@@ -4,6 +4,7 @@
 
 import { type Dtype, dtypeBits, isDtype } from "./dtypes.js";
 import { SafetensorsError } from "./errors.js";
+import { topLevelJsonKeys } from "./python-json.js";
 
 /** Reference limit on the JSON header (`MAX_HEADER_SIZE`). */
 export const MAX_HEADER_SIZE = 100_000_000;
@@ -224,25 +225,9 @@ export function parseHeader(headerBytes: Uint8Array, fileSize: number): Safetens
  */
 function firstDuplicateTopLevelKey(text: string): string | null {
   const seen = new Set<string>();
-  let depth = 0;
-  let expectKey = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      let j = i + 1;
-      while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
-      if (depth === 1 && expectKey) {
-        const key = JSON.parse(text.slice(i, j + 1)) as string;
-        if (seen.has(key)) return key;
-        seen.add(key);
-        expectKey = false;
-      }
-      i = j;
-    } else if (c === "{" || c === "[") {
-      depth++;
-      if (depth === 1) expectKey = true;
-    } else if (c === "}" || c === "]") depth--;
-    else if (c === "," && depth === 1) expectKey = true;
+  for (const key of topLevelJsonKeys(text)) {
+    if (seen.has(key)) return key;
+    seen.add(key);
   }
   return null;
 }

@@ -20,9 +20,13 @@
 //    plain-text reply cut at the last word boundary within `maxChars`; nothing for others),
 //    kept only if it diagnoses clean.
 // Turns with no chosen reply are skipped (counted in `unpaired`).
+import { topLevelJsonKeys } from "@kiln/hub-io";
 import { cloneMessage } from "./messages.js";
 import { type Trajectory, type TurnRecord, messagesBeforeTurn } from "./trajectory.js";
 import type { Message, ToolSchema } from "./types.js";
+
+// The one JSON key scanner is hub-io's (it also guards safetensors headers); rollout's API keeps the name.
+export { topLevelJsonKeys } from "@kiln/hub-io";
 
 export type FailureMode = "repeat" | "length" | "invalid" | "duplicate_field";
 
@@ -48,34 +52,6 @@ function replyLength(m: Message): number {
   let n = (m.content ?? "").length;
   for (const c of m.tool_calls ?? []) n += c.function.name.length + c.function.arguments.length;
   return n;
-}
-
-/** Keys of a JSON object text, top level only, in order (JSON.parse would keep only the last duplicate). */
-export function topLevelJsonKeys(text: string): string[] {
-  const keys: string[] = [];
-  let depth = 0;
-  let expectKey = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
-      if (depth === 1 && expectKey) {
-        try {
-          keys.push(JSON.parse(text.slice(i, j + 1)) as string);
-        } catch {
-          keys.push(text.slice(i + 1, j));
-        }
-        expectKey = false;
-      }
-      i = j;
-    } else if (c === "{" || c === "[") {
-      depth++;
-      if (depth === 1 && c === "{") expectKey = true;
-    } else if (c === "}" || c === "]") depth--;
-    else if (c === "," && depth === 1) expectKey = true;
-  }
-  return keys;
 }
 
 function hasDuplicateField(m: Message): boolean {
