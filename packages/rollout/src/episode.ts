@@ -39,9 +39,8 @@ export interface EpisodeLimits {
   turnTimeoutMs?: number;
 }
 
-export interface EpisodeOptions {
-  env: Environment;
-  policy: Policy;
+/** How one episode is played, whoever plays it: a policy in an environment (runEpisode) or a game (runGame). */
+export interface EpisodePlayOptions {
   seed: number;
   episodeId?: string;
   /** Start from this saved environment state (a seeded start) instead of a fresh reset. */
@@ -52,9 +51,14 @@ export interface EpisodeOptions {
   /** Store `env.getState()` after every step (turn.stateAfter), e.g. to collect seeded starts. */
   recordStates?: boolean;
   metadata?: Record<string, unknown>;
-  signal?: AbortSignal;
   /** Text of the observation that answers a malformed reply (default: the issue messages). */
   malformedFeedback?: (issues: ToolCallIssue[]) => string;
+}
+
+export interface EpisodeOptions extends EpisodePlayOptions {
+  env: Environment;
+  policy: Policy;
+  signal?: AbortSignal;
 }
 
 /** Resolved limits with defaults applied. */

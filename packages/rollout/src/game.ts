@@ -6,6 +6,7 @@
 import {
   countMalformed,
   type EpisodeLimits,
+  type EpisodePlayOptions,
   type EpisodeProgress,
   defaultMalformedFeedback,
   emptyStats,
@@ -19,21 +20,14 @@ import {
 import { RolloutConfigError } from "./errors.js";
 import { cloneMessage, cloneMessages } from "./messages.js";
 import { TRAJECTORY_SCHEMA, TRAJECTORY_SCHEMA_VERSION, type Trajectory, type TurnRecord } from "./trajectory.js";
-import type { GameMaster, GenerateParams, Generation, Message, Policy, ToolCallIssue } from "./types.js";
+import type { GameMaster, Generation, Message, Policy } from "./types.js";
 
-export interface GameOptions {
+export interface GameOptions extends EpisodePlayOptions {
   game: GameMaster;
   /** A policy per player name (every name `game.players()` returns). */
   policies: Record<string, Policy>;
-  seed: number;
-  episodeId?: string;
-  startState?: unknown;
-  params?: GenerateParams;
   /** maxTurns counts replies of all players together; the malformed limit is per player. */
   limits?: EpisodeLimits;
-  recordStates?: boolean;
-  metadata?: Record<string, unknown>;
-  malformedFeedback?: (issues: ToolCallIssue[]) => string;
 }
 
 export async function runGame(options: GameOptions): Promise<Trajectory> {
