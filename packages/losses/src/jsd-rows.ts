@@ -4,7 +4,7 @@
 // (1−β)·S·(s − m − KL(S‖M)) is written while each chunk is in cache and pre-scaled like the KL
 // rows (kl-kernels.ts), so the backward is a per-row rescale at most. Formulas: divergence.ts.
 import { kernel } from "@kiln/tensor";
-import { type Plan, chunkInputs, scratch } from "./kl-kernels.js";
+import { type Plan, activeChunks, chunkInputs, scratch } from "./kl-kernels.js";
 
 export interface JsdRows {
   out: Float32Array;
@@ -32,12 +32,8 @@ export function jsdForwardRows(p: Plan, beta: number): JsdRows {
   const buf = scratch(p);
   const S = new Float32Array(Math.min(p.chunk, rows) * V);
   const stats = new Float64Array(2);
-  for (let r0 = 0; r0 < rows; r0 += p.chunk) {
-    const r1 = Math.min(rows, r0 + p.chunk);
+  for (const [r0, r1] of activeChunks(p)) {
     const n = r1 - r0;
-    let any = false;
-    for (let r = r0; r < r1; r++) if (mask[r]) any = true;
-    if (!any) continue;
     const { s, t } = chunkInputs(p, r0, r1, buf.s, buf.t);
     const P = buf.prob.subarray(0, n * V);
     softmax(s, S.subarray(0, n * V), lseS.subarray(r0, r1), n, V);

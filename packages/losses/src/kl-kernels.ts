@@ -37,6 +37,18 @@ export interface Plan {
   expected: Float32Array | null;
 }
 
+/** The chunks [r0, r1) of `p.chunk` rows that hold at least one unmasked row; the others need no work. */
+export function* activeChunks(p: Plan): Generator<[number, number]> {
+  for (let r0 = 0; r0 < p.rows; r0 += p.chunk) {
+    const r1 = Math.min(p.rows, r0 + p.chunk);
+    for (let r = r0; r < r1; r++)
+      if (p.mask[r]) {
+        yield [r0, r1];
+        break;
+      }
+  }
+}
+
 /** Rows [r0, r1) of the student (scaled by 1/T) and of the mapped teacher rows, as contiguous views. */
 export function chunkInputs(
   p: Plan,
@@ -105,11 +117,7 @@ export function klForwardRows(p: Plan, keepGradient: boolean): KlRows {
   const kl = kernel("klDivergenceRows");
   let identity = true;
   for (let r = 0; r < rows; r++) if (map[r] !== r) identity = false;
-  for (let r0 = 0; r0 < rows; r0 += p.chunk) {
-    const r1 = Math.min(rows, r0 + p.chunk);
-    let any = false;
-    for (let r = r0; r < r1; r++) if (mask[r]) any = true;
-    if (!any) continue;
+  for (const [r0, r1] of activeChunks(p)) {
     kl(
       p.zs.subarray(r0 * V, r1 * V),
       identity ? p.zt.subarray(r0 * V, r1 * V) : p.zt,
@@ -145,12 +153,8 @@ export function studentSoftmaxRows(p: Plan): { S: Float32Array; lseS: Float32Arr
   const buf = scratch(p, false);
   const lossScratch = new Float32Array(p.chunk);
   const zeroTargets = new Int32Array(p.chunk); // never the ignore index −1
-  for (let r0 = 0; r0 < rows; r0 += p.chunk) {
-    const r1 = Math.min(rows, r0 + p.chunk);
+  for (const [r0, r1] of activeChunks(p)) {
     const n = r1 - r0;
-    let any = false;
-    for (let r = r0; r < r1; r++) if (mask[r]) any = true;
-    if (!any) continue;
     const { s, t } = chunkInputs(p, r0, r1, buf.s, buf.t);
     softmax(s, S.subarray(r0 * V, r1 * V), lseS.subarray(r0, r1), n, V);
     stats(t, zeroTargets.subarray(0, n), lossScratch.subarray(0, n), lseT.subarray(r0, r1), n, V, -1);
