@@ -181,7 +181,7 @@ function roundHalfEvenBig(num: bigint, den: bigint): bigint {
 }
 
 /** The exact value of a finite double as mantissa * 2^exp (mantissa integer). */
-function decompose(x: number): { mant: bigint; exp: number } {
+export function decomposeDouble(x: number): { mant: bigint; exp: number } {
   const buf = new DataView(new ArrayBuffer(8));
   buf.setFloat64(0, x);
   const hi = buf.getUint32(0);
@@ -205,7 +205,7 @@ function decompose(x: number): { mant: bigint; exp: number } {
 export function pyRound(x: number, ndigits = 0): number {
   if (!Number.isFinite(x)) return x;
   if (x === 0) return x;
-  const { mant, exp } = decompose(x);
+  const { mant, exp } = decomposeDouble(x);
   // value = mant * 2^exp; scaled = value * 10^nd
   const nd = ndigits;
   let num = mant;

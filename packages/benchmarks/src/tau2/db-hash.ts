@@ -25,30 +25,24 @@ export function canonicalDbJson(db: RetailDb): string {
     const sortIds = (m: Map<string, unknown>) => Array.from(m.keys()).sort(compareCodePoints);
     base.sorted = { products: sortIds(base.products), users: sortIds(base.users), orders: sortIds(base.orders) };
   }
-  const parts: string[] = ['{"orders": {'];
-  base.sorted.orders.forEach((id, i) => {
-    const over = db.overriddenOrder(id);
-    parts.push(
-      i > 0 ? ", " : "",
-      pyJsonString(id),
-      ": ",
-      cachedRecordJson(over ?? (base.orders.get(id) as object), over === undefined),
-    );
-  });
+  const parts: string[] = [];
+  // One table: `"id": record` in sorted id order, the overlay's record where the episode changed it.
+  const table = (ids: string[], records: Map<string, unknown>, overridden: (id: string) => object | undefined) =>
+    ids.forEach((id, i) => {
+      const over = overridden(id);
+      parts.push(
+        i > 0 ? ", " : "",
+        pyJsonString(id),
+        ": ",
+        cachedRecordJson(over ?? (records.get(id) as object), over === undefined),
+      );
+    });
+  parts.push('{"orders": {');
+  table(base.sorted.orders, base.orders, (id) => db.overriddenOrder(id));
   parts.push('}, "products": {');
-  base.sorted.products.forEach((id, i) => {
-    parts.push(i > 0 ? ", " : "", pyJsonString(id), ": ", cachedRecordJson(base.products.get(id) as object, true));
-  });
+  table(base.sorted.products, base.products, () => undefined);
   parts.push('}, "users": {');
-  base.sorted.users.forEach((id, i) => {
-    const over = db.overriddenUser(id);
-    parts.push(
-      i > 0 ? ", " : "",
-      pyJsonString(id),
-      ": ",
-      cachedRecordJson(over ?? (base.users.get(id) as object), over === undefined),
-    );
-  });
+  table(base.sorted.users, base.users, (id) => db.overriddenUser(id));
   parts.push("}}");
   return parts.join("");
 }

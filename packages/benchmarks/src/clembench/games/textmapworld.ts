@@ -222,9 +222,13 @@ export class TextMapWorldMaster extends DialogueGameMaster {
       this.invalidResponse = true;
       return false;
     }
-    const action = first[1];
-    const stop = pySearch(this.inst.Stop_Construction as string, action, true);
-    const move = pySearch(this.inst.Move_Construction as string, action, true);
+    return this.validateMove(first[1]);
+  }
+
+  /** A move or the stop word, not both and at most one move; the stop word ends the game. */
+  private validateMove(text: string): boolean {
+    const stop = pySearch(this.inst.Stop_Construction as string, text, true);
+    const move = pySearch(this.inst.Move_Construction as string, text, true);
     if (move && stop) {
       this.invalidResponse = true;
       return false;
@@ -233,7 +237,7 @@ export class TextMapWorldMaster extends DialogueGameMaster {
       this.gameStop = true;
       return true;
     }
-    if (pyFindAll(this.inst.Move_Construction as string, action, true).length > 1 || !move) {
+    if (pyFindAll(this.inst.Move_Construction as string, text, true).length > 1 || !move) {
       this.invalidResponse = true;
       return false;
     }
@@ -242,25 +246,7 @@ export class TextMapWorldMaster extends DialogueGameMaster {
 
   protected validatePlayerResponse(player: Player, utterance: string): boolean {
     if (player === this.guesser && this.graphMode) return this.validateGraphAnswer(utterance);
-    if (player === this.guesser) {
-      const stop = pySearch(this.inst.Stop_Construction as string, utterance, true);
-      const move = pySearch(this.inst.Move_Construction as string, utterance, true);
-      if (move && stop) {
-        this.invalidResponse = true;
-        return false;
-      }
-      if (stop) {
-        this.gameStop = true;
-        return true;
-      }
-      if (pyFindAll(this.inst.Move_Construction as string, utterance, true).length > 1) {
-        this.invalidResponse = true;
-        return false;
-      }
-      if (move) return true;
-      this.invalidResponse = true;
-      return false;
-    }
+    if (player === this.guesser) return this.validateMove(utterance);
     if (utterance === "Game needs to be aborted") {
       this.invalidResponse = true;
       return false;

@@ -133,18 +133,15 @@ export class AdventureInterpreter {
   }
 
   private initializeEntityTypes(defs: Record<string, unknown>[]): void {
-    for (const d of defs) {
-      const name = d.type_name as string;
-      const attrs: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(d)) {
-        if (k === "type_name") this.reprStrToType.set(d.repr_str as string, name);
-        else attrs[k] = v;
-      }
-      this.entityTypes.set(name, attrs);
-    }
+    this.initializeTypes(defs, this.entityTypes);
   }
 
   private initializeRoomTypes(defs: Record<string, unknown>[]): void {
+    this.initializeTypes(defs, this.roomTypes);
+  }
+
+  /** Entity and room type definitions: attributes by type_name, and repr_str → type_name. */
+  private initializeTypes(defs: Record<string, unknown>[], into: Map<string, Record<string, unknown>>): void {
     for (const d of defs) {
       const name = d.type_name as string;
       const attrs: Record<string, unknown> = {};
@@ -152,7 +149,7 @@ export class AdventureInterpreter {
         if (k === "type_name") this.reprStrToType.set(d.repr_str as string, name);
         else attrs[k] = v;
       }
-      this.roomTypes.set(name, attrs);
+      into.set(name, attrs);
     }
   }
 

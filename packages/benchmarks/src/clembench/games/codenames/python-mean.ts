@@ -1,26 +1,14 @@
 // Python's `statistics.mean` on ints and floats: the exact rational mean, returned as an int when every input
 // is an int and the mean is whole, otherwise as the correctly rounded float (`_sum` / `_convert`).
-import { PyFloat } from "../../py.js";
+import { PyFloat, decomposeDouble } from "../../py.js";
 
 /** A Python number: a plain JS number is an int, a PyFloat a float. */
 export type PyNum = number | PyFloat;
 
 function toRational(x: number): [bigint, bigint] {
   if (Number.isInteger(x) && Math.abs(x) <= Number.MAX_SAFE_INTEGER) return [BigInt(x), 1n];
-  const buf = new DataView(new ArrayBuffer(8));
-  buf.setFloat64(0, x);
-  const hi = buf.getUint32(0);
-  const lo = buf.getUint32(4);
-  const sign = hi >>> 31 ? -1n : 1n;
-  const e = (hi >>> 20) & 0x7ff;
-  let mant = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
-  let exp: number;
-  if (e === 0) exp = -1074;
-  else {
-    mant |= 1n << 52n;
-    exp = e - 1075;
-  }
-  return exp >= 0 ? [sign * (mant << BigInt(exp)), 1n] : [sign * mant, 1n << BigInt(-exp)];
+  const { mant, exp } = decomposeDouble(x);
+  return exp >= 0 ? [mant << BigInt(exp), 1n] : [mant, 1n << BigInt(-exp)];
 }
 
 const bitLength = (n: bigint) => n.toString(2).length;

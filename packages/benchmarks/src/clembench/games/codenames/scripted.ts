@@ -18,6 +18,16 @@ function lastUser(messages: ChatTurn[], context: Context): string {
 
 const reverse = (w: string) => [...w].reverse().join("");
 
+/** A scripted player: `opts.overrides` by turn, else `policy` on the last user prompt. */
+function scriptedPlayer(opts: CodenamesScriptOptions, policy: (prompt: string) => string): ScriptedBackend {
+  let turn = 0;
+  return new ScriptedBackend((messages, context) => {
+    const override = opts.overrides?.[turn++];
+    if (override !== undefined) return override;
+    return policy(lastUser(messages, context));
+  }, opts.modelName ?? "programmatic");
+}
+
 function wordList(prompt: string, pattern: RegExp): string[] {
   const m = pattern.exec(prompt);
   return m ? m[1].split(", ").filter((w) => w.length > 0) : [];
@@ -30,12 +40,7 @@ function wordList(prompt: string, pattern: RegExp): string[] {
  * word may already be revealed; distractors never are, hence their priority.
  */
 export function codenamesCluegiver(mode: CluegiverMode = "team", opts: CodenamesScriptOptions = {}): ScriptedBackend {
-  let turn = 0;
-  return new ScriptedBackend((messages, context) => {
-    const t = turn++;
-    const override = opts.overrides?.[t];
-    if (override !== undefined) return override;
-    const prompt = lastUser(messages, context);
+  return scriptedPlayer(opts, (prompt) => {
     const lists = {
       team: wordList(prompt, /team words are: (.*)\./),
       opponent: wordList(prompt, /(?:opponent's team words are|Remaining words for your opponent are): (.*)\./),
@@ -49,19 +54,14 @@ export function codenamesCluegiver(mode: CluegiverMode = "team", opts: Codenames
     } else if (mode === "assassin" && lists.assassin.length > 0) targets = lists.assassin.slice(0, 1);
     else targets = lists.team.slice(0, 2);
     return `CLUE: x${targets.map(reverse).join("0")}\nTARGETS: ${targets.join(", ")}`;
-  }, opts.modelName ?? "programmatic");
+  });
 }
 
 /** A guesser that decodes the scripted cluegiver's clue and guesses exactly its targets. */
 export function codenamesGuesser(opts: CodenamesScriptOptions = {}): ScriptedBackend {
-  let turn = 0;
-  return new ScriptedBackend((messages, context) => {
-    const t = turn++;
-    const override = opts.overrides?.[t];
-    if (override !== undefined) return override;
-    const prompt = lastUser(messages, context);
+  return scriptedPlayer(opts, (prompt) => {
     const clues = [...prompt.matchAll(/associated with the word '([^']*)'/g)];
     const clue = clues.length > 0 ? clues[clues.length - 1][1] : "x";
     return `GUESS: ${clue.slice(1).split("0").map(reverse).join(", ")}`;
-  }, opts.modelName ?? "programmatic");
+  });
 }
