@@ -158,6 +158,27 @@ export * from "./repro/index.js";
 export { agentModelAvailable, agentModelDir, agentModelHeldoutPath } from "./agent-model/paths.js";
 export { GUESS_NUMBER_LESSON } from "./agent-model/notes.js";
 export {
+  AGENT_CLEM_GAMES,
+  type AgentClemGame,
+  CLEM_SKILLS,
+  type ClemSkill,
+  type ClemDocument,
+  clemCorpus,
+  clemEnvironment,
+  clemEpisodeDocuments,
+  clemPartners,
+  clemPlayer,
+  clemPlayerView,
+  clemTrainPositions,
+  clemViewPolicy,
+} from "./agent-model/clem-players.js";
+export {
+  type ClemEvalOptions,
+  type ClemEvalResult,
+  clemExpertPlayers,
+  evaluateClemHeldout,
+} from "./agent-model/clem-eval.js";
+export {
   CLEM_HELDOUT_EVERY,
   clemSplitIndices,
   isHeldOutInstance,

@@ -14,7 +14,7 @@ import { playEpisode } from "./episode.js";
 import type { GameDefinition } from "./game.js";
 import { type EpisodeSpec, type InstanceFilter, listEpisodes, loadInstances } from "./instances.js";
 import type { ChatTurn, Context, PlayerBackend } from "./player.js";
-import { cleanReply } from "./player.js";
+import { cleanReply, ensureAlternatingRoles } from "./player.js";
 import * as M from "./metrics.js";
 import { toNumber } from "./py.js";
 import { getGame } from "./registry.js";
@@ -65,19 +65,22 @@ async function playEpisodeScores(
   };
 }
 
-type Pending = { kind: "request"; context: string } | { kind: "done" } | { kind: "error"; error: Error };
+type Pending =
+  | { kind: "request"; context: string; perspective: ChatTurn[] }
+  | { kind: "done" }
+  | { kind: "error"; error: Error };
 
 class BridgeBackend implements PlayerBackend {
   readonly modelName = "kiln-agent";
   private waiting: ((reply: string) => void) | null = null;
-  onRequest: (context: Context) => void = () => {};
+  onRequest: (context: Context, perspective: ChatTurn[]) => void = () => {};
 
-  respond(_messages: ChatTurn[], context: Context): Promise<string> {
+  respond(messages: ChatTurn[], context: Context): Promise<string> {
     return new Promise((resolve) => {
       this.waiting = resolve;
       // Deferred: a game that asks before its first await (privateshared probes in onBeforeGame) asks while
       // reset() is still wiring its listener up; a microtask later the listener is there.
-      queueMicrotask(() => this.onRequest(context));
+      queueMicrotask(() => this.onRequest(context, messages));
     });
   }
 
@@ -139,7 +142,8 @@ export class ClemGameEnvironment implements Environment<ClemEnvironmentState> {
 
   private waitNext(): Promise<Pending> {
     return new Promise<Pending>((resolve) => {
-      this.bridge.onRequest = (context) => resolve({ kind: "request", context: context.content });
+      this.bridge.onRequest = (context, perspective) =>
+        resolve({ kind: "request", context: context.content, perspective });
       this.finished?.then(
         () => resolve({ kind: "done" }),
         (error: Error) => resolve({ kind: "error", error }),
@@ -169,8 +173,10 @@ export class ClemGameEnvironment implements Environment<ClemEnvironmentState> {
     }
     if (first.kind === "error") throw first.error;
     if (first.kind === "done") return { messages: [], info: { game: this.def.name, instance: spec.instance.game_id } };
+    // The player's whole perspective: a game may seed its memory first (privateshared's pseudo turn
+    // carries the initial prompt and the answerer's "Ok.").
     return {
-      messages: [{ role: "user", content: first.context }],
+      messages: ensureAlternatingRoles(first.perspective),
       info: { game: this.def.name, experiment: spec.experiment.name, instance: spec.instance.game_id },
     };
   }

@@ -1,6 +1,12 @@
 import { ScriptedPolicy, branchEpisode, runEpisodes } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
-import { ClemGameEnvironment, type WordleWords, policyFromBackend, wordleSolver } from "../../src/clembench/index.js";
+import {
+  ClemGameEnvironment,
+  type WordleWords,
+  policyFromBackend,
+  privateSharedOracle,
+  wordleSolver,
+} from "../../src/clembench/index.js";
 import { dataDir, spec } from "./helpers.js";
 
 const words = spec("wordle").experiment.lang_keywords as WordleWords;
@@ -45,5 +51,23 @@ describe("a clembench game as a rollout environment", () => {
       expect(c.outcome.scores.success).toBe(1);
     }
     expect(() => new ClemGameEnvironment({ game: "taboo", dataDir })).toThrow(/give 1 partner backend/);
+  });
+
+  it("a game that asks before its first await (privateshared) is played, and its pseudo turn opens the prompt", async () => {
+    const s0 = spec("privateshared");
+    const env = new ClemGameEnvironment({ game: "privateshared", dataDir, filter: { limitPerExperiment: 1 } });
+    const r = await runEpisodes({
+      makeEnv: () => env,
+      policy: policyFromBackend(privateSharedOracle(s0.instance)),
+      episodes: [{ id: "ps", seed: 0 }],
+      concurrency: 1,
+      limits: { maxTurns: 60 },
+    });
+    const t = r.trajectories[0];
+    expect(t.outcome.status).not.toBe("error");
+    expect(t.prompt.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(t.prompt[0].content).toBe(s0.instance.initial_prompt);
+    expect(t.prompt[2].content).toMatch(/^ME: /);
+    expect(t.outcome.scores.main_score).toBe(100);
   });
 });

@@ -22,17 +22,19 @@ export interface AgentModelSize {
   vocabSize: number;
 }
 
-export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, vocabSize: 512 };
+// A 1024-token vocabulary (512 before the clembench games): the games' long, repeated prompts take fewer
+// tokens, so more of a game's state fits in a row.
+export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, vocabSize: 1024 };
 
 export interface BuildAgentModelOptions {
   outDir: string;
   seed?: number;
-  /** Optimizer steps (default 3000). */
+  /** Optimizer steps (default 650). */
   steps?: number;
-  /** Packed rows of `maxLength` tokens per step (default 12). */
+  /** Packed rows of `maxLength` tokens per step (default 10). */
   batchSize?: number;
   lr?: number;
-  /** Row width in tokens; a longer document keeps its end (default 640). */
+  /** Row width in tokens; a longer document keeps its end (default 768). */
   maxLength?: number;
   guessNumberEpisodes?: number;
   stories?: number;
@@ -52,6 +54,7 @@ export interface BuildAgentModelResult {
   lossFirst: number;
   lossLast: number;
   heldoutPerplexity: number;
+  tokens: Record<string, GameTokenStats>;
 }
 
 export class AgentModelBuildError extends Error {
@@ -74,21 +77,68 @@ export function documentText(doc: CorpusDocument): string {
 
 interface Row {
   ids: Int32Array;
-  /** Tokens before this index carry no loss. */
-  lossFrom: number;
+  /** 1 where the token carries the loss. */
+  mask: Uint8Array;
+  /** Tokens of the document before a too-long one was cut to its end. */
+  fullLength: number;
 }
 
-/** Token ids of a document and where its loss starts. */
+/** Token ids of a document and which of them carry the loss. */
 export function documentRow(doc: CorpusDocument, tokenizer: Tokenizer, maxLength: number): Row {
   const ids = tokenizer.encode(documentText(doc));
-  let lossFrom = 0;
-  if (doc.lossOn === "last" && doc.messages && doc.messages.length > 1) {
-    const head = corpusTemplate().render(doc.messages.slice(0, -1), { addGenerationPrompt: true });
-    lossFrom = tokenizer.encode(head).length;
-  }
+  const mask = new Uint8Array(ids.length);
+  const messages = doc.messages;
+  if (doc.lossOn === "last" && messages && messages.length > 1) {
+    const head = corpusTemplate().render(messages.slice(0, -1), { addGenerationPrompt: true });
+    mask.fill(1, tokenizer.encode(head).length);
+  } else if (doc.lossOn === "assistant" && messages) {
+    // A reply's tokens run from the end of its generation prompt to the end of the rendering that includes it
+    // (the chat template's special tokens split the text, so a prefix encodes to a prefix of the ids).
+    for (let i = 0; i < messages.length; i++) {
+      if (messages[i].role !== "assistant") continue;
+      const from = tokenizer.encode(
+        corpusTemplate().render(messages.slice(0, i), { addGenerationPrompt: true }),
+      ).length;
+      const to = tokenizer.encode(corpusTemplate().render(messages.slice(0, i + 1), {})).length;
+      mask.fill(1, from, to);
+    }
+  } else mask.fill(1);
   // Keep the end (the reply) when a document is too long.
   const start = Math.max(0, ids.length - maxLength);
-  return { ids: Int32Array.from(ids.slice(start)), lossFrom: Math.max(0, lossFrom - start) };
+  return { ids: Int32Array.from(ids.slice(start)), mask: mask.slice(start), fullLength: ids.length };
+}
+
+export interface GameTokenStats {
+  documents: number;
+  meanTokens: number;
+  maxTokens: number;
+  lossTokens: number;
+  /** Documents longer than maxLength (they keep their end). */
+  truncated: number;
+}
+
+/** Per game: document count, tokens before the cut, loss tokens after it, and how many were cut. */
+function corpusTokenStats(docs: readonly CorpusDocument[], rows: readonly Row[], maxLength: number) {
+  const acc: Record<string, { documents: number; tokens: number; maxTokens: number; loss: number; cut: number }> = {};
+  docs.forEach((d, i) => {
+    const a = (acc[d.game] ??= { documents: 0, tokens: 0, maxTokens: 0, loss: 0, cut: 0 });
+    const full = rows[i].fullLength;
+    a.documents++;
+    a.tokens += full;
+    a.maxTokens = Math.max(a.maxTokens, full);
+    a.loss += rows[i].mask.reduce((n, m) => n + m, 0);
+    if (full > maxLength) a.cut++;
+  });
+  const out: Record<string, GameTokenStats> = {};
+  for (const [game, a] of Object.entries(acc))
+    out[game] = {
+      documents: a.documents,
+      meanTokens: Math.round(a.tokens / a.documents),
+      maxTokens: a.maxTokens,
+      lossTokens: a.loss,
+      truncated: a.cut,
+    };
+  return out;
 }
 
 /** Batch widths are rounded up to this many tokens, so a run sees a few shapes and reuses their memory. */
@@ -137,7 +187,7 @@ function epochPackedBatches(rows: readonly Row[], batchRows: number, width: numb
   return batches;
 }
 
-/** `batchRows` rows of `width` tokens, each the concatenation of its documents; loss from each document's lossFrom. */
+/** `batchRows` rows of `width` tokens, each the concatenation of its documents, with their loss masks. */
 function makePackedBatch(batch: readonly Row[][], batchRows: number, width: number, padId: number): SftCollated {
   const rows = Array.from({ length: batchRows }, (_, b) => {
     const docs = batch[b] ?? [];
@@ -146,8 +196,8 @@ function makePackedBatch(batch: readonly Row[][], batchRows: number, width: numb
     let at = 0;
     for (const d of docs) {
       ids.set(d.ids, at);
-      // The label at position t is token t itself (the loss shifts); a document's loss starts at lossFrom.
-      mask.fill(1, at + d.lossFrom, at + d.ids.length);
+      // The label at position t is token t itself (the loss shifts).
+      mask.set(d.mask, at);
       at += d.ids.length;
     }
     return { ids, mask };
@@ -178,12 +228,12 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const log = options.log ?? ((line: string) => console.log(line));
   const seed = options.seed ?? 0;
   const size = { ...AGENT_MODEL_SIZE, ...options.size };
-  const steps = options.steps ?? 600;
-  const batchSize = options.batchSize ?? 12;
-  const maxLength = options.maxLength ?? 640;
+  const steps = options.steps ?? 650;
+  const batchSize = options.batchSize ?? 10;
+  const maxLength = options.maxLength ?? 768;
 
   log(`[agent-model] corpus (seed ${seed})`);
-  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 4000 });
+  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 2500 });
   const storyCount = options.stories ?? 300;
   const heldoutCount = options.heldoutStories ?? 64;
   const stories = await sampleStories({ count: storyCount + heldoutCount, seed });
@@ -206,6 +256,11 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   log(
     `[agent-model] BPE vocabulary ${tokenizer.vocabSize}; ${trainTokens} tokens (${(trainTokens / rows.length).toFixed(0)} per document)`,
   );
+  const tokenStats = corpusTokenStats(docs, rows, maxLength);
+  for (const [game, st] of Object.entries(tokenStats))
+    log(
+      `[agent-model]   ${game}: ${st.documents} documents, ${st.meanTokens} tokens on average (max ${st.maxTokens}), ${st.lossTokens} loss tokens, ${st.truncated} cut to ${maxLength}`,
+    );
 
   const config = tinyQwen3Config(size.vocabSize, {
     hidden_size: size.hiddenSize,
@@ -289,5 +344,14 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   await writeFileAtomic(join(tmp, "heldout.txt"), `${heldout.join("\n")}\n`);
   rmSync(options.outDir, { recursive: true, force: true });
   renameSync(tmp, options.outDir);
-  return { dir: options.outDir, parameters, documents: counts, trainTokens, lossFirst, lossLast, heldoutPerplexity };
+  return {
+    dir: options.outDir,
+    parameters,
+    documents: counts,
+    trainTokens,
+    lossFirst,
+    lossLast,
+    heldoutPerplexity,
+    tokens: tokenStats,
+  };
 }

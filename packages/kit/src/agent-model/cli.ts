@@ -9,15 +9,15 @@ export const agentModelCommand = defineCommand({
   name: "agent-model",
   summary: "build the embedded agent model from nothing",
   description:
-    "Scripted-player transcripts (guess-number, questworld, Wordle) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 30 minutes on two CPU cores with the defaults.",
+    "Scripted-player transcripts (guess-number, questworld, eight clembench games) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 30 minutes on two CPU cores with the defaults.",
   options: {
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
-    steps: { type: "integer", default: 600, min: 1, description: "training steps" },
+    steps: { type: "integer", default: 650, min: 1, description: "training steps" },
     backend: { type: "string", choices: ["wasm", "native", "js"], default: "wasm", description: "tensor backend" },
     "no-progress": { type: "boolean", description: "no progress bar" },
   },
-  examples: ["kiln agent-model --out my-agent-model --steps 600"],
+  examples: ["kiln agent-model --out my-agent-model --backend native"],
   run: async ({ values, argv }) => {
     const { initBackend, setBackend } = await import("@kiln/tensor");
     const again = ["kiln", "agent-model", ...argv].map(shellQuote).join(" ");

@@ -20,10 +20,11 @@ export interface CorpusDocument {
   messages?: Message[];
   text?: string;
   /**
-   * Which tokens carry the loss: "all" (default) or "last", only the final assistant reply — for
-   * windowed documents whose context repeats across the documents of one episode.
+   * Which tokens carry the loss: "all" (default); "last", only the final assistant reply — for
+   * windowed documents whose context repeats across the documents of one episode; "assistant", every
+   * assistant reply (a game's prompts are the game's, not the player's).
    */
-  lossOn?: "all" | "last";
+  lossOn?: "all" | "last" | "assistant";
 }
 
 /** Turns a guess-number episode may take (bisection needs at most 7 for 1..100). */

@@ -134,10 +134,12 @@ describe("BPE tokenizer learnt from the corpus", () => {
     const lastReply = messages.map((m) => m.role).lastIndexOf("assistant");
     const doc = { ...docs[0], messages: messages.slice(0, lastReply + 1), lossOn: "last" as const };
     const row = documentRow(doc, tok, 10_000);
-    const reply = tok.decode(Array.from(row.ids.subarray(row.lossFrom)));
+    const lossFrom = row.mask.indexOf(1);
+    expect(Array.from(row.mask.subarray(lossFrom)).every((m) => m === 1)).toBe(true);
+    const reply = tok.decode(Array.from(row.ids.subarray(lossFrom)));
     expect(reply.startsWith("<tool_call>")).toBe(true);
     expect(reply.split("<|im_start|>").length).toBe(1);
-    expect(documentRow(docs[0], tok, 10_000).lossFrom).toBe(0);
+    expect(documentRow(docs[0], tok, 10_000).mask.every((m) => m === 1)).toBe(true);
     // Too long: the end (the reply) is kept.
     const cut = documentRow(doc, tok, 20);
     expect(cut.ids.length).toBe(20);
