@@ -104,6 +104,7 @@ export {
   type BranchDpoOptions,
 } from "./recipes/arp.js";
 export {
+  RECIPE_PRESETS,
   UNSTATED_SEED_FIELDS,
   applyConfigObject,
   arpSeedConfig,
@@ -113,9 +114,15 @@ export {
   opdSeedConfig,
   opdTinyConfig,
   presetConfig,
+  recipeConfig,
+  resolveConfig,
   setConfigValue,
   stageForward,
   type ArpConfig,
+  type ConfigOverrides,
+  type Preset,
+  type RecipeConfigOf,
+  type RecipeName,
   type BaseDtype,
   type DpoStageSettings,
   type LoraSettings,

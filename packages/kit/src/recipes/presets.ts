@@ -1,6 +1,7 @@
-// Recipe configurations: `seed` (the seed systems' cards, as issue-stated hyperparameters) and
-// `tiny` (the same stage structure sized for a CPU and the embedded tiny model, in minutes).
-// Every field is settable from the CLI (--set path=value) and a config file (--config FILE);
+// Recipe configurations: one default per recipe, the seed systems' cards (as issue-stated
+// hyperparameters), and presets as overrides of it: `seed` (none) and `tiny` (the same stage structure
+// sized for a CPU and the embedded tiny model, in minutes); the repro tables' sizes (repro/config.ts)
+// are overrides of the same defaults. Every field is settable from the CLI (--set path=value) and a config file (--config FILE);
 // the effective configuration is written to the run's config.json.
 import type { ScheduleKind } from "../trainer/trainer.js";
 import type { FailureMode } from "./diagnose.js";
@@ -119,74 +120,67 @@ const SEED_DPO = {
   checkpointEvery: 50,
 };
 
-export function arpSeedConfig(): ArpConfig {
-  return {
-    recipe: "arp",
-    seed: 42,
-    lora: { ...SEED_LORA },
-    data: { capPerGame: 700, holdoutFraction: 0.05, sourceEpisodes: 700 },
-    sft: {
-      ...SEED_SCHEDULE,
-      lr: 2e-4,
-      microBatchSize: 8,
-      gradAccum: 4,
-      maxLength: 2048,
-      gradientCheckpointing: true,
-      checkpointEvery: 50,
+/** ARP's default: the seed cards' configuration (seeds 002/003). Every other ARP preset is overrides of it. */
+const ARP_DEFAULT: ArpConfig = {
+  recipe: "arp",
+  seed: 42,
+  lora: { ...SEED_LORA },
+  data: { capPerGame: 700, holdoutFraction: 0.05, sourceEpisodes: 700 },
+  sft: {
+    ...SEED_SCHEDULE,
+    lr: 2e-4,
+    microBatchSize: 8,
+    gradAccum: 4,
+    maxLength: 2048,
+    gradientCheckpointing: true,
+    checkpointEvery: 50,
+  },
+  turnDpo1: { ...SEED_DPO, modes: ["repeat", "length"], studentEpisodes: 200 },
+  turnDpo2: { ...SEED_DPO, modes: ["invalid", "duplicate_field"], studentEpisodes: 200 },
+  branchDpo: { ...SEED_DPO, beta: 0.2, k: 4, forks: 100, minMargin: 0 },
+  scale: 0.85,
+  mergeDtype: "f32",
+  baseDtype: "f32",
+  rollout: { temperature: 1, maxTokens: 256, maxTurns: 8 },
+  eval: { episodes: 100, baseSeed: 100_000 },
+  maxChars: 400,
+};
+
+/** The tiny preset's DPO stages: the same structure, sized for a CPU and the embedded tiny model. */
+const TINY_DPO: ConfigOverrides<DpoStageSettings> = {
+  warmupRatio: 0.1,
+  epochs: 2,
+  lr: 2e-3,
+  microBatchSize: 2,
+  gradAccum: 1,
+  maxLength: 512,
+  checkpointEvery: 4,
+};
+
+const ARP_PRESETS: Record<string, Preset<ArpConfig>> = {
+  seed: { about: "the seed cards' configuration (seeds 002/003)", overrides: {} },
+  tiny: {
+    about: "the seed's stages sized for a CPU and the embedded tiny model (minutes)",
+    overrides: {
+      lora: { r: 8, alpha: 16 },
+      data: { capPerGame: 16, holdoutFraction: 0.1, sourceEpisodes: 12 },
+      sft: { ...TINY_DPO, lr: 5e-3, gradAccum: 2, gradientCheckpointing: false },
+      turnDpo1: { ...TINY_DPO, studentEpisodes: 3 },
+      turnDpo2: { ...TINY_DPO, studentEpisodes: 3 },
+      branchDpo: { ...TINY_DPO, k: 3, forks: 2 },
+      rollout: { maxTokens: 32, maxTurns: 3 },
+      eval: { episodes: 4 },
+      maxChars: 120,
     },
-    turnDpo1: { ...SEED_DPO, modes: ["repeat", "length"], studentEpisodes: 200 },
-    turnDpo2: { ...SEED_DPO, modes: ["invalid", "duplicate_field"], studentEpisodes: 200 },
-    branchDpo: { ...SEED_DPO, beta: 0.2, k: 4, forks: 100, minMargin: 0 },
-    scale: 0.85,
-    mergeDtype: "f32",
-    baseDtype: "f32",
-    rollout: { temperature: 1, maxTokens: 256, maxTurns: 8 },
-    eval: { episodes: 100, baseSeed: 100_000 },
-    maxChars: 400,
-  };
+  },
+};
+
+export function arpSeedConfig(): ArpConfig {
+  return presetConfig("arp", "seed");
 }
 
 export function arpTinyConfig(): ArpConfig {
-  const dpo = {
-    schedule: "cosine" as const,
-    warmupRatio: 0.1,
-    epochs: 2,
-    maxSteps: null,
-    weightDecay: 0,
-    maxGradNorm: 1,
-    evalEvery: 0,
-    lr: 2e-3,
-    beta: 0.1,
-    microBatchSize: 2,
-    gradAccum: 1,
-    maxLength: 512,
-    checkpointEvery: 4,
-    headChunkRows: null,
-    checkpointLayers: false,
-  };
-  return {
-    recipe: "arp",
-    seed: 42,
-    lora: { r: 8, alpha: 16, dropout: 0.05, targetModules: "all-linear", useRslora: false },
-    data: { capPerGame: 16, holdoutFraction: 0.1, sourceEpisodes: 12 },
-    sft: {
-      ...dpo,
-      lr: 5e-3,
-      epochs: 2,
-      microBatchSize: 2,
-      gradAccum: 2,
-      gradientCheckpointing: false,
-    },
-    turnDpo1: { ...dpo, modes: ["repeat", "length"], studentEpisodes: 3 },
-    turnDpo2: { ...dpo, modes: ["invalid", "duplicate_field"], studentEpisodes: 3 },
-    branchDpo: { ...dpo, beta: 0.2, k: 3, forks: 2, minMargin: 0 },
-    scale: 0.85,
-    mergeDtype: "f32",
-    baseDtype: "f32",
-    rollout: { temperature: 1, maxTokens: 32, maxTurns: 3 },
-    eval: { episodes: 4, baseSeed: 100_000 },
-    maxChars: 120,
-  };
+  return presetConfig("arp", "tiny");
 }
 
 export interface OpdConfig {
@@ -228,58 +222,66 @@ export interface OpdConfig {
   eval: { seeds: number[] };
 }
 
+/** OPD's default: the seed card's configuration (seed 000). */
+const OPD_DEFAULT: OpdConfig = {
+  recipe: "opd",
+  seed: 42,
+  lora: { r: 64, alpha: 64, dropout: 0, targetModules: "all-linear", useRslora: false },
+  baseDtype: "f32",
+  rounds: 2,
+  episodesPerRound: 64,
+  wallStarts: true,
+  packTurns: false,
+  train: {
+    lr: 1e-4,
+    microBatchSize: 4,
+    gradAccum: 4,
+    maxLength: 4096,
+    epochs: 1,
+    maxSteps: null,
+    schedule: "constant",
+    warmupRatio: 0,
+    weightDecay: 0,
+    maxGradNorm: 1,
+    checkpointEvery: 50,
+    evalEvery: 0,
+    headChunkRows: null,
+    checkpointLayers: false,
+  },
+  objective: {
+    clamp: 3,
+    earlyTurnWeight: 1.5,
+    earlyTurns: 1,
+    objective: "ppo",
+    clipLow: 0.2,
+    clipHigh: 0.2,
+    divergence: "sampled",
+    teacherTopK: 20,
+  },
+  scale: 1,
+  rollout: { temperature: 1, maxTokens: 256, maxTurns: 30 },
+  eval: { seeds: [1, 2, 3] },
+};
+
+const OPD_PRESETS: Record<string, Preset<OpdConfig>> = {
+  seed: { about: "the seed card's configuration (seed 000)", overrides: {} },
+  tiny: {
+    about: "the seed's rounds sized for a CPU and the embedded tiny model (minutes)",
+    overrides: {
+      lora: { r: 8, alpha: 8 },
+      episodesPerRound: 2,
+      train: { lr: 1e-3, microBatchSize: 2, gradAccum: 2, maxLength: 1024, checkpointEvery: 4 },
+      rollout: { maxTokens: 24, maxTurns: 3 },
+    },
+  },
+};
+
 export function opdSeedConfig(): OpdConfig {
-  return {
-    recipe: "opd",
-    seed: 42,
-    lora: { r: 64, alpha: 64, dropout: 0, targetModules: "all-linear", useRslora: false },
-    baseDtype: "f32",
-    rounds: 2,
-    episodesPerRound: 64,
-    wallStarts: true,
-    packTurns: false,
-    train: {
-      lr: 1e-4,
-      microBatchSize: 4,
-      gradAccum: 4,
-      maxLength: 4096,
-      epochs: 1,
-      maxSteps: null,
-      schedule: "constant",
-      warmupRatio: 0,
-      weightDecay: 0,
-      maxGradNorm: 1,
-      checkpointEvery: 50,
-      evalEvery: 0,
-      headChunkRows: null,
-      checkpointLayers: false,
-    },
-    objective: {
-      clamp: 3,
-      earlyTurnWeight: 1.5,
-      earlyTurns: 1,
-      objective: "ppo",
-      clipLow: 0.2,
-      clipHigh: 0.2,
-      divergence: "sampled",
-      teacherTopK: 20,
-    },
-    scale: 1,
-    rollout: { temperature: 1, maxTokens: 256, maxTurns: 30 },
-    eval: { seeds: [1, 2, 3] },
-  };
+  return presetConfig("opd", "seed");
 }
 
 export function opdTinyConfig(): OpdConfig {
-  const c = opdSeedConfig();
-  return {
-    ...c,
-    lora: { r: 8, alpha: 8, dropout: 0, targetModules: "all-linear", useRslora: false },
-    episodesPerRound: 2,
-    train: { ...c.train, lr: 1e-3, microBatchSize: 2, gradAccum: 2, maxLength: 1024, checkpointEvery: 4 },
-    rollout: { temperature: 1, maxTokens: 24, maxTurns: 3 },
-    eval: { seeds: [1, 2, 3] },
-  };
+  return presetConfig("opd", "tiny");
 }
 
 export interface OelConfig {
@@ -297,49 +299,58 @@ export interface OelConfig {
   eval: { trials: number; temperature: number };
 }
 
-export function oelSeedConfig(): OelConfig {
-  return {
-    recipe: "oel",
-    seed: 42,
-    lora: { r: 16, alpha: 32, dropout: 0, targetModules: "all-linear", useRslora: false },
-    baseDtype: "f32",
-    tasks: 20,
-    train: {
-      // The top of the authors' LoRA range (kiln's earlier 5e-4 was 10× their upper bound); kiln trains
-      // the same LoRA update in f32 where the seed trains bf16, and Adam's step does not scale with the
-      // gradient, so the lr carries over unchanged.
-      lr: 5e-5,
-      microBatchSize: 4,
-      gradAccum: 1,
-      maxLength: 4096,
-      epochs: 1,
-      maxSteps: null,
-      schedule: "cosine",
-      warmupRatio: 0.03,
-      weightDecay: 0,
-      maxGradNorm: 1,
-      checkpointEvery: 50,
-      evalEvery: 0,
-      headChunkRows: null,
-      checkpointLayers: false,
+/** OEL's default: the seed card's configuration (seed 004). */
+const OEL_DEFAULT: OelConfig = {
+  recipe: "oel",
+  seed: 42,
+  lora: { r: 16, alpha: 32, dropout: 0, targetModules: "all-linear", useRslora: false },
+  baseDtype: "f32",
+  tasks: 20,
+  train: {
+    // The top of the authors' LoRA range (kiln's earlier 5e-4 was 10× their upper bound); kiln trains
+    // the same LoRA update in f32 where the seed trains bf16, and Adam's step does not scale with the
+    // gradient, so the lr carries over unchanged.
+    lr: 5e-5,
+    microBatchSize: 4,
+    gradAccum: 1,
+    maxLength: 4096,
+    epochs: 1,
+    maxSteps: null,
+    schedule: "cosine",
+    warmupRatio: 0.03,
+    weightDecay: 0,
+    maxGradNorm: 1,
+    checkpointEvery: 50,
+    evalEvery: 0,
+    headChunkRows: null,
+    checkpointLayers: false,
+  },
+  divergence: "forward_kl",
+  scale: 1,
+  rollout: { temperature: 1, maxTokens: 256, maxTurns: 10 },
+  eval: { trials: 3, temperature: 0 },
+};
+
+const OEL_PRESETS: Record<string, Preset<OelConfig>> = {
+  seed: { about: "the seed card's configuration (seed 004)", overrides: {} },
+  tiny: {
+    about: "the seed's stages sized for a CPU and the embedded tiny model (minutes)",
+    overrides: {
+      lora: { r: 8, alpha: 16 },
+      tasks: 3,
+      train: { lr: 2e-3, microBatchSize: 2, maxLength: 1024, epochs: 2, checkpointEvery: 4 },
+      rollout: { maxTokens: 24, maxTurns: 3 },
+      eval: { trials: 2 },
     },
-    divergence: "forward_kl",
-    scale: 1,
-    rollout: { temperature: 1, maxTokens: 256, maxTurns: 10 },
-    eval: { trials: 3, temperature: 0 },
-  };
+  },
+};
+
+export function oelSeedConfig(): OelConfig {
+  return presetConfig("oel", "seed");
 }
 
 export function oelTinyConfig(): OelConfig {
-  const c = oelSeedConfig();
-  return {
-    ...c,
-    lora: { r: 8, alpha: 16, dropout: 0, targetModules: "all-linear", useRslora: false },
-    tasks: 3,
-    train: { ...c.train, lr: 2e-3, microBatchSize: 2, maxLength: 1024, epochs: 2, checkpointEvery: 4 },
-    rollout: { temperature: 1, maxTokens: 24, maxTurns: 3 },
-    eval: { trials: 2, temperature: 0 },
-  };
+  return presetConfig("oel", "tiny");
 }
 
 /**
@@ -370,16 +381,79 @@ export const UNSTATED_SEED_FIELDS: Record<"arp" | "opd" | "oel", string[]> = {
 };
 
 export type RecipeConfig = ArpConfig | OpdConfig | OelConfig;
+export type RecipeName = RecipeConfig["recipe"];
+/** The configuration type of recipe R. */
+export type RecipeConfigOf<R extends RecipeName> = Extract<RecipeConfig, { recipe: R }>;
 
-export function presetConfig(recipe: "arp" | "opd" | "oel", preset: string): RecipeConfig {
-  const table = {
-    arp: { seed: arpSeedConfig, tiny: arpTinyConfig },
-    opd: { seed: opdSeedConfig, tiny: opdTinyConfig },
-    oel: { seed: oelSeedConfig, tiny: oelTinyConfig },
-  }[recipe];
-  const make = (table as Record<string, () => RecipeConfig>)[preset];
-  if (!make) throw new RecipeError(`unknown preset "${preset}" for ${recipe} (seed | tiny)`);
-  return make();
+/**
+ * What a preset changes in its recipe's default, as a partial copy of the configuration: sections
+ * merge field by field, values and arrays replace the default's whole.
+ */
+export type ConfigOverrides<T> = T extends readonly unknown[]
+  ? T
+  : T extends object
+    ? { [K in keyof T]?: ConfigOverrides<T[K]> }
+    : T;
+
+/** A named configuration: its recipe's default with `overrides` merged on. */
+export interface Preset<C> {
+  /** What the preset is for, in a line. */
+  about: string;
+  overrides: ConfigOverrides<C>;
+}
+
+const isSection = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === "object" && !Array.isArray(v);
+
+function mergeOverrides(target: Record<string, unknown>, overrides: Record<string, unknown>, prefix: string): void {
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === undefined) continue;
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (!(key in target)) throw new RecipeError(`override "${path}": the configuration has no such field`);
+    if (isSection(target[key]) !== isSection(value))
+      throw new RecipeError(
+        `override "${path}": ${isSection(value) ? "a section for a value" : "a value for a section"}`,
+      );
+    if (isSection(value)) mergeOverrides(target[key] as Record<string, unknown>, value, path);
+    else target[key] = structuredClone(value);
+  }
+}
+
+/**
+ * A fresh configuration: `defaults` (never modified) with each of `overrides` merged on in order. An
+ * override naming a field the configuration lacks is a RecipeError, so a misspelt one cannot be ignored.
+ */
+export function resolveConfig<C extends object>(defaults: C, ...overrides: readonly NoInfer<ConfigOverrides<C>>[]): C {
+  const config = structuredClone(defaults);
+  for (const o of overrides) mergeOverrides(config as Record<string, unknown>, o as Record<string, unknown>, "");
+  return config;
+}
+
+/** Each recipe's default configuration (the seed cards') and its presets. */
+export const RECIPE_PRESETS: {
+  [R in RecipeName]: {
+    defaults: RecipeConfigOf<R>;
+    presets: Record<string, Preset<RecipeConfigOf<R>>>;
+  };
+} = {
+  arp: { defaults: ARP_DEFAULT, presets: ARP_PRESETS },
+  opd: { defaults: OPD_DEFAULT, presets: OPD_PRESETS },
+  oel: { defaults: OEL_DEFAULT, presets: OEL_PRESETS },
+};
+
+/** The recipe's default with further overrides merged on (the repro tables' sizes are built this way). */
+export function recipeConfig<R extends RecipeName>(
+  recipe: R,
+  ...overrides: readonly NoInfer<ConfigOverrides<RecipeConfigOf<R>>>[]
+): RecipeConfigOf<R> {
+  return resolveConfig(RECIPE_PRESETS[recipe].defaults as RecipeConfigOf<R>, ...overrides);
+}
+
+export function presetConfig<R extends RecipeName>(recipe: R, preset: string): RecipeConfigOf<R> {
+  const { presets } = RECIPE_PRESETS[recipe];
+  const found = Object.hasOwn(presets, preset) ? presets[preset] : undefined;
+  if (!found) throw new RecipeError(`unknown preset "${preset}" for ${recipe} (${Object.keys(presets).join(" | ")})`);
+  return recipeConfig(recipe, found.overrides);
 }
 
 /** Set `path` ("sft.lr", "turnDpo1.modes") in a config to `raw` parsed as the existing value's type. */

@@ -5,11 +5,12 @@
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import {
   type ArpConfig,
+  type ConfigOverrides,
+  type DpoStageSettings,
   type OelConfig,
   type OpdConfig,
-  arpTinyConfig,
-  oelTinyConfig,
-  opdTinyConfig,
+  recipeConfig,
+  resolveConfig,
 } from "../recipes/presets.js";
 import { ARP_EVAL_GAMES, ARP_STATIC_GAMES, type ArpClemConfig } from "./arp-clem.js";
 
@@ -51,6 +52,108 @@ export interface ReproConfig {
   };
 }
 
+/** The DPO stages of the repro ARP table: one epoch, lr 10× below SFT's (see REPRO_SIZES). */
+const REPRO_DPO: ConfigOverrides<DpoStageSettings> = {
+  warmupRatio: 0.1,
+  lr: 3e-4,
+  microBatchSize: 2,
+  gradAccum: 1,
+  maxLength: 512,
+  checkpointEvery: 1000,
+};
+
+/**
+ * What the repro tables change in each recipe's default (the seed card's configuration), sized on the
+ * embedded agent model (853k parameters), measured on 2 shared cores with wasm. The DPO and OPD
+ * learning rates are 10× below SFT's: at 2e-3 a DPO stage on 26 invalid-move pairs, or an OPD round,
+ * collapsed the policy (score 0.57 → 0.20, and 0.22 → 0.00).
+ */
+export const REPRO_SIZES: {
+  arp: ConfigOverrides<ArpConfig>;
+  opd: ConfigOverrides<OpdConfig>;
+  oel: ConfigOverrides<OelConfig>;
+} = {
+  arp: {
+    data: { capPerGame: 160, holdoutFraction: 0.1, sourceEpisodes: 160 },
+    sft: { ...REPRO_DPO, epochs: 3, lr: 4e-3, microBatchSize: 4, gradAccum: 2, gradientCheckpointing: false },
+    turnDpo1: { ...REPRO_DPO, studentEpisodes: 24 },
+    turnDpo2: { ...REPRO_DPO, studentEpisodes: 24 },
+    branchDpo: { ...REPRO_DPO, k: 3, forks: 8 },
+    rollout: { maxTokens: 48, maxTurns: GUESS_NUMBER_MAX_TURNS },
+    maxChars: 200,
+  },
+  // The seed's adapter (r 64, α 64, no rsLoRA), 64 episodes a round (32 moved the opening only). The
+  // update fits the teacher's top-20 distribution at every sampled position (reverse KL, GKD λ = 1):
+  // with the seed's sampled-token advantage the student got worse on this model (kit README, "OPD").
+  opd: {
+    rounds: 3,
+    objective: { divergence: "reverse_kl" },
+    // One packed sample per episode (every turn's tokens in one pass, 4.3× fewer tokens than per-turn
+    // samples here) and one episode per step: about the turns per step of 4 × 2 per-turn samples.
+    packTurns: true,
+    train: { lr: 1e-3, microBatchSize: 1, gradAccum: 1, maxLength: 1024, epochs: 2, checkpointEvery: 1000 },
+    // A guess-number reply is 28 tokens with this tokenizer, a questworld call up to ~45.
+    rollout: { maxTokens: 64, maxTurns: 16 },
+    eval: { seeds: [1, 2, 3, 4, 5, 6] },
+  },
+  // OEL on tau2 retail: deploy on the first `tasks` train-split tasks, evaluate on `heldout.oelTasks`
+  // test-split tasks × 3 greedy trials (the seed's protocol). lr 5e-5 (the default's) is the top of the
+  // authors' LoRA range (the seed card as kiln's issue tracker states it: kiln's earlier 5e-4 was 10×
+  // their upper bound). kiln's LoRA is the same update (W + α/r·BA, AdamW), kept in f32 where the seed
+  // trains bf16: Adam's step does not scale with the gradient, so the lr carries over as is; f32 only
+  // keeps the small updates bf16 would round away. maxLength 4096 (the seed's) holds a retail prompt
+  // (~3.9k tokens).
+  oel: {
+    lora: { r: 8, alpha: 16 },
+    tasks: 16,
+    train: { microBatchSize: 2, checkpointEvery: 1000 },
+    rollout: { maxTokens: 48, maxTurns: 4 },
+  },
+};
+
+/** One training step of every stage: what --quick changes in the stages of the budget-sized tables. */
+const QUICK_STAGE = { maxSteps: 1, epochs: 1, microBatchSize: 1, gradAccum: 1, maxLength: 256 };
+
+/** What --quick changes in the budget-sized configuration: seconds-scale, every row and column exists. */
+export const REPRO_QUICK: ConfigOverrides<ReproConfig> = {
+  arp: {
+    lora: { r: 2, alpha: 4 },
+    data: { capPerGame: 2, holdoutFraction: 0, sourceEpisodes: 2 },
+    sft: QUICK_STAGE,
+    turnDpo1: { ...QUICK_STAGE, studentEpisodes: 1 },
+    turnDpo2: { ...QUICK_STAGE, studentEpisodes: 1 },
+    branchDpo: { ...QUICK_STAGE, forks: 1, k: 2 },
+    rollout: { temperature: 1, maxTokens: 6, maxTurns: 2 },
+    eval: { episodes: 3, baseSeed: 100_000 },
+  },
+  opd: {
+    lora: { r: 2, alpha: 2 },
+    rounds: 3,
+    episodesPerRound: 1,
+    wallStarts: false,
+    train: QUICK_STAGE,
+    rollout: { temperature: 1, maxTokens: 6, maxTurns: 2 },
+    eval: { seeds: [1, 2, 3] },
+  },
+  oel: {
+    lora: { r: 2, alpha: 4 },
+    tasks: 1,
+    train: { ...QUICK_STAGE, maxLength: 8192 },
+    rollout: { temperature: 1, maxTokens: 6, maxTurns: 1 },
+    eval: { trials: 3, temperature: 0 },
+  },
+  heldout: {
+    questworldSeeds: [0, 1],
+    questworldStartsPerArchetype: 1,
+    opdEpisodes: 3,
+    opdBaseSeed: 300_000,
+    oelTasks: 2,
+    oelBaseSeed: 200_000,
+  },
+  staticScore: { maxTexts: 3, windowTokens: 32 },
+  arpClem: { instancesPerGame: 1, staticInstances: 1, maxTokens: 8, maxTurns: 3 },
+};
+
 function withSeed(c: ReproConfig, seed: number): ReproConfig {
   c.seed = seed;
   c.arp.seed = seed;
@@ -59,54 +162,14 @@ function withSeed(c: ReproConfig, seed: number): ReproConfig {
   return c;
 }
 
-/** The budget-sized configuration (measured on 2 shared CPU cores; tune after the model exists). */
+/** The budget-sized configuration: each recipe's default with REPRO_SIZES merged on, and the held-out sets. */
 export function reproConfig(seed = 42): ReproConfig {
-  // Sized on the embedded agent model (853k parameters), measured on 2 shared cores with wasm. The DPO
-  // and OPD learning rates are 10× below SFT's: at 2e-3 a DPO stage on 26 invalid-move pairs, or an
-  // OPD round, collapsed the policy (score 0.57 → 0.20, and 0.22 → 0.00).
-  const arp = arpTinyConfig();
-  arp.lora = { ...arp.lora, r: 16, alpha: 32 };
-  arp.data = { capPerGame: 160, holdoutFraction: 0.1, sourceEpisodes: 160 };
-  arp.sft = { ...arp.sft, epochs: 3, microBatchSize: 4, gradAccum: 2, lr: 4e-3, checkpointEvery: 1000 };
-  arp.turnDpo1 = { ...arp.turnDpo1, studentEpisodes: 24, epochs: 1, lr: 3e-4, checkpointEvery: 1000 };
-  arp.turnDpo2 = { ...arp.turnDpo2, studentEpisodes: 24, epochs: 1, lr: 3e-4, checkpointEvery: 1000 };
-  arp.branchDpo = { ...arp.branchDpo, forks: 8, k: 3, epochs: 1, lr: 3e-4, checkpointEvery: 1000 };
-  arp.rollout = { temperature: 1, maxTokens: 48, maxTurns: GUESS_NUMBER_MAX_TURNS };
-  arp.eval = { episodes: 100, baseSeed: 100_000 };
-  arp.maxChars = 200;
-  const opd = opdTinyConfig();
-  opd.rounds = 3;
-  opd.wallStarts = true;
-  // The seed's adapter (r 64, α 64, no rsLoRA). The update fits the teacher's top-20 distribution at
-  // every sampled position (reverse KL, GKD λ = 1): with the seed's sampled-token advantage the student
-  // got worse on this model (kit README, "OPD"), 64 episodes a round because 32 moved the opening only.
-  opd.lora = { ...opd.lora, r: 64, alpha: 64 };
-  opd.episodesPerRound = 64;
-  opd.objective = { ...opd.objective, divergence: "reverse_kl", teacherTopK: 20 };
-  // One packed sample per episode (every turn's tokens in one pass, 4.3× fewer tokens than per-turn
-  // samples here) and one episode per step: about the turns per step of 4 × 2 per-turn samples.
-  opd.packTurns = true;
-  opd.train = { ...opd.train, lr: 1e-3, microBatchSize: 1, gradAccum: 1, epochs: 2, checkpointEvery: 1000 };
-  // A guess-number reply is 28 tokens with this tokenizer, a questworld call up to ~45.
-  opd.rollout = { temperature: 1, maxTokens: 64, maxTurns: 16 };
-  opd.eval = { seeds: [1, 2, 3, 4, 5, 6] };
-  // OEL on tau2 retail: deploy on the first `tasks` train-split tasks, evaluate on `heldout.oelTasks`
-  // test-split tasks × 3 greedy trials (the seed's protocol). lr 5e-5 is the top of the authors' LoRA
-  // range (the seed card as kiln's issue tracker states it: kiln's earlier 5e-4 was 10× their upper
-  // bound). kiln's LoRA is the same update (W + α/r·BA, AdamW), kept in f32 where the seed trains
-  // bf16: Adam's step does not scale with the gradient, so the lr carries over as is; f32 only keeps
-  // the small updates bf16 would round away. maxLength 4096 (the seed's) holds a retail prompt (~3.9k tokens).
-  const oel = oelTinyConfig();
-  oel.tasks = 16;
-  oel.train = { ...oel.train, lr: 5e-5, epochs: 1, maxLength: 4096, checkpointEvery: 1000 };
-  oel.rollout = { temperature: 1, maxTokens: 48, maxTurns: 4 };
-  oel.eval = { trials: 3, temperature: 0 };
   return withSeed(
     {
       seed,
-      arp,
-      opd,
-      oel,
+      arp: recipeConfig("arp", REPRO_SIZES.arp),
+      opd: recipeConfig("opd", REPRO_SIZES.opd),
+      oel: recipeConfig("oel", REPRO_SIZES.oel),
       opdEnv: "guess-number",
       opdTeacher: "sft",
       heldout: {
@@ -134,37 +197,5 @@ export function reproConfig(seed = 42): ReproConfig {
 
 /** Seconds-scale sizes: every row and column exists, the numbers mean little. */
 export function reproQuickConfig(seed = 42): ReproConfig {
-  const c = reproConfig(seed);
-  const tinyStage = { maxSteps: 1, epochs: 1, microBatchSize: 1, gradAccum: 1, maxLength: 256 };
-  c.arp.data = { capPerGame: 2, holdoutFraction: 0, sourceEpisodes: 2 };
-  c.arp.sft = { ...c.arp.sft, ...tinyStage };
-  c.arp.turnDpo1 = { ...c.arp.turnDpo1, ...tinyStage, studentEpisodes: 1 };
-  c.arp.turnDpo2 = { ...c.arp.turnDpo2, ...tinyStage, studentEpisodes: 1 };
-  c.arp.branchDpo = { ...c.arp.branchDpo, ...tinyStage, forks: 1, k: 2 };
-  c.arp.rollout = { temperature: 1, maxTokens: 6, maxTurns: 2 };
-  c.arp.eval = { episodes: 3, baseSeed: 100_000 };
-  c.arp.lora = { ...c.arp.lora, r: 2, alpha: 4 };
-  c.opd.rounds = 3;
-  c.opd.episodesPerRound = 1;
-  c.opd.wallStarts = false;
-  c.opd.train = { ...c.opd.train, ...tinyStage };
-  c.opd.rollout = { temperature: 1, maxTokens: 6, maxTurns: 2 };
-  c.opd.eval = { seeds: [1, 2, 3] };
-  c.opd.lora = { ...c.opd.lora, r: 2, alpha: 2 };
-  c.oel.tasks = 1;
-  c.oel.train = { ...c.oel.train, ...tinyStage, maxLength: 8192 };
-  c.oel.rollout = { temperature: 1, maxTokens: 6, maxTurns: 1 };
-  c.oel.eval = { trials: 3, temperature: 0 };
-  c.oel.lora = { ...c.oel.lora, r: 2, alpha: 4 };
-  c.heldout = {
-    questworldSeeds: [0, 1],
-    questworldStartsPerArchetype: 1,
-    opdEpisodes: 3,
-    opdBaseSeed: 300_000,
-    oelTasks: 2,
-    oelBaseSeed: 200_000,
-  };
-  c.staticScore = { maxTexts: 3, windowTokens: 32 };
-  c.arpClem = { ...c.arpClem, instancesPerGame: 1, staticInstances: 1, maxTokens: 8, maxTurns: 3 };
-  return c;
+  return resolveConfig(reproConfig(seed), REPRO_QUICK);
 }

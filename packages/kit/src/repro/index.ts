@@ -25,7 +25,7 @@ export {
 } from "./arp-clem.js";
 export { ARP_SEED_EFFECT_PHASES, arpClemTable, arpGamesTable, arpSeedsTable } from "./arp-clem-table.js";
 export { REPRO_ABLATIONS, REPRO_RECIPES, type ReproAblation, reproEffectiveConfig, reproModelSource } from "./cli.js";
-export { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
+export { REPRO_QUICK, REPRO_SIZES, type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
 export { ReproError } from "./errors.js";
 export { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
 export { type OelRow, consolidationTable, oelSplits, oelTable, reproOel } from "./oel-repro.js";
