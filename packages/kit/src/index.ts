@@ -141,6 +141,7 @@ export {
   type MessageView,
 } from "./recipes/opd-samples.js";
 export { runOpdRounds, type OpdEvaluation, type OpdOptions, type OpdRoundResult } from "./recipes/opd.js";
+export { llamaCppRollouts, type LlamaCppRolloutOptions, type RolloutEngine } from "./llama-cpp-rollouts.js";
 export {
   consolidationSamples,
   passHatKEval,

@@ -3,12 +3,17 @@
 // tokenised by kiln (the same ids LocalPolicy feeds its model), llama.cpp evaluates and samples,
 // and kiln decodes and parses the reply, so at temperature 0 both policies play the same episodes.
 // LoRA adapters (GGUF LoRA files from `exportAdapterToGguf`) are swapped between rounds with
-// `setAdapter`: only the llama.cpp context is recreated, the base weights stay loaded.
+// `setAdapters` (several at once add their deltas, as an OPD chain's rounds do): only the llama.cpp
+// context is recreated, the base weights stay loaded. llama.cpp samples without reporting
+// log-probs; given `logprobsModel` (kiln's model with the same weights), asked-for log-probs are
+// that model's raw log-probs of the sampled tokens, i.e. what LocalPolicy records.
 import type { GenerateParams, Generation, Message, Policy, ToolSchema } from "@kiln/rollout";
 import { ChatTemplate } from "./chat-template.js";
 import { GenerationError, ModelsError } from "./errors.js";
 import type { GenerationOutput } from "./generate.js";
 import { toGeneration } from "./local-policy.js";
+import type { CausalLM } from "./causal-lm.js";
+import { scoreCompletionsAsync, scoreCompletionsTopKAsync } from "./score.js";
 import type { Tokenizer } from "./tokenizer.js";
 
 /** node-llama-cpp is not installed, or its prebuilt llama.cpp does not load here. */
@@ -96,6 +101,14 @@ export interface LlamaCppPolicyOptions {
   id?: string;
   /** A GGUF LoRA adapter to apply from the start. */
   adapter?: { path: string; scale?: number } | null;
+  /** GGUF LoRA adapters applied together from the start (their deltas add); with `adapter`, it comes first. */
+  adapters?: readonly { path: string; scale?: number }[];
+  /**
+   * kiln's model with the same weights as the GGUF (and adapters): when a call asks for log-probs
+   * (`logprobs`, `topLogprobs`), they are this model's raw log-probs of the tokens llama.cpp sampled
+   * (one teacher-forced forward), as LocalPolicy records them. Without it such calls are refused.
+   */
+  logprobsModel?: CausalLM;
   /** llama.cpp threads (default 1: the same as kiln's single-threaded CPU engine). */
   threads?: number;
   /** Context window in tokens (default 2048). */
@@ -121,7 +134,7 @@ export class LlamaCppPolicy implements Policy {
   readonly chatTemplate: ChatTemplate;
   private context: NlcContext | undefined;
   private seq: NlcSequence | undefined;
-  private adapter: { path: string; scale: number } | null;
+  private adapters: { path: string; scale: number }[];
   /** How many llama.cpp contexts were created (one per adapter change), for tests and logs. */
   contextsCreated = 0;
 
@@ -132,7 +145,10 @@ export class LlamaCppPolicy implements Policy {
     this.tokenizer = options.tokenizer;
     this.chatTemplate = options.chatTemplate ?? ChatTemplate.fromTokenizer(options.tokenizer);
     this.id = options.id ?? `llama.cpp:${options.modelPath}`;
-    this.adapter = options.adapter ? { path: options.adapter.path, scale: options.adapter.scale ?? 1 } : null;
+    this.adapters = [...(options.adapter ? [options.adapter] : []), ...(options.adapters ?? [])].map((a) => ({
+      path: a.path,
+      scale: a.scale ?? 1,
+    }));
   }
 
   /** Load the GGUF into llama.cpp (CPU). */
@@ -144,10 +160,25 @@ export class LlamaCppPolicy implements Policy {
 
   /** Apply another GGUF LoRA (or none) from the next call on; the base model is not reloaded. */
   async setAdapter(adapter: { path: string; scale?: number } | null): Promise<void> {
+    await this.setAdapters(adapter ? [adapter] : []);
+  }
+
+  /**
+   * Apply these GGUF LoRAs together (deltas add: an OPD chain's rounds 1 … r on the base = the merged
+   * round r) from the next call on; the base model is not reloaded. The same list again is a no-op.
+   */
+  async setAdapters(adapters: readonly { path: string; scale?: number }[]): Promise<void> {
+    const next = adapters.map((a) => ({ path: a.path, scale: a.scale ?? 1 }));
+    if (JSON.stringify(next) === JSON.stringify(this.adapters)) return;
     await this.context?.dispose();
     this.context = undefined;
     this.seq = undefined;
-    this.adapter = adapter ? { path: adapter.path, scale: adapter.scale ?? 1 } : null;
+    this.adapters = next;
+  }
+
+  /** The GGUF LoRAs applied now, with their scales. */
+  get activeAdapters(): readonly { path: string; scale: number }[] {
+    return this.adapters;
   }
 
   private async sequence(): Promise<NlcSequence> {
@@ -158,7 +189,9 @@ export class LlamaCppPolicy implements Policy {
         flashAttention: this.options.flashAttention ?? false,
         experimentalKvCacheKeyType: this.options.kvCacheType ?? "F32",
         experimentalKvCacheValueType: this.options.kvCacheType ?? "F32",
-        ...(this.adapter ? { lora: { adapters: [{ filePath: this.adapter.path, scale: this.adapter.scale }] } } : {}),
+        ...(this.adapters.length > 0
+          ? { lora: { adapters: this.adapters.map((a) => ({ filePath: a.path, scale: a.scale })) } }
+          : {}),
       });
       this.contextsCreated++;
       this.seq = this.context.getSequence();
@@ -190,8 +223,11 @@ export class LlamaCppPolicy implements Policy {
     tools: ToolSchema[] | undefined,
     chat: boolean,
   ): Promise<Generation> {
-    if (p.logprobs || p.topLogprobs !== undefined) {
-      throw new GenerationError("LlamaCppPolicy does not report log-probs; score with LocalPolicy (policy.score)");
+    const wantLogprobs = p.logprobs === true || p.topLogprobs !== undefined;
+    if (wantLogprobs && !this.options.logprobsModel) {
+      throw new GenerationError(
+        "LlamaCppPolicy reports log-probs only with logprobsModel (kiln's model of the same weights); or score with LocalPolicy (policy.score)",
+      );
     }
     const startedAt = Date.now();
     const maxTokens = p.maxTokens ?? 256;
@@ -245,7 +281,18 @@ export class LlamaCppPolicy implements Policy {
       const body = out.finishReason === "stop" ? out.tokenIds.slice(0, -1) : out.tokenIds;
       out.text = this.tokenizer.decodeContinuation(prompt, body);
     }
-    const generation = toGeneration(out, this.tokenizer, { tools, parse: chat, logprobs: false });
+    const scorer = this.options.logprobsModel;
+    if (wantLogprobs && scorer && out.tokenIds.length > 0) {
+      const item = { promptIds: prompt, completionIds: out.tokenIds };
+      if (p.topLogprobs !== undefined) {
+        const r = await scoreCompletionsTopKAsync(scorer, [item], p.topLogprobs);
+        out.logprobs = r.logprobs[0];
+        out.topLogprobs = r.top[0].map((t) => t.tokenIds.map((tokenId, i) => ({ tokenId, logprob: t.logprobs[i] })));
+      } else {
+        out.logprobs = (await scoreCompletionsAsync(scorer, [item]))[0];
+      }
+    }
+    const generation = toGeneration(out, this.tokenizer, { tools, parse: chat, logprobs: wantLogprobs });
     generation.timings = { startedAt, durationMs: Date.now() - startedAt };
     return generation;
   }

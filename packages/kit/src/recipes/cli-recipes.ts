@@ -4,6 +4,8 @@
 // configuration and exits. Without --model the student is the embedded tiny chat model (a random
 // 2-layer Qwen3 with a character tokenizer): a pipeline check, not a benchmark.
 import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { clembench, questworld, tau2 } from "@kiln/benchmarks";
 import { ChatTemplate, LocalPolicy, type Model, loadModel, loadTokenizer } from "@kiln/models";
@@ -22,6 +24,7 @@ import { agentModelDir } from "../agent-model/paths.js";
 import { type OptionValues, UsageError, defineCommand, setAssignments } from "../cli/args.js";
 import { onInterrupt, resumeCommand, shellQuote } from "../cli/interrupt.js";
 import { acquireDirLock } from "../dir-lock.js";
+import { type RolloutEngine, llamaCppRollouts } from "../llama-cpp-rollouts.js";
 import { checkOutputSeparate } from "../output-dir.js";
 import { type RunMode, checkRunName } from "../run-dir.js";
 import { acquireExpertEpisodes, runArp } from "./arp.js";
@@ -191,6 +194,13 @@ const OPD_OPTIONS = {
     placeholder: "TEXT",
     description: "the teacher's hint in the prompt (alone: the scaffolded student teaches)",
   },
+  "rollout-engine": {
+    type: "string",
+    choices: ["kiln", "llama-cpp"],
+    default: "kiln",
+    description:
+      "where rounds' rollouts run: kiln's student, or llama.cpp (optional node-llama-cpp: the base as GGUF f32, earlier rounds as GGUF LoRAs on it)",
+  },
 } as const;
 
 const OEL_OPTIONS = {
@@ -282,6 +292,11 @@ export async function runRecipeCommand(
   const runDir = join(f.out, name);
   const env = f.env;
   const modelDir = f.model === "random-tiny" ? undefined : (f.model ?? agentModelDir());
+  if (f["rollout-engine"] === "llama-cpp") {
+    if (!modelDir) throw new UsageError("--rollout-engine llama-cpp needs a model directory (not --model random-tiny)");
+    const dtype = (config as OpdConfig).baseDtype;
+    if (dtype !== "f32") throw new UsageError(`--rollout-engine llama-cpp plays the f32 base; baseDtype is ${dtype}`);
+  }
   const inputs = [
     ...(modelDir ? [{ label: "the model", path: modelDir }] : []),
     ...(f.teacher ? [{ label: "the teacher", path: f.teacher }] : []),
@@ -404,7 +419,27 @@ export async function runRecipeCommand(
               };
             }
           : undefined;
-      const r = await runOpdRounds({ ...io, model, codec, makeEnv, teacher, starts, evaluate, config: c, baseModel });
+      let rolloutEngine: RolloutEngine | undefined;
+      let engineDir: string | undefined;
+      if (f["rollout-engine"] === "llama-cpp" && modelDir) {
+        engineDir = await mkdtemp(join(tmpdir(), "kiln-opd-gguf-"));
+        rolloutEngine = llamaCppRollouts({ baseDir: modelDir, workDir: engineDir });
+      }
+      const r = await runOpdRounds({
+        ...io,
+        model,
+        codec,
+        makeEnv,
+        teacher,
+        starts,
+        evaluate,
+        config: c,
+        baseModel,
+        rolloutEngine,
+      }).finally(async () => {
+        await rolloutEngine?.dispose();
+        if (engineDir) await rm(engineDir, { recursive: true, force: true });
+      });
       console.log(
         JSON.stringify({
           runDir: r.runDir,

@@ -28,6 +28,8 @@ import { opdObjective } from "../trainer/objectives/index.js";
 import { type TrainResult, train } from "../trainer/trainer.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { RecipeError } from "../errors.js";
+import type { RolloutEngine } from "../llama-cpp-rollouts.js";
+import type { AdapterSpec } from "../policies.js";
 import { type OpdSample, packEpisodeTurns, scoreWithTeacher, viewPolicy } from "./opd-samples.js";
 import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
 import {
@@ -69,6 +71,8 @@ export interface OpdOptions extends RecipeIo {
   view?: (messages: Message[]) => Message[];
   baseModel?: { source: string; dir?: string };
   mode?: RunMode;
+  /** Where each round's rollouts are played (e.g. llamaCppRollouts); default kiln's student. Evaluations stay in kiln. */
+  rolloutEngine?: RolloutEngine;
 }
 
 export interface OpdRoundResult {
@@ -160,15 +164,19 @@ export async function runOpdRounds(
     baseModelNameOrPath: baseModelId(options.baseModel?.source),
   });
   const results: OpdRoundResult[] = [];
+  // The rounds merged so far, for a rollout engine that applies them as adapters on the base.
+  const merged: AdapterSpec[] = [];
   for (let round = 1; round <= config.rounds; round++) {
     const samples = await run.stage(`round-${round}-samples`, async () => {
       const episodes = [
         ...episodeSpecs(config.episodesPerRound, seed + round, `round-${round}`),
         ...(options.starts?.(round) ?? []),
       ];
+      const engine = options.rolloutEngine;
+      const roller = engine ? await engine.policy({ student, round, adapters: merged }) : undefined;
       const rollouts = await runEpisodes({
         makeEnv: options.makeEnv,
-        policy: player,
+        policy: roller ? (options.view ? viewPolicy(roller, options.view) : roller) : player,
         episodes,
         params,
         limits,
@@ -219,6 +227,7 @@ export async function runOpdRounds(
     };
     await writeAdapterDir(adapter, adapterDir, adapterCard);
     await chain.advance({ scale: config.scale });
+    merged.push({ dir: adapterDir, scale: config.scale });
     const modelDir = run.file("rounds", `r${round}`, "model");
     const ev = await evalRound(round);
     // The chain's next adapter is fresh (B = 0); the written weights are the merged round.

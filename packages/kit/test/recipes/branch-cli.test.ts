@@ -79,6 +79,12 @@ describe("branch-DPO pairs and the recipe CLI", () => {
         lora: { r: 64, alpha: 64, useRslora: false },
         objective: { clamp: 3, earlyTurnWeight: 1.5, objective: "ppo" },
       });
+      // Rollouts on llama.cpp need the base as a directory it can export (and an f32 base).
+      expect(await runCli(["opd", "--rollout-engine", "llama-cpp", "--model", "random-tiny", "--out", root])).toBe(2);
+      expect(err.mock.calls.flat().join(" ")).toMatch(/--rollout-engine llama-cpp needs a model directory/);
+      expect(await runCli(["opd", "--rollout-engine", "llama-cpp", "--set", "baseDtype=bf16", "--out", root])).toBe(2);
+      expect(err.mock.calls.flat().join(" ")).toMatch(/plays the f32 base; baseDtype is bf16/);
+      expect(await runCli(["opd", "--rollout-engine", "vllm", "--print-config"])).toBe(2);
     } finally {
       out.mockRestore();
       err.mockRestore();
