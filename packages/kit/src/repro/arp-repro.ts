@@ -47,6 +47,7 @@ export interface ArpRow {
 const PHASE_LABELS: Record<string, string> = {
   base: "base",
   sft: "A  SFT (success-only)",
+  "targeted-sft": "A2 targeted SFT (weakest games)",
   "turn-dpo-1": "B1 turn-DPO (repeat, length)",
   "turn-dpo-2": "B2 turn-DPO (invalid, duplicate field)",
   "branch-dpo": "C  branch-DPO (whole delta, s = 1)",
