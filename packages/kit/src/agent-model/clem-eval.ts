@@ -9,7 +9,7 @@ import { clemSplitIndices, isHeldOutInstance } from "./clem-split.js";
 import { wordlePlayer, wordleVocabulary } from "./wordle-players.js";
 
 /** Turn limits per game at evaluation: above what the games allow, so the game ends them. */
-const EVAL_MAX_TURNS: Record<AgentClemGame, number> = {
+export const EVAL_MAX_TURNS: Record<AgentClemGame, number> = {
   wordle: 10,
   wordle_withclue: 10,
   wordle_withcritic: 20,

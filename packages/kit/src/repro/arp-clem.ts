@@ -6,32 +6,16 @@
 // rows, so the table is clemTable's. Δ vs base: clemscoreDelta (docs/NUMERICS.md §9.1).
 import { clembench } from "@kiln/benchmarks";
 import { LocalPolicy, type Model } from "@kiln/models";
-import {
-  type Action,
-  type Environment,
-  type EpisodeSpec,
-  type Policy,
-  type ResetResult,
-  type StepResult,
-  type Trajectory,
-  runEpisodes,
-} from "@kiln/rollout";
+import { type Policy, type Trajectory, runEpisodes } from "@kiln/rollout";
+import { EVAL_MAX_TURNS } from "../agent-model/clem-eval.js";
+import { AGENT_CLEM_GAMES, type AgentClemGame, clemEnvironment, clemViewPolicy } from "../agent-model/clem-players.js";
 import { isHeldOutInstance } from "../agent-model/clem-split.js";
 import { ROLLOUT_CONCURRENCY } from "../recipes/recipe-run.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { ReproError } from "./errors.js";
 
-/** The games of the clemscore, and how the agent plays them (role 0; other roles scripted experts). */
-export const ARP_EVAL_GAMES = [
-  "wordle",
-  "wordle_withclue",
-  "wordle_withcritic",
-  "taboo",
-  "referencegame",
-  "imagegame",
-  "privateshared",
-  "guesswhat",
-] as const;
+/** The games of the clemscore: those the embedded agent model plays (its corpus's, agent-model/clem-players.ts). */
+export const ARP_EVAL_GAMES: readonly string[] = AGENT_CLEM_GAMES;
 
 /** The static benchmarks of the statscore that kiln ships data for (ifeval, cladder, mmlu_pro are not ported). */
 export const ARP_STATIC_GAMES = ["bbh", "eqbench"] as const;
@@ -60,33 +44,54 @@ export interface ArpClemConfig {
   staticInstances: number;
   /** Tokens per reply (greedy). */
   maxTokens: number;
-  /** Agent turns before an episode is cut off (counted as aborted). */
+  /** A cap on each game's own turn limit (clemTurnLimit); an episode cut off counts as aborted. */
   maxTurns: number;
 }
 
-/** The other LLM roles of a game, played by @kiln/benchmarks' scripted experts. */
-export function clemPartners(game: string): clembench.PlayerBackend[] {
-  switch (game) {
-    case "wordle_withcritic":
-      return [clembench.agreeingCritic()];
-    case "taboo":
-      return [clembench.reversingGuesser()];
-    case "referencegame":
-      return [clembench.gridMatchingFollower()];
-    case "imagegame":
-      return [clembench.commandFollower()];
-    case "guesswhat":
-      return [clembench.targetNamingAnswerer()];
-    default:
-      return [];
-  }
-}
-
-/** A game's environment over its held-out instances (what ClemSuite plays by default). */
+/** A game's environment over its held-out instances (what the suite plays by default). */
 export type ClemEnvFactory = (game: string) => clembench.ClemGameEnvironment;
 
+/**
+ * The agent model's games as its corpus plays them (role 0, the corpus's scripted partners); any other game,
+ * e.g. a static benchmark, alone on its held-out instances.
+ */
 export const heldOutClemEnv: ClemEnvFactory = (game) =>
-  new clembench.ClemGameEnvironment({ game, pick: isHeldOutInstance, partners: clemPartners(game) });
+  (AGENT_CLEM_GAMES as readonly string[]).includes(game)
+    ? clemEnvironment(game as AgentClemGame, isHeldOutInstance)
+    : new clembench.ClemGameEnvironment({ game, pick: isHeldOutInstance });
+
+/** A game's turn limit: above what the game allows, so the game ends it (the agent model's, else 2: single-turn). */
+export function clemTurnLimit(game: string, cap?: number): number {
+  const own = EVAL_MAX_TURNS[game as AgentClemGame] ?? 2;
+  return cap === undefined ? own : Math.min(own, cap);
+}
+
+/**
+ * At most `slots` generations of `policy` at once over every caller: the games run side by side (each its own
+ * episode pool, environment and player view) while the in-process policy batches up to `slots` replies.
+ */
+export function gatedPolicy(policy: Policy, slots: number): (inner: Policy) => Policy {
+  let free = slots;
+  const waiting: (() => void)[] = [];
+  const acquire = () =>
+    free > 0 ? (free--, Promise.resolve()) : new Promise<void>((resolve) => waiting.push(resolve));
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
+  return (inner) => ({
+    id: inner.id,
+    async generate(messages, tools, params) {
+      await acquire();
+      try {
+        return await inner.generate(messages, tools, params);
+      } finally {
+        release();
+      }
+    },
+  });
+}
 
 /** `count` indices spread evenly over 0..n−1 (every experiment gets its share); all of them when count ≥ n or 0. */
 export function spreadIndices(n: number, count: number): number[] {
@@ -144,54 +149,6 @@ export function clemSuiteEpisodes(games: readonly string[], count: number, makeE
   return out;
 }
 
-/**
- * Several clembench games behind one Environment, so one runEpisodes pool (and so one batch) holds all
- * of them: the seed names the game (seed / GAME_STRIDE) and its held-out instance (seed % GAME_STRIDE).
- * Each game's environment is made on first use.
- */
-class ClemSuiteEnvironment implements Environment {
-  readonly id = "clembench/suite";
-  readonly version = "clembench-2";
-  private readonly envs = new Map<string, clembench.ClemGameEnvironment>();
-  private current: clembench.ClemGameEnvironment | null = null;
-
-  constructor(
-    private readonly games: readonly string[],
-    private readonly makeEnv: ClemEnvFactory,
-  ) {}
-
-  static readonly GAME_STRIDE = 1_000_000;
-
-  tools() {
-    return [];
-  }
-
-  private active(): clembench.ClemGameEnvironment {
-    if (!this.current) throw new ReproError("clemscore suite: step before reset");
-    return this.current;
-  }
-
-  reset(options: { seed: number }): Promise<ResetResult> {
-    const game = this.games[Math.floor(options.seed / ClemSuiteEnvironment.GAME_STRIDE)];
-    let env = this.envs.get(game);
-    if (!env) this.envs.set(game, (env = this.makeEnv(game)));
-    this.current = env;
-    return env.reset({ seed: options.seed % ClemSuiteEnvironment.GAME_STRIDE });
-  }
-
-  step(action: Action): Promise<StepResult> {
-    return this.active().step(action);
-  }
-
-  getState() {
-    return this.active().getState();
-  }
-
-  score(): Record<string, number> {
-    return this.current?.score() ?? {};
-  }
-}
-
 /** A trajectory's clemeval view: Played and the raw Main Score, or aborted with the reason it has none. */
 function clemEpisode(e: SuiteEpisode, t: Trajectory): ClemEpisode {
   const base = {
@@ -216,31 +173,41 @@ function clemEpisode(e: SuiteEpisode, t: Trajectory): ClemEpisode {
   return { ...base, played: 0, quality: Number.NaN, stopped: `${t.outcome.status} after ${t.turns.length} turns` };
 }
 
-/** Play the suite's episodes with `policy` (greedy) and return them in the suite's order. */
+/**
+ * Play the suite's episodes with `policy` (greedy): every game at once, each from the player's view its
+ * corpus was written in (clemViewPolicy), at most `concurrency` replies generated at once over all games.
+ * Returned in the suite's order.
+ */
 export async function playClemSuite(options: {
   policy: Policy;
-  games: readonly string[];
   episodes: readonly SuiteEpisode[];
   maxTokens: number;
-  maxTurns: number;
+  /** A cap on every game's own turn limit (clemTurnLimit). */
+  maxTurns?: number;
   makeEnv?: ClemEnvFactory;
   concurrency?: number;
 }): Promise<ClemEpisode[]> {
-  if (options.episodes.length === 0) return [];
-  const specs: EpisodeSpec[] = options.episodes.map((e) => ({
-    id: `${e.game}/${e.index}`,
-    seed: options.games.indexOf(e.game) * ClemSuiteEnvironment.GAME_STRIDE + e.index,
-  }));
-  const r = await runEpisodes({
-    makeEnv: () => new ClemSuiteEnvironment(options.games, options.makeEnv ?? heldOutClemEnv),
-    policy: options.policy,
-    episodes: specs,
-    params: { temperature: 0, maxTokens: options.maxTokens },
-    // One malformed reply ends the episode: a tool call never reaches the game master, which would abort.
-    limits: { maxTurns: options.maxTurns, maxConsecutiveMalformed: 1 },
-    concurrency: options.concurrency ?? ROLLOUT_CONCURRENCY,
-  });
-  return options.episodes.map((e, i) => clemEpisode(e, r.trajectories[i]));
+  const makeEnv = options.makeEnv ?? heldOutClemEnv;
+  const gate = gatedPolicy(options.policy, options.concurrency ?? ROLLOUT_CONCURRENCY);
+  const games = [...new Set(options.episodes.map((e) => e.game))];
+  const played = new Map<string, ClemEpisode>();
+  await Promise.all(
+    games.map(async (game) => {
+      const mine = options.episodes.filter((e) => e.game === game);
+      const r = await runEpisodes({
+        makeEnv: () => makeEnv(game),
+        policy: gate(clemViewPolicy(options.policy, game)),
+        // the seed picks the instance: reset() plays held-out instance (seed mod their number)
+        episodes: mine.map((e) => ({ id: `${game}/${e.index}`, seed: e.index })),
+        params: { temperature: 0, maxTokens: options.maxTokens },
+        // One malformed reply ends the episode: a tool call never reaches the game master, which would abort.
+        limits: { maxTurns: clemTurnLimit(game, options.maxTurns), maxConsecutiveMalformed: 1 },
+        concurrency: options.concurrency ?? ROLLOUT_CONCURRENCY,
+      });
+      mine.forEach((e, i) => played.set(`${game}/${e.index}`, clemEpisode(e, r.trajectories[i])));
+    }),
+  );
+  return options.episodes.map((e) => played.get(`${e.game}/${e.index}`) as ClemEpisode);
 }
 
 /** clemeval's long rows of the episodes (Aborted and Main Score), under `model`, with Played added. */
@@ -282,10 +249,8 @@ export async function clemPhaseEval(options: {
   makeEnv?: ClemEnvFactory;
 }): Promise<ClemPhase> {
   const { config } = options;
-  const all = [...config.games, ...config.staticGames];
   const played = await playClemSuite({
     policy: options.policy,
-    games: all,
     episodes: [...options.episodes.interactive, ...options.episodes.static],
     maxTokens: config.maxTokens,
     maxTurns: config.maxTurns,

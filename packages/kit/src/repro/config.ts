@@ -187,7 +187,7 @@ export function reproConfig(seed = 42): ReproConfig {
         staticGames: [...ARP_STATIC_GAMES],
         staticInstances: 6,
         maxTokens: 64,
-        maxTurns: 30,
+        maxTurns: 80,
       },
       ablations: { scales: [0.7, 0.85, 1], earlyTurnWeights: [1, 1.5], clamps: [3, 0] },
     },
