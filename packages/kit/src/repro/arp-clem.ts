@@ -67,14 +67,21 @@ export function clemTurnLimit(game: string, cap?: number): number {
 }
 
 /**
- * At most `slots` generations of `policy` at once over every caller: the games run side by side (each its own
+ * At most `slots` generations at once over every policy it wraps: the games run side by side (each its own
  * episode pool, environment and player view) while the in-process policy batches up to `slots` replies.
  */
-export function gatedPolicy(policy: Policy, slots: number): (inner: Policy) => Policy {
+export function generationGate(slots: number): (inner: Policy) => Policy {
   let free = slots;
   const waiting: (() => void)[] = [];
-  const acquire = () =>
-    free > 0 ? (free--, Promise.resolve()) : new Promise<void>((resolve) => waiting.push(resolve));
+  const acquire = (): Promise<void> => {
+    if (free > 0) {
+      free--;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      waiting.push(resolve);
+    });
+  };
   const release = () => {
     const next = waiting.shift();
     if (next) next();
@@ -188,7 +195,7 @@ export async function playClemSuite(options: {
   concurrency?: number;
 }): Promise<ClemEpisode[]> {
   const makeEnv = options.makeEnv ?? heldOutClemEnv;
-  const gate = gatedPolicy(options.policy, options.concurrency ?? ROLLOUT_CONCURRENCY);
+  const gate = generationGate(options.concurrency ?? ROLLOUT_CONCURRENCY);
   const games = [...new Set(options.episodes.map((e) => e.game))];
   const played = new Map<string, ClemEpisode>();
   await Promise.all(
@@ -204,7 +211,9 @@ export async function playClemSuite(options: {
         limits: { maxTurns: clemTurnLimit(game, options.maxTurns), maxConsecutiveMalformed: 1 },
         concurrency: options.concurrency ?? ROLLOUT_CONCURRENCY,
       });
-      mine.forEach((e, i) => played.set(`${game}/${e.index}`, clemEpisode(e, r.trajectories[i])));
+      mine.forEach((e, i) => {
+        played.set(`${game}/${e.index}`, clemEpisode(e, r.trajectories[i]));
+      });
     }),
   );
   return options.episodes.map((e) => played.get(`${e.game}/${e.index}`) as ClemEpisode);
