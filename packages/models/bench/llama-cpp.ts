@@ -7,8 +7,7 @@
 // attention "auto"), i.e. as a llama.cpp user would; kiln with wasm and, where a BLAS loads, native.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import {
   type GgufMetadata,
   type GgufTensorInput,
@@ -31,10 +30,10 @@ import {
   loadModel,
   parameterShapes,
   parseDecoderConfig,
+  stories260KPaths,
 } from "../src/index.js";
 import { qwen3_06b } from "./train-step.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
 
 function flag(argv: string[], name: string, fallback: number): number {
   const i = argv.indexOf(name);
@@ -165,8 +164,9 @@ export async function runLlamaCppBench(argv: string[]): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), "kiln-llama-bench-"));
   try {
     const storiesHf = join(tmp, "stories260K");
-    const fixture = (n: string) => new Uint8Array(readFileSync(join(here, "../test/fixtures/stories260K", n)));
-    await writeRepoFiles(storiesHf, convertLlama2cToHf(fixture("stories260K.bin"), fixture("tok512.bin")).files);
+    const paths = stories260KPaths();
+    const read = (p: string) => new Uint8Array(readFileSync(p));
+    await writeRepoFiles(storiesHf, convertLlama2cToHf(read(paths.checkpoint), read(paths.tokenizer)).files);
     await exportModelToGguf(storiesHf, join(tmp, "stories260K.gguf"), { dtype: "f32" });
     await writeRandomQwen3(join(tmp, "qwen3-0.6b.gguf"), layers);
     const cases = [
