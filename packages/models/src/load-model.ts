@@ -1,11 +1,11 @@
 // loadModel: a Hugging Face model directory (or in-memory files) → CausalLM.
-import { ggufToHfFiles } from "@kiln/hub-io";
+import { type TensorData, planGgufToHf } from "@kiln/hub-io";
 import type { Tensor } from "@kiln/tensor";
 import { CausalLM } from "./causal-lm.js";
 import { type DecoderConfig, parseDecoderConfig } from "./config.js";
 import { ModelConfigError } from "./errors.js";
 import { type ModelSource, ggufConfigFiles, isGgufPath, modelFiles, readJsonFile } from "./model-files.js";
-import { type LoadWeightsOptions, loadWeights } from "./load-weights.js";
+import { type LoadWeightsOptions, type TensorReader, loadWeights, loadWeightsFrom } from "./load-weights.js";
 import { type RandomInitOptions, randomTensors } from "./random-init.js";
 
 export type Model = CausalLM;
@@ -29,10 +29,39 @@ export async function loadConfig(source: ModelSource): Promise<DecoderConfig> {
  * types are a GgufError naming the type). A GGUF base trains LoRA like a Hugging Face one.
  */
 export async function loadModel(source: ModelSource, options: LoadModelOptions = {}): Promise<Model> {
-  if (isGgufPath(source)) return loadModel(await ggufToHfFiles(source, { dtype: options.dtype }), options);
+  if (isGgufPath(source)) return loadGgufModel(source, options);
   const files = modelFiles(source);
   const config = await loadConfig(source);
   const tensors = await loadWeights(files, config, options);
+  const model = CausalLM.fromTensors(config, tensors);
+  if (options.trainable) model.requireGrad(true);
+  return model;
+}
+
+/**
+ * A GGUF straight into tensors, one at a time: each is read from the file, dequantised to the load
+ * dtype and becomes the model's tensor, so the whole model is never held twice (no Hugging Face
+ * copy in memory first).
+ */
+async function loadGgufModel(path: string, options: LoadModelOptions): Promise<Model> {
+  const plan = await planGgufToHf(path, { dtype: options.dtype });
+  const config = parseDecoderConfig(plan.config);
+  const reader: TensorReader = {
+    names: () => [...plan.tensors.keys()],
+    info: (n) => {
+      const t = plan.tensors.get(n) as { dtype: string; shape: readonly number[] };
+      return { dtype: t.dtype, shape: [...t.shape] };
+    },
+    read: async (n): Promise<TensorData> => {
+      const t = plan.tensors.get(n) as { dtype: string; shape: readonly number[]; data: unknown };
+      const data =
+        typeof t.data === "function" ? await (t.data as () => Promise<Uint8Array>)() : (t.data as Uint8Array);
+      return { dtype: t.dtype as TensorData["dtype"], shape: [...t.shape], data };
+    },
+    close: () => plan.file.close(),
+    ownsReads: true,
+  };
+  const tensors = await loadWeightsFrom(new Map(reader.names().map((n) => [n, reader])), path, config, options);
   const model = CausalLM.fromTensors(config, tensors);
   if (options.trainable) model.requireGrad(true);
   return model;

@@ -22,11 +22,14 @@ const IGNORED = [/\.rotary_emb\.inv_freq$/, /^mtp\./];
 /** The vision tower of a vision-language checkpoint: not loaded (text model only), reported in one line. */
 const VISION_PREFIX = "model.visual.";
 
-interface TensorReader {
+/** One checkpoint's tensors, read one at a time. */
+export interface TensorReader {
   names(): string[];
   info(name: string): { dtype: string; shape: number[] };
   read(name: string): Promise<TensorData>;
   close(): Promise<void>;
+  /** Whether each read returns fresh bytes nothing else holds (a GGUF's decoded tensor), so they can back the tensor. */
+  ownsReads?: boolean;
 }
 
 async function openSafetensors(files: ModelFiles, name: string): Promise<TensorReader> {
@@ -111,7 +114,7 @@ function refuseNonFinite(name: string, index: number, value: number): never {
   );
 }
 
-function toTensor(name: string, data: TensorData, shape: number[], dtype: "f32" | "bf16"): Tensor {
+function toTensor(name: string, data: TensorData, shape: number[], dtype: "f32" | "bf16", owned = false): Tensor {
   if (dtype === "bf16" && data.dtype === "BF16") {
     // Keep the stored bits: no rounding, no copy beyond alignment.
     const bits = new Uint16Array(data.data.byteLength / 2);
@@ -124,8 +127,9 @@ function toTensor(name: string, data: TensorData, shape: number[], dtype: "f32" 
   const values = toFloat32(data);
   const bad = firstNonFinite(values);
   if (bad >= 0) refuseNonFinite(name, bad, values[bad]);
-  const owned = values.buffer === data.data.buffer ? Float32Array.from(values) : values;
-  return Tensor.fromHost(dtype === "f32" ? owned : fromFloat32Array(owned, dtype), shape, dtype);
+  // A view of the checkpoint's bytes is copied (they may be a whole file kept alive otherwise).
+  const own = values.buffer === data.data.buffer && !owned ? Float32Array.from(values) : values;
+  return Tensor.fromHost(dtype === "f32" ? own : fromFloat32Array(own, dtype), shape, dtype);
 }
 
 const FLOAT_DTYPES = new Set(["F32", "F16", "BF16", "F64"]);
@@ -136,9 +140,19 @@ export async function loadWeights(
   config: DecoderConfig,
   options: LoadWeightsOptions = {},
 ): Promise<Map<string, Tensor>> {
+  return loadWeightsFrom(await openCheckpoint(files), files.label, config, options);
+}
+
+/** loadWeights over opened readers (tensor name → its reader); closes them. */
+export async function loadWeightsFrom(
+  readers: Map<string, TensorReader>,
+  label: string,
+  config: DecoderConfig,
+  options: LoadWeightsOptions = {},
+): Promise<Map<string, Tensor>> {
   const dtype = options.dtype ?? "f32";
   const expected = parameterShapes(config);
-  const readers = await openCheckpoint(files);
+  const files = { label };
   try {
     const missing: string[] = [];
     const mismatched: string[] = [];
@@ -187,8 +201,9 @@ export async function loadWeights(
     }
     const out = new Map<string, Tensor>();
     for (const [name, shape] of expected) {
-      const data = await (readers.get(name) as TensorReader).read(name);
-      out.set(name, toTensor(name, data, shape, isMatrixParameter(name, shape) ? dtype : "f32"));
+      const reader = readers.get(name) as TensorReader;
+      const data = await reader.read(name);
+      out.set(name, toTensor(name, data, shape, isMatrixParameter(name, shape) ? dtype : "f32", reader.ownsReads));
     }
     return out;
   } finally {
