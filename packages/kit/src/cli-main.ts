@@ -33,6 +33,11 @@ const COMMANDS: CommandEntry[] = [
     load: async () => (await import("./recipes/cli-recipes.js")).recipeCommands.oel,
   },
   {
+    name: "presets",
+    summary: "each preset's values and their source: the seed card, or kiln's choice and why",
+    load: async () => (await import("./cli/presets-command.js")).presetsCommand,
+  },
+  {
     name: "repro",
     summary: "the recipes' result tables on held-out instances (n, mean ± SE, Δ vs base, report.html)",
     load: async () => (await import("./repro/cli.js")).reproCommand,

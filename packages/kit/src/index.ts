@@ -104,8 +104,8 @@ export {
   type BranchDpoOptions,
 } from "./recipes/arp.js";
 export {
+  DEFAULT_SOURCES,
   RECIPE_PRESETS,
-  UNSTATED_SEED_FIELDS,
   applyConfigObject,
   arpSeedConfig,
   arpTinyConfig,
@@ -163,6 +163,14 @@ export {
   type RecipeIo,
 } from "./recipes/recipe-run.js";
 export * from "./repro/index.js";
+export {
+  type ProvenanceLayer,
+  type ValueSource,
+  configProvenance,
+  pathMatches,
+  presetLayers,
+  provenanceBlock,
+} from "./recipes/preset-provenance.js";
 export { agentModelAvailable, agentModelDir, agentModelHeldoutPath } from "./agent-model/paths.js";
 export { GUESS_NUMBER_LESSON } from "./agent-model/notes.js";
 export {

@@ -40,12 +40,12 @@ import {
   type OelConfig,
   type OpdConfig,
   type RecipeConfig,
-  UNSTATED_SEED_FIELDS,
   checkBaseDtype,
   overlayUserConfig,
   presetConfig,
 } from "./presets.js";
 import { checkRecipeConfig } from "./config-checks.js";
+import { configProvenance, presetLayers, provenanceBlock } from "./preset-provenance.js";
 import { tinyChat } from "./tiny-chat.js";
 
 async function loadStudent(
@@ -151,7 +151,7 @@ const RECIPE_OPTIONS = {
     type: "string",
     choices: ["tiny", "seed"],
     default: "tiny",
-    description: "stage sizes: tiny (a CPU) or the seed card's",
+    description: "stage sizes: tiny (a CPU) or the seed card's (`kiln presets` shows each value's source)",
   },
   config: { type: "string", placeholder: "FILE.json", description: "a JSON overlay of configuration fields" },
   set: {
@@ -273,10 +273,13 @@ export async function runRecipeCommand(
   const config = effectiveConfig(command, f);
   if (f["print-config"]) {
     console.log(JSON.stringify(config, null, 2));
-    if (f.preset === "seed")
-      console.error(
-        `kiln ${command}: fields the seed card does not state (kiln defaults): ${UNSTATED_SEED_FIELDS[command].join(", ")}`,
-      );
+    const preset = f.preset ?? "tiny";
+    console.error(
+      provenanceBlock(
+        `kiln ${command} --preset ${preset}: where each value comes from`,
+        configProvenance(command, presetLayers(command, preset), config),
+      ),
+    );
     return 0;
   }
   if (f.resume && f.overwrite) throw new UsageError("--resume and --overwrite exclude each other");

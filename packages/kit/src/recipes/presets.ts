@@ -353,31 +353,82 @@ export function oelTinyConfig(): OelConfig {
   return presetConfig("oel", "tiny");
 }
 
+/** Kiln's reason for a default value the seed card does not give, or gives differently. */
+const NOT_STATED = "kiln's default: the seed card does not state it";
+const F32_BASE =
+  "kiln: the frozen base in f32 (the seeds load bf16); kiln's kernels compute in f32, --set baseDtype=bf16 stores it in bf16";
+const RUN_SEED = "kiln: the run's seed (--seed)";
+const IO_ONLY = "kiln: checkpoint / evaluation cadence and memory layout, no effect on the numbers";
+
 /**
- * Fields of each seed preset that the seed cards (as kiln's issue tracker states them) do not give:
- * kiln's own defaults, listed so `--preset seed --print-config` does not pass them off as the seed's.
+ * Where each recipe's default values come from: its seed card, except the fields listed (path patterns:
+ * `*` within a part, a section covers its fields; first match wins) with kiln's reason; `cardNotes`
+ * annotate values that are the card's (checked first). The cards are
+ * as kiln's issue tracker states them: ARP seeds 002/003, OPD seed 000, OEL seed 004.
  */
-export const UNSTATED_SEED_FIELDS: Record<"arp" | "opd" | "oel", string[]> = {
-  arp: [
-    "data.sourceEpisodes",
-    "turnDpo*.studentEpisodes",
-    "branchDpo.k",
-    "branchDpo.forks",
-    "weightDecay (transformers default 0)",
-    "maxGradNorm (transformers default 1)",
-    "rollout.*",
-    "eval.episodes",
-  ],
-  opd: [
-    "rounds",
-    "episodesPerRound",
-    "train.lr",
-    "train.microBatchSize",
-    "train.gradAccum",
-    "train.schedule",
-    "rollout.*",
-  ],
-  oel: ["tasks", "lora.*", "train.* (but lr)", "rollout.*"],
+export const DEFAULT_SOURCES: Record<
+  "arp" | "opd" | "oel",
+  { card: string; notFromCard: [string, string][]; cardNotes?: [string, string][] }
+> = {
+  arp: {
+    card: "seeds 002/003",
+    notFromCard: [
+      ["seed", RUN_SEED],
+      ["baseDtype", F32_BASE],
+      ["data.sourceEpisodes", NOT_STATED],
+      ["turnDpo*.studentEpisodes", NOT_STATED],
+      ["branchDpo.k", NOT_STATED],
+      ["branchDpo.forks", NOT_STATED],
+      ["*.weightDecay", "kiln's default: the seed card does not state it (transformers' default 0)"],
+      ["*.maxGradNorm", "kiln's default: the seed card does not state it (transformers' default 1)"],
+      ["*.checkpointEvery", IO_ONLY],
+      ["*.evalEvery", IO_ONLY],
+      ["*.headChunkRows", IO_ONLY],
+      ["*.checkpointLayers", IO_ONLY],
+      ["rollout", NOT_STATED],
+      ["eval.episodes", NOT_STATED],
+    ],
+  },
+  opd: {
+    card: "seed 000",
+    notFromCard: [
+      ["seed", RUN_SEED],
+      ["baseDtype", F32_BASE],
+      ["rounds", NOT_STATED],
+      ["episodesPerRound", NOT_STATED],
+      ["packTurns", "kiln: one sample per turn as the seed; packing an episode into one sample is kiln's option"],
+      ["train.lr", NOT_STATED],
+      ["train.microBatchSize", NOT_STATED],
+      ["train.gradAccum", NOT_STATED],
+      ["train.schedule", NOT_STATED],
+      ["train.checkpointEvery", IO_ONLY],
+      ["train.evalEvery", IO_ONLY],
+      ["train.headChunkRows", IO_ONLY],
+      ["train.checkpointLayers", IO_ONLY],
+      [
+        "objective.teacherTopK",
+        "kiln: the teacher's top-k of the reverse/forward-KL variants (the seed's objective is sampled-token)",
+      ],
+      ["rollout", NOT_STATED],
+    ],
+  },
+  oel: {
+    card: "seed 004",
+    cardNotes: [
+      [
+        "train.lr",
+        "the top of the authors' LoRA range (Adam's step does not scale with the gradient, so it carries over to kiln's f32 LoRA)",
+      ],
+    ],
+    notFromCard: [
+      ["seed", RUN_SEED],
+      ["baseDtype", F32_BASE],
+      ["tasks", NOT_STATED],
+      ["lora", NOT_STATED],
+      ["train", NOT_STATED],
+      ["rollout", NOT_STATED],
+    ],
+  },
 };
 
 export type RecipeConfig = ArpConfig | OpdConfig | OelConfig;
@@ -400,6 +451,8 @@ export interface Preset<C> {
   /** What the preset is for, in a line. */
   about: string;
   overrides: ConfigOverrides<C>;
+  /** Why particular overrides (path patterns as in DEFAULT_SOURCES) take their value; the others: `about`. */
+  why?: [string, string][];
 }
 
 const isSection = (v: unknown): v is Record<string, unknown> =>

@@ -9,14 +9,23 @@ import { onInterrupt, shellQuote } from "../cli/interrupt.js";
 import { withDirLocks } from "../dir-lock.js";
 import { checkOutputSeparate } from "../output-dir.js";
 import { checkRecipeConfig } from "../recipes/config-checks.js";
+import { configProvenance, provenanceBlock } from "../recipes/preset-provenance.js";
 import { overlayUserConfig } from "../recipes/presets.js";
 import { reproArp, reproArpSeeds } from "./arp-repro.js";
-import { type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
+import { type ReproConfig, reproConfig, reproLayers, reproQuickConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
 import { reproOel } from "./oel-repro.js";
 import { reproOpd } from "./opd-repro.js";
-import { type ReproEpisodeError, type ReproResult, timingTable, writeReproOutputs } from "./output.js";
+import {
+  type ReproEpisodeError,
+  type ReproResult,
+  acrossSeedsTable,
+  secondsSince,
+  timingTable,
+  wallTimeTable,
+  writeReproOutputs,
+} from "./output.js";
 import { markdownTable } from "./table.js";
 
 export const REPRO_RECIPES = ["arp", "opd", "oel", "all"] as const;
@@ -81,11 +90,12 @@ const REPRO_OPTIONS = {
     description:
       "the base model; tiny (or random-tiny): the random tiny chat model (default: the embedded agent model)",
   },
-  seed: { type: "integer", default: 42, description: "the seed of every recipe" },
+  seed: { type: "integer", description: "one seed for every recipe (default: --seeds 42,43; --quick: 42)" },
   seeds: {
     type: "string",
     placeholder: "N,N…",
-    description: "arp: the whole table once per seed, then one table across them (e.g. 42,43; replaces --seed)",
+    description:
+      "each table once per seed, then the mean across seeds (default 42,43; --quick and --ablation: the first only)",
   },
   out: { type: "string", default: "runs", placeholder: "DIR", description: "parent of the repro-<recipe> directories" },
   ablation: {
@@ -127,6 +137,26 @@ export function parseSeeds(text: string): number[] {
   return seeds;
 }
 
+/** The seeds of a full `kiln repro` table when neither --seed nor --seeds names them: two draws of everything. */
+export const REPRO_DEFAULT_SEEDS: readonly number[] = [42, 43];
+
+/**
+ * The seeds a `kiln repro` command runs: --seeds, or --seed alone, or REPRO_DEFAULT_SEEDS; --quick (a
+ * pipeline check) and an ablation run the first unless --seeds asks for more (refused for an ablation).
+ */
+export function reproSeeds(f: { seed?: number; seeds?: string; quick?: boolean; ablation?: string }): number[] {
+  if (f.seed !== undefined && f.seeds !== undefined)
+    throw new UsageError("--seed and --seeds exclude each other (--seeds 42,43 runs both)");
+  if (f.seeds !== undefined) {
+    const seeds = parseSeeds(f.seeds);
+    if (seeds.length > 1 && f.ablation !== undefined)
+      throw new UsageError(`--ablation ${f.ablation} runs one seed: give --seed N instead of --seeds`);
+    return seeds;
+  }
+  if (f.seed !== undefined) return [f.seed];
+  return f.quick || f.ablation !== undefined ? [REPRO_DEFAULT_SEEDS[0]] : [...REPRO_DEFAULT_SEEDS];
+}
+
 export async function runReproCommand(
   recipe: (typeof REPRO_RECIPES)[number],
   f: ReproValues,
@@ -142,10 +172,9 @@ export async function runReproCommand(
     if (recipe !== owner && recipe !== "all")
       throw new UsageError(`--ablation ${ablation} belongs to \`kiln repro ${owner}\`, not ${recipe}`);
   }
-  const seeds = f.seeds === undefined ? undefined : parseSeeds(f.seeds);
-  if (seeds && (recipe !== "arp" || ablation !== undefined))
-    throw new UsageError("--seeds belongs to `kiln repro arp` without --ablation");
-  const config = reproEffectiveConfig(seeds ? { ...f, seed: seeds[0] } : f);
+  const seeds = reproSeeds(f);
+  const configs = seeds.map((seed) => reproEffectiveConfig({ ...f, seed }));
+  const config = configs[0];
   if (f["print-config"]) {
     console.log(JSON.stringify(config, null, 2));
     return 0;
@@ -167,6 +196,7 @@ export async function runReproCommand(
       throw new UsageError((e as Error).message);
     }
   const start = performance.now();
+  const wall: { label: string; seconds: number }[] = [];
   const errored: ReproEpisodeError[] = [];
   let current: string | undefined;
   const stopInterrupts = onInterrupt(() => current, `${command} (repro does not resume: the table is recomputed)`);
@@ -177,27 +207,60 @@ export async function runReproCommand(
       try {
         for (const [i, r] of recipes.entries()) {
           current = dirs[i];
+          const recipeStart = performance.now();
+          const which = r as "arp" | "opd" | "oel";
+          console.log(
+            `${provenanceBlock(
+              `kiln repro ${r}: which values follow the seed card and which are kiln's`,
+              configProvenance(which, reproLayers(which, f.quick === true), config[which]),
+            )}\n`,
+          );
+          const runOne = (c: ReproConfig, dir?: string): Promise<ReproResult> => {
+            const seedIo = dir ? { ...io, dir } : io;
+            if (r === "arp")
+              return reproArp(source, c, { ...seedIo, ablation: ablation as "scale" | "dpo-reference" | undefined });
+            if (r === "opd")
+              return reproOpd(source, c, {
+                ...seedIo,
+                teacher: f.teacher ? dirModelSource(f.teacher) : undefined,
+                ablation: ablation as "early-turn-weight" | "clamp" | undefined,
+              });
+            return reproOel(source, c, seedIo);
+          };
+          const show = (result: ReproResult, c: ReproConfig) => {
+            const markdown = writeReproOutputs(result, c, command);
+            console.log(`${markdown}\n\n${markdownTable(timingTable(result))}\n\nreport: ${result.dir}/report.html\n`);
+          };
           let result: ReproResult;
-          if (r === "arp" && seeds) {
-            result = await reproArpSeeds(
-              source,
-              seeds.map((seed) => reproEffectiveConfig({ ...f, seed })),
-              io,
-            );
+          if (seeds.length === 1) {
+            result = await runOne(config);
+            wall.push({ label: `${r} (seed ${seeds[0]})`, seconds: secondsSince(recipeStart) });
           } else if (r === "arp") {
-            result = await reproArp(source, config, {
-              ...io,
-              ablation: ablation as "scale" | "dpo-reference" | undefined,
-            });
-          } else if (r === "opd")
-            result = await reproOpd(source, config, {
-              ...io,
-              teacher: f.teacher ? dirModelSource(f.teacher) : undefined,
-              ablation: ablation as "early-turn-weight" | "clamp" | undefined,
-            });
-          else result = await reproOel(source, config, io);
-          const markdown = writeReproOutputs(result, config, command);
-          console.log(`${markdown}\n\n${markdownTable(timingTable(result))}\n\nreport: ${result.dir}/report.html\n`);
+            result = await reproArpSeeds(source, configs, io);
+            for (const seed of seeds)
+              wall.push({ label: `arp, seed ${seed}`, seconds: result.seconds[`seed ${seed}`] });
+          } else {
+            // Each seed's whole table in <dir>/seed-<seed>/, printed as it finishes; then the mean across seeds.
+            const runs: { seed: number; result: ReproResult }[] = [];
+            for (const c of configs) {
+              const seedStart = performance.now();
+              const one = await runOne(c, join(dirs[i], `seed-${c.seed}`));
+              show(one, c);
+              runs.push({ seed: c.seed, result: one });
+              wall.push({ label: `${r}, seed ${c.seed}`, seconds: secondsSince(seedStart) });
+            }
+            const across = acrossSeedsTable(r, runs);
+            result = {
+              recipe: r,
+              dir: dirs[i],
+              tables: across ? [across] : [],
+              seconds: Object.fromEntries(runs.map((x) => [`seed ${x.seed}`, x.result.totalSeconds])),
+              totalSeconds: secondsSince(recipeStart),
+              details: Object.fromEntries(runs.map((x) => [`seed-${x.seed}`, x.result.details])),
+              errors: runs.flatMap((x) => x.result.errors ?? []),
+            };
+          }
+          show(result, config);
           const errors = result.errors ?? [];
           console.log(`${r}: ${errors.length} errored evaluation episode${errors.length === 1 ? "" : "s"}`);
           errored.push(...errors);
@@ -212,7 +275,8 @@ export async function runReproCommand(
   } finally {
     stopInterrupts();
   }
-  console.log(`kiln repro ${recipe}: total wall time ${((performance.now() - start) / 1000).toFixed(1)} s`);
+  if (wall.length > 1) console.log(`${markdownTable(wallTimeTable(command, wall))}\n`);
+  console.log(`kiln repro ${recipe}: total wall time ${secondsSince(start).toFixed(1)} s`);
   if (errored.length === 0) return 0;
   // The tables count an errored episode as a failure; a table built on errors must not pass for a result.
   const first = errored[0];

@@ -1,5 +1,6 @@
-// Sizes of the repro tables. `reproConfig()` is what the kit README's tables measured (on 2 shared CPU
-// cores, wasm, the 853k-parameter agent model: ARP ≈ 6 min, OPD ≈ 7 min, OEL ≈ 3 min); `reproQuickConfig()` runs
+// Sizes of the repro tables, as overrides of each recipe's default (the seed card's configuration).
+// `reproConfig()` is what the kit README's tables measured (2 shared CPU cores, wasm, the 853k-parameter
+// agent model: ARP ≈ 6 min, OPD ≈ 7 min, OEL ≈ 10 CPU-minutes a seed); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
@@ -9,9 +10,11 @@ import {
   type DpoStageSettings,
   type OelConfig,
   type OpdConfig,
+  type RecipeConfigOf,
   recipeConfig,
   resolveConfig,
 } from "../recipes/presets.js";
+import type { ProvenanceLayer } from "../recipes/preset-provenance.js";
 import { ARP_EVAL_GAMES, ARP_STATIC_GAMES, type ArpClemConfig } from "./arp-clem.js";
 
 export interface ReproConfig {
@@ -105,11 +108,65 @@ export const REPRO_SIZES: {
   // (~3.9k tokens).
   oel: {
     lora: { r: 8, alpha: 16 },
-    tasks: 16,
+    // 8 train tasks and (heldout.oelTasks) the first 10 of the 40 test tasks keep `kiln repro oel` near
+    // 8 minutes of 2 cores (16 × 40 took about an hour); the protocol is unchanged.
+    tasks: 8,
     train: { microBatchSize: 2, checkpointEvery: 1000 },
     rollout: { maxTokens: 48, maxTurns: 4 },
   },
 };
+
+/** Why the repro sizes take the values they do (path patterns as in DEFAULT_SOURCES); the rest: REPRO_ABOUT. */
+export const REPRO_WHY: Record<"arp" | "opd" | "oel", [string, string][]> = {
+  arp: [
+    ["data", "160 acquired episodes per game fit the budget (the seed: ≤ 700 per game)"],
+    [
+      "*Dpo*.lr",
+      "3e-4, 10× below SFT's: at 2e-3 a DPO stage on 26 invalid-move pairs collapsed the policy (0.57 → 0.20)",
+    ],
+    ["rollout.maxTurns", "guess-number's turn limit"],
+  ],
+  opd: [
+    [
+      "objective.divergence",
+      "top-20 reverse KL: the seed's sampled-token advantage made the student worse on this model (kit README, OPD)",
+    ],
+    ["packTurns", "one packed sample per episode: 4.3× fewer tokens than per-turn samples, the same per-token loss"],
+    ["train.lr", "1e-3 (2e-3 collapsed a round: 0.22 → 0.00)"],
+    ["rollout.maxTokens", "a guess-number reply is 28 tokens, a questworld call up to ~45"],
+  ],
+  oel: [
+    ["lora", "a smaller adapter for 2 CPU cores"],
+    [
+      "tasks",
+      "8 train-split tasks (and 10 test-split tasks, heldout.oelTasks) keep the table near 8 minutes of 2 cores",
+    ],
+  ],
+};
+export const REPRO_ABOUT = "sized for 2 CPU cores and the embedded agent model";
+
+/** The override layers of a repro table's recipe configuration, for its provenance block. */
+export function reproLayers<R extends "arp" | "opd" | "oel">(
+  recipe: R,
+  quick: boolean,
+): ProvenanceLayer<RecipeConfigOf<R>>[] {
+  const layers: ProvenanceLayer<RecipeConfigOf<R>>[] = [
+    {
+      label: "repro",
+      overrides: REPRO_SIZES[recipe] as ConfigOverrides<RecipeConfigOf<R>>,
+      why: REPRO_WHY[recipe],
+      about: REPRO_ABOUT,
+    },
+  ];
+  const q = REPRO_QUICK[recipe];
+  if (quick && q)
+    layers.push({
+      label: "--quick",
+      overrides: q as ConfigOverrides<RecipeConfigOf<R>>,
+      about: "seconds-scale pipeline check",
+    });
+  return layers;
+}
 
 /** One training step of every stage: what --quick changes in the stages of the budget-sized tables. */
 const QUICK_STAGE = { maxSteps: 1, epochs: 1, microBatchSize: 1, gradAccum: 1, maxLength: 256 };
@@ -177,7 +234,7 @@ export function reproConfig(seed = 42): ReproConfig {
         questworldStartsPerArchetype: 2,
         opdEpisodes: 100,
         opdBaseSeed: 300_000,
-        oelTasks: 40,
+        oelTasks: 10,
         oelBaseSeed: 200_000,
       },
       staticScore: { maxTexts: 32, windowTokens: 128 },

@@ -24,8 +24,25 @@ export {
   clemRows,
 } from "./arp-clem.js";
 export { ARP_SEED_EFFECT_PHASES, arpClemTable, arpGamesTable, arpSeedsTable } from "./arp-clem-table.js";
-export { REPRO_ABLATIONS, REPRO_RECIPES, type ReproAblation, reproEffectiveConfig, reproModelSource } from "./cli.js";
-export { REPRO_QUICK, REPRO_SIZES, type ReproConfig, reproConfig, reproQuickConfig } from "./config.js";
+export {
+  REPRO_ABLATIONS,
+  REPRO_DEFAULT_SEEDS,
+  REPRO_RECIPES,
+  reproSeeds,
+  type ReproAblation,
+  reproEffectiveConfig,
+  reproModelSource,
+} from "./cli.js";
+export {
+  REPRO_ABOUT,
+  REPRO_QUICK,
+  REPRO_SIZES,
+  REPRO_WHY,
+  type ReproConfig,
+  reproConfig,
+  reproLayers,
+  reproQuickConfig,
+} from "./config.js";
 export { ReproError } from "./errors.js";
 export { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
 export { type OelRow, consolidationTable, oelSplits, oelTable, reproOel } from "./oel-repro.js";
@@ -38,7 +55,14 @@ export {
   reproOpd,
   runOpdArm,
 } from "./opd-repro.js";
-export { type ReproResult, reproReportHtml, timingTable, writeReproOutputs } from "./output.js";
+export {
+  type ReproResult,
+  acrossSeedsTable,
+  reproReportHtml,
+  timingTable,
+  wallTimeTable,
+  writeReproOutputs,
+} from "./output.js";
 export { FALLBACK_HELDOUT_TEXTS, type StaticScore, heldoutTexts, staticScore } from "./static-score.js";
 export {
   type ReproTable,

@@ -141,7 +141,7 @@ export function consolidationTable(history: readonly StepRecord[], clip: number)
 /** `kiln repro oel`: base, consolidated and the memory-in-prompt bound on tau2 retail's test split. */
 export async function reproOel(source: ModelSource, config: ReproConfig, io: ReproIo = {}): Promise<ReproResult> {
   const start = performance.now();
-  const dir = join(io.out ?? "runs", "repro-oel");
+  const dir = io.dir ?? join(io.out ?? "runs", "repro-oel");
   const c = structuredClone(config.oel);
   const { train, test } = oelSplits(config);
   const { model, codec } = await source.load();
@@ -150,14 +150,15 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
   const makeTrainEnv = () => new Tau2TasksEnvironment(train, user);
   const makeTestEnv = () => new Tau2TasksEnvironment(test, user);
   const testTasks: OelTask[] = test.map((t) => ({ id: t.id, seed: 0, memory: "", state: { taskId: t.id } }));
-  const evalRow = async (label: string, policyFor: (task: OelTask) => Policy) => {
+  /** One policy for every test task (base, consolidated: one batch of tasks × trials), or one per task (the bound). */
+  const evalRow = async (label: string, policy: Policy | ((task: OelTask) => Policy)) => {
     const t0 = performance.now();
     const trajectories: Trajectory[] = [];
-    for (const task of testTasks) {
+    const play = async (tasks: OelTask[], taskPolicy: Policy) => {
       const r = await passHatKEval({
         makeEnv: makeTestEnv,
-        policy: policyFor(task),
-        tasks: [task],
+        policy: taskPolicy,
+        tasks,
         trials: c.eval.trials,
         params: { maxTokens: c.rollout.maxTokens, temperature: c.eval.temperature },
         limits: { maxTurns: c.rollout.maxTurns },
@@ -165,7 +166,9 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
         trialSeed: (_task, trial) => config.heldout.oelBaseSeed + trial,
       });
       trajectories.push(...r.trajectories);
-    }
+    };
+    if (typeof policy === "function") for (const task of testTasks) await play([task], policy(task));
+    else await play(testTasks, policy);
     const summary = tau2.summarizePassHatK(
       trajectories.map((t) => ({ taskId: String(t.metadata.task), reward: t.outcome.score, success: isSuccessful(t) })),
     );
@@ -207,7 +210,7 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
     progress: io.progress,
     log: io.log,
     evaluate: async (policy, phase) => {
-      const { row, trajectories } = await evalRow(phase, () => policy);
+      const { row, trajectories } = await evalRow(phase, policy);
       // The memory never reaches a base or consolidated test prompt.
       if (row.memoryTurns > 0)
         throw new ReproError(`OEL: ${row.memoryTurns} ${phase} test prompts held an experience memory`);
@@ -260,5 +263,14 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
       })),
     },
     errors: ordered.flatMap((r) => r.errors),
+    seedSummary: Object.fromEntries(
+      ordered.map((r) => [
+        r.label,
+        Object.fromEntries([
+          ["reward", r.summary.avgReward],
+          ...r.summary.passHatK.map((p): [string, number] => [`pass^${p.k}`, p.value]),
+        ]),
+      ]),
+    ),
   };
 }

@@ -226,7 +226,7 @@ export async function reproOpd(
     throw new ReproError(`opdEnv must be "questworld" or "guess-number", got "${config.opdEnv}"`);
   const setup =
     io.setup ?? (config.opdEnv === "questworld" ? questworldReproSetup(config) : guessNumberOpdSetup(config));
-  const dir = join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
+  const dir = io.dir ?? join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
   if (config.opdTeacher !== "sft" && config.opdTeacher !== "scaffold")
     throw new ReproError(`opdTeacher must be "sft" or "scaffold", got "${config.opdTeacher}"`);
   if (!io.teacher && config.opdTeacher === "sft" && setup.name !== "guess-number")

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { writeFileAtomicSync } from "@kiln/hub-io";
 import { REPORT_STYLE, foldedJson } from "../report.js";
 import { barChart, esc } from "../report-svg.js";
-import { type ReproTable, markdownTable } from "./table.js";
+import { meanSe } from "@kiln/rollout";
+import { type ReproTable, fmt, markdownTable } from "./table.js";
 
 export interface ReproResult {
   recipe: string;
@@ -25,6 +26,12 @@ export interface ReproResult {
    * count them as failures, so `kiln repro` shows how many and exits 1 naming the first.
    */
   errors?: ReproEpisodeError[];
+  /**
+   * The headline numbers of each row (row label → metric → value) that mean the same in every seed's
+   * run: `acrossSeedsTable` prints them per seed and their mean across seeds. A recipe leaves it out
+   * where no number is comparable across seeds.
+   */
+  seedSummary?: Record<string, Record<string, number>>;
 }
 
 export interface ReproEpisodeError {
@@ -94,6 +101,55 @@ export function writeReproOutputs(result: ReproResult, config: unknown, command:
   writeAtomic(join(result.dir, "summary.json"), `${JSON.stringify({ ...result, config, command }, null, 2)}\n`);
   writeAtomic(join(result.dir, "report.html"), reproReportHtml(result, config, command));
   return markdown;
+}
+
+/**
+ * The rows' headline numbers over several seeds: each seed's value and the mean across seeds ± its SE
+ * (the seeds' SD / √seeds: with two seeds, half their difference). Rows and metrics are those of the
+ * first seed's `seedSummary`; null when no run has one.
+ */
+export function acrossSeedsTable(
+  recipe: string,
+  runs: readonly { seed: number; result: ReproResult }[],
+): ReproTable | null {
+  const first = runs[0]?.result.seedSummary;
+  if (!first) return null;
+  const seeds = runs.map((r) => r.seed);
+  const metrics = [...new Set(Object.values(first).flatMap((m) => Object.keys(m)))];
+  const header = ["row"];
+  for (const m of metrics) header.push(...seeds.map((s) => `${m}, seed ${s}`), `${m}, mean ± SE over seeds`);
+  const rows = Object.keys(first).map((label) => {
+    const cells = [label];
+    for (const m of metrics) {
+      const values = runs.map((r) => r.result.seedSummary?.[label]?.[m]);
+      cells.push(...values.map((v) => (v === undefined || !Number.isFinite(v) ? "—" : v.toFixed(3))));
+      const known = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
+      cells.push(known.length === values.length && known.length > 1 ? fmt(meanSe(known)) : "—");
+    }
+    return cells;
+  });
+  return {
+    title: `${recipe} over ${seeds.length} seeds (${seeds.join(", ")}): each seed's value and the mean across seeds`,
+    header,
+    rows,
+    notes: [
+      "Each seed reruns the whole table (training, sampling and initialisation draw from the seed; the held-out instances stay the same). SE over seeds = SD across seeds / √seeds.",
+    ],
+  };
+}
+
+/** Wall seconds of each table a `kiln repro` command printed, and their total. */
+export function wallTimeTable(command: string, tables: readonly { label: string; seconds: number }[]): ReproTable {
+  const total = tables.reduce((sum, t) => sum + t.seconds, 0);
+  return {
+    title: `Wall time per table (${command})`,
+    header: ["table", "s", "min"],
+    rows: [...tables, { label: "total", seconds: total }].map((t) => [
+      t.label,
+      t.seconds.toFixed(1),
+      (t.seconds / 60).toFixed(1),
+    ]),
+  };
 }
 
 /** Seconds since `start` (performance.now()). */

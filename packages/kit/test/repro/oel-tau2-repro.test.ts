@@ -26,6 +26,7 @@ describe("kiln repro oel on tau2 retail", () => {
   it("deploys on train-split ids and evaluates on test-split ids, never the same id", () => {
     const c = reproConfig();
     c.oel.tasks = 74;
+    c.heldout.oelTasks = 40;
     const { train, test } = oelSplits(c);
     expect(train).toHaveLength(74);
     expect(test).toHaveLength(40);
