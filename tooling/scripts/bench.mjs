@@ -9,7 +9,11 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const [name, ...rest] = process.argv.slice(2);
 // Benchmarks that are not a package's bench/index.ts: name → [package, script].
-const extra = { gpu: ["tensor", "gpu.ts"], "rollout-batching": ["kit", "rollout-batching.ts"] };
+const extra = {
+  gpu: ["tensor", "gpu.ts"],
+  "rollout-batching": ["kit", "rollout-batching.ts"],
+  "agent-model-clem": ["kit", "agent-model-clem.ts"],
+};
 // Benchmarks that also run further scripts after their own: name → [[package, script], …]. The
 // batching half of `rollout` needs models and kit's agent model, which @kiln/rollout cannot import.
 const followUps = { rollout: [["kit", "rollout-batching.ts"]] };

@@ -29,9 +29,9 @@ export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, he
 export interface BuildAgentModelOptions {
   outDir: string;
   seed?: number;
-  /** Optimizer steps (default 650). */
+  /** Optimizer steps (default 160). */
   steps?: number;
-  /** Packed rows of `maxLength` tokens per step (default 10). */
+  /** Packed rows of `maxLength` tokens per step (default 5). */
   batchSize?: number;
   lr?: number;
   /** Row width in tokens; a longer document keeps its end (default 768). */
@@ -228,12 +228,12 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const log = options.log ?? ((line: string) => console.log(line));
   const seed = options.seed ?? 0;
   const size = { ...AGENT_MODEL_SIZE, ...options.size };
-  const steps = options.steps ?? 650;
-  const batchSize = options.batchSize ?? 10;
+  const steps = options.steps ?? 160;
+  const batchSize = options.batchSize ?? 5;
   const maxLength = options.maxLength ?? 768;
 
   log(`[agent-model] corpus (seed ${seed})`);
-  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 2500 });
+  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 1000 });
   const storyCount = options.stories ?? 300;
   const heldoutCount = options.heldoutStories ?? 64;
   const stories = await sampleStories({ count: storyCount + heldoutCount, seed });

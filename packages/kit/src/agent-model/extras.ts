@@ -19,7 +19,7 @@ export const AGENT_MODEL_CLEM_EPISODES: Readonly<Record<AgentClemGame, number>> 
 
 export const AGENT_MODEL_CORPUS = {
   questworldEpisodes: 160,
-  questworldTurnRate: 0.25,
+  questworldTurnRate: 0.12,
   clemEpisodes: AGENT_MODEL_CLEM_EPISODES as Partial<Record<AgentClemGame, number>>,
 };
 

@@ -45,6 +45,8 @@ export interface QuestworldDocument {
   start: "wall" | "fresh";
   episode: number;
   turn: number;
+  /** Quest stages of the chain completed before this turn (0–10; the reply works on the next one). */
+  stagesDone: number;
   /** The windowed context, ending with the player's assistant reply (one tool call). */
   messages: Message[];
   /** The reply as Hermes text, exactly as CHATML_TOOL_TEMPLATE renders the last message's call. */
@@ -111,6 +113,10 @@ export async function questworldCorpus(options: QuestworldCorpusOptions): Promis
     const noted = skill.epsilon === 0 && draw() < noteRate;
     const seed = questworldTrainSeed(options.seed, "questworld-corpus-world", episode);
     const env = new questworld.QuestworldEnvironment({ archetype });
+    const startState = start === "wall" ? questworldOpdStart(archetype, seed) : undefined;
+    const startDone = startState
+      ? Object.values(questworld.questStages(startState)).reduce((a: number, n) => a + Number(n), 0)
+      : 0;
     const ep = await questworld.runQuestworldEpisode({
       env,
       policy: questworldPlayer(() => env.getState(), {
@@ -119,7 +125,7 @@ export async function questworldCorpus(options: QuestworldCorpusOptions): Promis
       }),
       seed,
       archetype,
-      state: start === "wall" ? questworldOpdStart(archetype, seed) : undefined,
+      state: startState,
       maxTurns: options.maxTurns ?? (start === "wall" ? 100 : undefined),
     });
     const conversation = noted ? withSystemNote(ep.messages, note) : ep.messages;
@@ -139,6 +145,7 @@ export async function questworldCorpus(options: QuestworldCorpusOptions): Promis
         start,
         episode,
         turn: t,
+        stagesDone: startDone + ep.rewards.slice(0, t).reduce((a, r) => a + r, 0),
         messages: [
           ...questworldWindow(conversation.slice(0, i), keep, { opening: options.opening }),
           ...cloneMessages([m]),

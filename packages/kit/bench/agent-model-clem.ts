@@ -1,0 +1,55 @@
+// `pnpm bench agent-model-clem [--model DIR] [--games a,b] [--backend NAME]`: the embedded agent model's
+// clembench measurement. Every held-out instance (agent-model/clem-split.ts) of each game the model was
+// trained on, played greedily through ClemGameEnvironment beside the scripted partners, and the same
+// instances played by the scripted experts; clemeval's table (quality, % played, clemscore) for both.
+import { loadavg } from "node:os";
+import { clembench } from "@kiln/benchmarks";
+import { ChatTemplate, LocalPolicy, loadModel, loadTokenizer } from "@kiln/models";
+import { initBackend } from "@kiln/tensor";
+import { clemExpertPlayers, evaluateClemHeldout } from "../src/agent-model/clem-eval.js";
+import { AGENT_CLEM_GAMES, type AgentClemGame } from "../src/agent-model/clem-players.js";
+import { agentModelDir } from "../src/agent-model/paths.js";
+
+const argv = process.argv.slice(2);
+const arg = (name: string, fallback: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback;
+};
+const dir = arg("model", agentModelDir());
+const games = arg("games", AGENT_CLEM_GAMES.join(",")).split(",") as AgentClemGame[];
+const unknown = games.filter((g) => !(AGENT_CLEM_GAMES as readonly string[]).includes(g));
+if (unknown.length > 0)
+  throw new Error(`unknown game(s) ${unknown.join(", ")}; the model plays ${AGENT_CLEM_GAMES.join(", ")}`);
+await initBackend(arg("backend", "auto") as Parameters<typeof initBackend>[0]);
+
+const t0 = Date.now();
+const rows: clembench.ScoreRow[] = [];
+rows.push(...(await evaluateClemHeldout({ games, policy: clemExpertPlayers(0), model: "scripted experts" })).rows);
+const tokenizer = await loadTokenizer(dir);
+const policy = new LocalPolicy({
+  id: "agent-model",
+  model: await loadModel(dir),
+  tokenizer,
+  chatTemplate: ChatTemplate.fromTokenizer(tokenizer),
+});
+for (const game of games) {
+  const t1 = Date.now();
+  // A referencegame expression is the 25 cells of a grid; every other reply is a short line.
+  const maxTokens = game === "referencegame" ? 64 : 24;
+  const r = await evaluateClemHeldout({
+    games: [game],
+    policy,
+    model: "agent model",
+    params: { maxTokens },
+    concurrency: 16,
+  });
+  rows.push(...r.rows);
+  const c = r.table.rows[0].games[game];
+  console.error(
+    `${game}: ${c.n} episodes, % played ${c.played}, quality ${c.quality} (${((Date.now() - t1) / 1000).toFixed(0)} s)`,
+  );
+}
+const table = clembench.clemTable(rows);
+console.log(clembench.formatResultsMarkdown(table));
+for (const row of table.rows) console.log(`${row.model}: clemscore ${row.clemscore} ± ${row.clemscoreSe.toFixed(2)}`);
+console.log(`${((Date.now() - t0) / 1000).toFixed(0)} s wall, load ${loadavg()[0].toFixed(1)}`);
