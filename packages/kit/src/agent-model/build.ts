@@ -29,7 +29,7 @@ export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, he
 export interface BuildAgentModelOptions {
   outDir: string;
   seed?: number;
-  /** Optimizer steps (default 160). */
+  /** Optimizer steps (default 400). */
   steps?: number;
   /** Packed rows of `maxLength` tokens per step (default 5). */
   batchSize?: number;
@@ -228,7 +228,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const log = options.log ?? ((line: string) => console.log(line));
   const seed = options.seed ?? 0;
   const size = { ...AGENT_MODEL_SIZE, ...options.size };
-  const steps = options.steps ?? 160;
+  const steps = options.steps ?? 400;
   const batchSize = options.batchSize ?? 5;
   const maxLength = options.maxLength ?? 768;
 

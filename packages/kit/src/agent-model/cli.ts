@@ -13,7 +13,7 @@ export const agentModelCommand = defineCommand({
   options: {
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
-    steps: { type: "integer", default: 160, min: 1, description: "training steps" },
+    steps: { type: "integer", default: 400, min: 1, description: "training steps" },
     backend: { type: "string", choices: ["wasm", "native", "js"], default: "wasm", description: "tensor backend" },
     "no-progress": { type: "boolean", description: "no progress bar" },
   },
