@@ -1,7 +1,18 @@
 import { GameProtocolError } from "./errors.js";
 import type { Experiment, GameInstance } from "./instances.js";
 import { InteractionsRecorder } from "./interactions.js";
+import * as M from "./metrics.js";
 import type { Context, Player } from "./player.js";
+
+/** How a game with one answering player ended, and its request counters (static benchmarks, wordle). */
+export interface RequestOutcome {
+  aborted: boolean;
+  failure: boolean;
+  success: boolean;
+  requestCounts: number;
+  parsedRequestCounts: number;
+  violatedRequestCounts: number;
+}
 
 /**
  * clemcore's legacy `DialogueGameMaster` turn loop (clemcore 3.x, `clemgame/legacy/master.py` as of
@@ -129,6 +140,16 @@ export abstract class DialogueGameMaster {
 
   logKey(key: string, value: unknown): void {
     this.recorder.logKey(key, value);
+  }
+
+  /** The outcome and request-count keys a game with one answering player logs at its end, in clemcore's order. */
+  protected logRequestOutcome(o: RequestOutcome): void {
+    this.logKey(M.METRIC_ABORTED, o.aborted ? 1 : 0);
+    this.logKey(M.METRIC_LOSE, o.failure ? 1 : 0);
+    this.logKey(M.METRIC_SUCCESS, o.success ? 1 : 0);
+    this.logKey(M.METRIC_REQUEST_COUNT, o.requestCounts);
+    this.logKey(M.METRIC_REQUEST_COUNT_PARSED, o.parsedRequestCounts);
+    this.logKey(M.METRIC_REQUEST_COUNT_VIOLATED, o.violatedRequestCounts);
   }
 
   protected abstract onSetup(instance: GameInstance): void;

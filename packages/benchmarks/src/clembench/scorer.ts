@@ -71,6 +71,17 @@ export abstract class GameScorer {
     this.logEpisodeScore(M.METRIC_SUCCESS, success);
   }
 
+  /**
+   * Aborted, Success, Lose and the main score, in that order (taboo's and adventuregame's end of game): an
+   * aborted episode is neither won nor lost and its main score is NaN.
+   */
+  protected logOutcome(aborted: boolean, won: boolean, mainScore: ScoreValue): void {
+    this.logEpisodeScore(M.METRIC_ABORTED, aborted ? 1 : 0);
+    this.logEpisodeScore(M.METRIC_SUCCESS, !aborted && won ? 1 : 0);
+    this.logEpisodeScore(M.METRIC_LOSE, !aborted && !won ? 1 : 0);
+    this.logEpisodeScore(M.BENCH_SCORE, aborted ? Number.NaN : mainScore);
+  }
+
   protected scoreRequests(interactions: Interactions): void {
     const req = toNumber(interactions[M.METRIC_REQUEST_COUNT]);
     const parsed = toNumber(interactions[M.METRIC_REQUEST_COUNT_PARSED]);

@@ -52,12 +52,7 @@ abstract class SingleTurnMaster extends DialogueGameMaster {
   }
 
   protected override onAfterGame(): void {
-    this.logKey(M.METRIC_ABORTED, this.aborted ? 1 : 0);
-    this.logKey(M.METRIC_LOSE, this.failure ? 1 : 0);
-    this.logKey(M.METRIC_SUCCESS, this.success ? 1 : 0);
-    this.logKey(M.METRIC_REQUEST_COUNT, this.requestCounts);
-    this.logKey(M.METRIC_REQUEST_COUNT_PARSED, this.parsedRequestCounts);
-    this.logKey(M.METRIC_REQUEST_COUNT_VIOLATED, this.violatedRequestCounts);
+    this.logRequestOutcome(this);
   }
 }
 

@@ -192,23 +192,7 @@ export class TabooScorer extends GameScorer {
     this.logEpisodeScore(M.METRIC_REQUEST_COUNT_PARSED, parsed);
     this.logEpisodeScore(M.METRIC_REQUEST_COUNT, requests);
     this.logEpisodeScore(M.METRIC_REQUEST_SUCCESS_RATIO, pyFloat(parsed / requests));
-    if (invalidResponse) {
-      this.logEpisodeScore(M.METRIC_ABORTED, 1);
-      this.logEpisodeScore(M.METRIC_SUCCESS, 0);
-      this.logEpisodeScore(M.METRIC_LOSE, 0);
-      this.logEpisodeScore(M.BENCH_SCORE, Number.NaN);
-    } else {
-      this.logEpisodeScore(M.METRIC_ABORTED, 0);
-      if (guesserWon) {
-        this.logEpisodeScore(M.METRIC_SUCCESS, 1);
-        this.logEpisodeScore(M.METRIC_LOSE, 0);
-        this.logEpisodeScore(M.BENCH_SCORE, pyFloat(100 / turnScores.length));
-      } else {
-        this.logEpisodeScore(M.METRIC_SUCCESS, 0);
-        this.logEpisodeScore(M.METRIC_LOSE, 1);
-        this.logEpisodeScore(M.BENCH_SCORE, 0);
-      }
-    }
+    this.logOutcome(invalidResponse, guesserWon, guesserWon ? pyFloat(100 / turnScores.length) : 0);
     this.logEpisodeScore("Repetition-Guesser", prevGuessCounter);
     this.logEpisodeScore("Repetition-Describer", prevClueCounter);
   }

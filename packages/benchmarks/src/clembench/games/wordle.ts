@@ -176,9 +176,9 @@ export class WordleMaster extends DialogueGameMaster {
   protected currentGuess: string | null = null;
   protected currentExplanation: string | null = null;
   protected guessFeedback: string | null = null;
-  protected requestCounts = 0;
-  protected parsedRequestCounts = 0;
-  protected violatedRequestCounts = 0;
+  requestCounts = 0;
+  parsedRequestCounts = 0;
+  violatedRequestCounts = 0;
   protected guesserGuesses: string[] = [];
   protected guesserExplanations: string[] = [];
   protected guesserFeedbacks: string[] = [];
@@ -293,12 +293,7 @@ export class WordleMaster extends DialogueGameMaster {
   }
 
   protected override onAfterGame(): void {
-    this.logKey(M.METRIC_ABORTED, this.aborted ? 1 : 0);
-    this.logKey(M.METRIC_LOSE, this.failure ? 1 : 0);
-    this.logKey(M.METRIC_SUCCESS, this.success ? 1 : 0);
-    this.logKey(M.METRIC_REQUEST_COUNT, this.requestCounts);
-    this.logKey(M.METRIC_REQUEST_COUNT_PARSED, this.parsedRequestCounts);
-    this.logKey(M.METRIC_REQUEST_COUNT_VIOLATED, this.violatedRequestCounts);
+    this.logRequestOutcome(this);
     this.logKey(GUESSER_GUESSES, this.guesserGuesses);
     this.logKey(GUESSER_FEEDBACKS, this.guesserFeedbacks);
     this.logKey(GUESSER_EXPLANATIONS, this.guesserExplanations);

@@ -147,17 +147,7 @@ export class AdventureGameScorer extends GameScorer {
     this.logEpisodeScore("finish_speed", finished ? pyFloat(1 - turnRatio) : Number.NaN);
     const achieved = finalGoals.length / num(info.goal_count);
     this.logEpisodeScore("achieved_goal_ratio", pyFloat(achieved));
-    if (invalidFormat || turnLimitLoss) {
-      this.logEpisodeScore(M.METRIC_ABORTED, 1);
-      this.logEpisodeScore(M.METRIC_SUCCESS, 0);
-      this.logEpisodeScore(M.METRIC_LOSE, 0);
-      this.logEpisodeScore(M.BENCH_SCORE, Number.NaN);
-    } else {
-      this.logEpisodeScore(M.METRIC_ABORTED, 0);
-      this.logEpisodeScore(M.METRIC_SUCCESS, finished ? 1 : 0);
-      this.logEpisodeScore(M.METRIC_LOSE, finished ? 0 : 1);
-      this.logEpisodeScore(M.BENCH_SCORE, pyFloat(achieved * 100));
-    }
+    this.logOutcome(invalidFormat !== "" || turnLimitLoss, finished, pyFloat(achieved * 100));
     const followed = sum(planRecords.slice(1).map((p) => num(p.plan_followed)));
     this.logEpisodeScore("plan_followed_ratio", pyFloat(followed / turnCount));
     const viability = sum(planRecords.map((p) => num(p.plan_command_success_ratio)));
