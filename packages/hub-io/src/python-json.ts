@@ -130,11 +130,15 @@ export function parsePythonJson(text: string): unknown {
   return v;
 }
 
-/** Python's `repr(float)`: shortest round-trip digits, scientific below 1e-4 and from 1e16. */
-export function pythonFloatRepr(x: number): string {
-  if (Number.isNaN(x)) return "NaN";
-  if (x === Number.POSITIVE_INFINITY) return "Infinity";
-  if (x === Number.NEGATIVE_INFINITY) return "-Infinity";
+/**
+ * Python's `repr(float)`: shortest round-trip digits, scientific below 1e-4 and from 1e16. NaN and the
+ * infinities are written as json.dumps writes them (`NaN`, `Infinity`, `-Infinity`), or with
+ * `nonFinite: "repr"` as `repr` and `str` do (`nan`, `inf`, `-inf`).
+ */
+export function pythonFloatRepr(x: number, nonFinite: "json" | "repr" = "json"): string {
+  if (Number.isNaN(x)) return nonFinite === "json" ? "NaN" : "nan";
+  if (x === Number.POSITIVE_INFINITY) return nonFinite === "json" ? "Infinity" : "inf";
+  if (x === Number.NEGATIVE_INFINITY) return nonFinite === "json" ? "-Infinity" : "-inf";
   if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
   // toExponential() with no argument gives the shortest digits that round-trip (like Python's repr).
   const [mant, expStr] = Math.abs(x).toExponential().split("e");
@@ -151,7 +155,8 @@ export function pythonFloatRepr(x: number): string {
   return `${sign}${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
 }
 
-function pyString(s: string, ensureAscii: boolean): string {
+/** A JSON string literal as json.dumps writes it (ensure_ascii: every character outside " ".."~" as \\uXXXX, per UTF-16 unit). */
+export function pythonJsonString(s: string, ensureAscii = true): string {
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -169,12 +174,23 @@ function pyString(s: string, ensureAscii: boolean): string {
   return `${out}"`;
 }
 
-/** Python sorts str keys by code point. */
-function byCodePoint(a: string, b: string): number {
-  const x = [...a].map((c) => c.codePointAt(0)!);
-  const y = [...b].map((c) => c.codePointAt(0)!);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
-  return x.length - y.length;
+/**
+ * Order by Unicode code point: Python's str order and the order of UTF-8 bytes (Rust's `String` Ord, which
+ * the safetensors writer sorts tensor names by). JS `<` compares UTF-16 units, which differs past U+FFFF.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  if (a === b) return 0;
+  const ai = a[Symbol.iterator]();
+  const bi = b[Symbol.iterator]();
+  for (;;) {
+    const x = ai.next();
+    const y = bi.next();
+    if (x.done) return y.done ? 0 : -1;
+    if (y.done) return 1;
+    const cx = x.value.codePointAt(0) ?? 0;
+    const cy = y.value.codePointAt(0) ?? 0;
+    if (cx !== cy) return cx < cy ? -1 : 1;
+  }
 }
 
 export interface PythonJsonOptions {
@@ -199,7 +215,7 @@ export function pythonJsonDumps(value: unknown, opts: PythonJsonOptions = {}): s
     if (typeof v === "boolean") return v ? "true" : "false";
     if (typeof v === "number") return Number.isInteger(v) && !Object.is(v, -0) ? String(v) : pythonFloatRepr(v);
     if (typeof v === "bigint") return v.toString();
-    if (typeof v === "string") return pyString(v, ensureAscii);
+    if (typeof v === "string") return pythonJsonString(v, ensureAscii);
     if (v instanceof Map) return walk(Object.fromEntries(v), level);
     if (Array.isArray(v)) {
       if (v.length === 0) return "[]";
@@ -207,11 +223,11 @@ export function pythonJsonDumps(value: unknown, opts: PythonJsonOptions = {}): s
     }
     if (typeof v === "object") {
       let keys = Object.keys(v as object).filter((k) => (v as Record<string, unknown>)[k] !== undefined);
-      if (sortKeys) keys = keys.sort(byCodePoint);
+      if (sortKeys) keys = keys.sort(compareCodePoints);
       if (keys.length === 0) return "{}";
       const body = keys.map(
         (k) =>
-          `${nl(level + 1)}${pyString(k, ensureAscii)}: ${item(v, k, (v as Record<string, unknown>)[k], level + 1)}`,
+          `${nl(level + 1)}${pythonJsonString(k, ensureAscii)}: ${item(v, k, (v as Record<string, unknown>)[k], level + 1)}`,
       );
       return `{${body.join(itemSep)}${nl(level)}}`;
     }

@@ -6,6 +6,7 @@
 import { openAtomic } from "./atomic-file.js";
 import { byteSize, type Dtype, dtypeRank, isDtype, type TensorData } from "./dtypes.js";
 import { SafetensorsError } from "./errors.js";
+import { compareCodePoints } from "./python-json.js";
 import { MAX_HEADER_SIZE, N_LEN } from "./safetensors-header.js";
 
 /** Tensor bytes given up front, produced on demand, or streamed in chunks. */
@@ -18,18 +19,6 @@ export interface TensorInput {
 }
 
 export type TensorMap = Map<string, TensorInput> | Record<string, TensorInput>;
-
-/** Compare by Unicode code point, which is the order of UTF-8 bytes (Rust `String` Ord). */
-export function compareCodePoints(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.codePointAt(i)!;
-    const y = b.codePointAt(i)!;
-    if (x !== y) return x - y;
-    if (x > 0xffff) i++;
-  }
-  return a.length - b.length;
-}
 
 export interface PlannedTensor {
   name: string;

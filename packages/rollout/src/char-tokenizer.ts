@@ -1,5 +1,7 @@
 // A one-token-per-code-point tokenizer. Real models bring their own (@kiln/models); this one
 // gives toy policies and tests honest token ids and text offsets without any vocabulary file.
+// It is not @kiln/models' `charTokenizer`: there the ids index a fixed vocabulary (ChatML specials
+// first, then printable ASCII) that a model's embedding table is sized by; here an id is the code point.
 
 export interface TextTokenizer {
   encode(text: string): number[];

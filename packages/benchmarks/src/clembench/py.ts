@@ -1,6 +1,6 @@
 // Python semantics that change game outcomes or score files, written once so every game master
 // parses, rounds and serialises exactly as the reference (CPython 3 + numpy/pandas) does.
-import { PyFloat, pyFloat, pythonJsonDumps } from "@kiln/hub-io";
+import { PyFloat, pyFloat, pythonFloatRepr, pythonJsonDumps } from "@kiln/hub-io";
 
 // PyFloat (a number Python holds as a float: clemcore's scores.json tells `100` from `100.0`) and the
 // json.dumps serialiser are hub-io's, the ones that also write Hugging Face config files.
@@ -238,22 +238,9 @@ export function npRound(x: number, decimals: number): number {
   return rint(x * f) / f;
 }
 
-/** Python `repr(float)`. */
+/** Python `repr(float)` (`nan`, `inf` for the non-finite): hub-io's, the digits every Python JSON in kiln uses. */
 export function pyFloatRepr(x: number): string {
-  if (Number.isNaN(x)) return "nan";
-  if (x === Number.POSITIVE_INFINITY) return "inf";
-  if (x === Number.NEGATIVE_INFINITY) return "-inf";
-  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
-  const ax = Math.abs(x);
-  if (ax >= 1e16 || ax < 1e-4) {
-    // JS toExponential() without digits gives the shortest round-trip mantissa, as Python's repr
-    const [m, e] = x.toExponential().split("e");
-    const sign = e[0] === "-" ? "-" : "+";
-    const digits = e.replace(/^[+-]/, "").padStart(2, "0");
-    return `${m}e${sign}${digits}`;
-  }
-  const s = String(x);
-  return Number.isInteger(x) ? `${s}.0` : s;
+  return pythonFloatRepr(x, "repr");
 }
 
 /**

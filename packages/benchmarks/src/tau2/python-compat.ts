@@ -2,28 +2,13 @@
 // json.dumps, str() of argument values and the TypeError texts of a bad call.
 // tau2 hashes `json.dumps(db.model_dump(), sort_keys=True, default=str)` (src/tau2/utils/utils.py
 // get_dict_hash), so our bytes must equal CPython's for the hash to be comparable.
+import { compareCodePoints, pythonFloatRepr, pythonJsonString as pyJsonString } from "@kiln/hub-io";
 
-/** Python `repr(float)`: shortest round-trip digits; fixed notation for 1e-4 <= |x| < 1e16, else `1e+16`. */
+export { compareCodePoints, pyJsonString };
+
+/** Python `repr(float)` (`nan`, `inf` for the non-finite): hub-io's, the digits every Python JSON in kiln uses. */
 export function pyFloatRepr(x: number): string {
-  if (Number.isNaN(x)) return "nan";
-  if (x === Number.POSITIVE_INFINITY) return "inf";
-  if (x === Number.NEGATIVE_INFINITY) return "-inf";
-  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
-  const sign = x < 0 ? "-" : "";
-  // toExponential() with no argument gives the shortest digits that round-trip, like repr.
-  const [mant, expText] = Math.abs(x).toExponential().split("e");
-  const digits = mant.replace(".", "");
-  const exp = Number(expText);
-  if (exp >= -4 && exp < 16) {
-    let s: string;
-    if (exp < 0) s = `0.${"0".repeat(-exp - 1)}${digits}`;
-    else if (digits.length <= exp + 1) s = `${digits}${"0".repeat(exp + 1 - digits.length)}.0`;
-    else s = `${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
-    return sign + s;
-  }
-  const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
-  const e = Math.abs(exp) < 10 ? `0${Math.abs(exp)}` : String(Math.abs(exp));
-  return `${sign}${m}e${exp < 0 ? "-" : "+"}${e}`;
+  return pythonFloatRepr(x, "repr");
 }
 
 /**
@@ -50,37 +35,16 @@ export interface PyJsonOptions {
   intKeys?: ReadonlySet<string>;
 }
 
-const ESCAPES: Record<string, string> = {
-  '"': '\\"',
-  "\\": "\\\\",
-  "\n": "\\n",
-  "\r": "\\r",
-  "\t": "\\t",
-  "\b": "\\b",
-  "\f": "\\f",
-};
-
-/** A JSON string literal as Python's json.dumps writes it with ensure_ascii=True. */
-export function pyJsonString(s: string): string {
-  let out = '"';
-  for (let i = 0; i < s.length; i++) {
-    const ch = s[i];
-    const code = s.charCodeAt(i);
-    const esc = ESCAPES[ch];
-    if (esc !== undefined) out += esc;
-    else if (code < 0x20 || code > 0x7e) {
-      // Everything outside " ".."~" (DEL included), per UTF-16 unit: astral characters become
-      // surrogate pairs, as in CPython's ESCAPE_ASCII.
-      out += `\\u${code.toString(16).padStart(4, "0")}`;
-    } else out += ch;
-  }
-  return `${out}"`;
-}
-
 /**
- * Python `json.dumps(value, sort_keys=…)` with default separators (", ", ": ") and
+ * Python `json.dumps(value, sort_keys=…, default=str)` with default separators (", ", ": ") and
  * ensure_ascii. Numbers are printed as Python floats: every number in the retail DB is a
  * pydantic `float` field (price, amount, balance, exchange_price_difference).
+ *
+ * Why this walk is not hub-io's `pythonJsonDumps` (whose float repr, string escaping and key order it
+ * shares): the retail DB's numbers are floats unless named in `intKeys` (hub-io's are ints unless marked
+ * `PyFloat`), an undefined field is written as null (a pydantic field that is None; hub-io drops it), any
+ * other value is written as its string (`default=str`), and the parts are pushed into one array, since the
+ * DB hash serialises every record of every episode.
  */
 export function pyJsonDumps(value: unknown, options: PyJsonOptions = {}): string {
   const parts: string[] = [];
@@ -120,22 +84,6 @@ function writeObject(entries: [string, unknown][], out: string[], options: PyJso
     write(v, k, out, options);
   });
   out.push("}");
-}
-
-/** Python sorts str by code point; JS `<` compares UTF-16 units, which differs only past U+FFFF. */
-export function compareCodePoints(a: string, b: string): number {
-  if (a === b) return 0;
-  const ai = a[Symbol.iterator]();
-  const bi = b[Symbol.iterator]();
-  for (;;) {
-    const x = ai.next();
-    const y = bi.next();
-    if (x.done) return y.done ? 0 : -1;
-    if (y.done) return 1;
-    const cx = x.value.codePointAt(0) ?? 0;
-    const cy = y.value.codePointAt(0) ?? 0;
-    if (cx !== cy) return cx < cy ? -1 : 1;
-  }
 }
 
 /** Python's type name of a JSON value, as TypeError messages print it. */
