@@ -34,6 +34,7 @@ export { pyLiteralEval, pyRepr } from "./py-literal.js";
 export { graphEditDistance, graphSimilarity, makeGraph } from "./graph-edit-distance.js";
 export * from "./games/wordle.js";
 export { turnsCloseness, turnsStrategy, wordleFeedback } from "./games/wordle-feedback.js";
+export * from "./games/wordle-turn-faults.js";
 export { NLTK_ENGLISH_STOPWORDS, snowballStem } from "./english.js";
 export { GAMES, getGame, STATIC_GAMES, STATSCORE_GAMES } from "./registry.js";
 export { ClemGameEnvironment, type ClemEnvironmentOptions, type ClemEnvironmentState } from "./environment.js";

@@ -1,10 +1,15 @@
 // ARP — Acquire, Repair, Preserve (docs/ARCHITECTURE.md §Recipes), stage by stage as the
 // seed system ran it:
-//   A  broad SFT on the success-only corpus (per-game cap, seeded holdout) → merge (f32)
-//   B1 turn-local DPO on repeat / length failures of the current policy → merge
-//   B2 turn-local DPO on invalid / duplicate-field failures of the B1 policy → merge
+//   A  broad SFT on the success-only corpus over every game (per-game cap, seeded holdout) → merge (f32)
+//   A2 game-targeted SFT on the games the base plays worst (its mean score on training instances) → merge
+//   B1 turn-local DPO on repeat / length faults → merge
+//   B2 turn-local DPO on invalid / duplicate-field faults → merge
+//      With the game's corruption (Wordle) the pairs are synthetic, as the seed built them: a good
+//      turn of a successful episode is chosen, the same turn corrupted by one fault is rejected.
+//      Without one, the current policy's diagnosed failures are paired with a reference reply.
 //   C  branch DPO from the current (B2) policy: fork at a turn, K continuations, pair the
-//      immediately diverging replies by downstream episode score (β 0.2) → merge
+//      immediately diverging replies whose downstream episode scores differ by at least
+//      minMargin (β 0.2; ties are dropped and counted) → merge
 //   Preserve: the whole delta scaled by s, W = W₀ + s·Σᵢ ΔWᵢ, merged in f32 and written as a
 //   Hugging Face directory, with the scaled adapter (the stages' adapters concatenated) beside it.
 // Each DPO stage is a fresh LoRA whose reference is the adapter-off model, i.e. the previous
@@ -25,13 +30,16 @@ import {
   type Environment,
   type GenerateParams,
   type Policy,
+  type FailureMode,
   type PreferencePair,
   type Trajectory,
   branchEpisode,
   branchPairs,
   diagnoseTrajectory,
   episodeSpecs,
+  isSuccessful,
   runEpisodes,
+  trajectoryMessages,
   turnLocalPairs,
 } from "@kiln/rollout";
 import { noGrad } from "@kiln/tensor";
@@ -50,6 +58,7 @@ import {
   arpTinyConfig,
   stageForward,
 } from "./presets.js";
+import { type TurnCorruption, syntheticTurnPairs } from "./arp-pairs.js";
 import {
   type PhaseEval,
   ROLLOUT_CONCURRENCY,
@@ -73,8 +82,11 @@ export interface BranchDpoOptions {
   pickTurn?: (t: Trajectory) => number;
   params?: GenerateParams;
   limits?: EpisodeLimits;
+  /** Smallest downstream-score difference that makes a pair (rollout's branchPairs default when unset). */
   minMargin?: number;
   diagnose?: DiagnoseOptions;
+  /** Told, per fork, how many distinct-reply candidate pairs it had and how many fell below minMargin. */
+  onFork?: (counts: { candidates: number; ties: number }) => void;
 }
 
 /** Branch-DPO pairs: fork each trajectory at a turn, sample K continuations, pair by downstream score. */
@@ -93,7 +105,11 @@ export async function branchDpoPairs(options: BranchDpoOptions): Promise<Prefere
       limits: options.limits,
       concurrency: ROLLOUT_CONCURRENCY,
     });
-    pairs.push(...branchPairs(result, { minMargin: options.minMargin }));
+    const kept = branchPairs(result, { minMargin: options.minMargin });
+    // Every distinct reply against the best one, whatever the margin: the candidates before the cut.
+    const candidates = branchPairs(result, { minMargin: Number.NEGATIVE_INFINITY }).length;
+    options.onFork?.({ candidates, ties: candidates - kept.length });
+    pairs.push(...kept);
   }
   return pairs;
 }
@@ -143,6 +159,24 @@ export interface ArpOptions extends RecipeIo {
    * policy, i.e. the SFT model for B1); a model given here (e.g. the untouched base) replaces it.
    */
   dpoReferenceModel?: Model;
+  /**
+   * A multi-game run's training environments (one per game, training instances only): phase A2
+   * plays the base on them to find its weakest games. Without them A2 is skipped.
+   */
+  games?: readonly ArpTrainingGame[];
+  /**
+   * The game's turn corruption (e.g. `wordleTurnCorruption()`): B1/B2 train on synthetic pairs
+   * derived from good turns of `makeEnv`'s game in `sourceTrajectories`. Without it, B1/B2 pair the
+   * current policy's diagnosed failures with reference replies.
+   */
+  corruptTurn?: TurnCorruption;
+}
+
+export interface ArpTrainingGame {
+  /** The environment id its trajectories carry (e.g. "clembench/taboo"). */
+  envId: string;
+  makeEnv: () => Environment;
+  maxTurns?: number;
 }
 
 export interface ArpStageSummary {
@@ -157,10 +191,23 @@ export interface ArpResult {
   runDir: string;
   sftSize: number;
   holdoutSize: number;
+  /** Phase A's training episodes per environment id (after the per-game cap and the holdout). */
+  sftPerGame: Record<string, number>;
+  /** Phase A2: the base's mean score per game on training instances, the weakest games, its data size. */
+  targeted: { probe: Record<string, number>; games: string[]; size: number };
   stages: ArpStageSummary[];
   phases: PhaseEval[];
   turnPairs: { b1: number; b2: number };
+  /** Pairs per failure mode of B1 and B2, whether they were synthetic, and the candidates before the per-mode cap. */
+  turnPairsByMode: {
+    b1: Record<FailureMode, number>;
+    b2: Record<FailureMode, number>;
+    synthetic: boolean;
+    candidates: { b1: Record<FailureMode, number>; b2: Record<FailureMode, number> };
+  };
   branchPairs: number;
+  /** Phase C: minMargin, the distinct-reply candidate pairs of all forks and how many were dropped as ties. */
+  branch: { minMargin: number; candidates: number; ties: number; forks: number };
   meanBf16DeltaLoss: number;
   modelDir: string;
   adapterDir: string;
@@ -297,12 +344,44 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
 
   await evaluate("base");
 
-  // A: success-only SFT.
+  // A2's choice of games: the base's mean score per game on training instances (never the held-out ones).
+  const targetedSettings = config.targetedSft;
+  const probe = await run.stage("targeted-sft-probe", async () => {
+    const games = options.games ?? [];
+    if (games.length === 0 || targetedSettings.weakestGames === 0) return {} as Record<string, number>;
+    const runs = await Promise.all(
+      games.map((g) =>
+        runEpisodes({
+          makeEnv: g.makeEnv,
+          policy,
+          episodes: episodeSpecs(targetedSettings.probeEpisodes, seed + 7, `probe-${g.envId}`),
+          params: { maxTokens: params.maxTokens, temperature: 0 },
+          limits: { maxTurns: g.maxTurns ?? config.rollout.maxTurns },
+          concurrency: ROLLOUT_CONCURRENCY,
+        }),
+      ),
+    );
+    const means: Record<string, number> = {};
+    games.forEach((g, i) => {
+      const scores = runs[i].trajectories.map((t) => t.outcome.score);
+      means[g.envId] = scores.reduce((a, b) => a + b, 0) / scores.length;
+    });
+    run.logMetrics({ stage: "targeted-sft-probe", ...means });
+    return means;
+  });
+
+  // A: success-only SFT over every game.
   await writeRollouts(run, "source.jsonl.gz", options.sourceTrajectories);
+  const envOf = new Map<string, string>();
+  for (const t of options.sourceTrajectories)
+    envOf.set(JSON.stringify(trajectoryMessages(t as Trajectory)), t.environment.id);
+  const conversationEnv = (c: Conversation) => envOf.get(JSON.stringify(c.messages)) ?? "unknown";
   const corpus = successOnlySftSet(options.sourceTrajectories, { capPerEnv: config.data.capPerGame, seed });
   const { train: sftTrain, holdout } = holdoutSplit(corpus, config.data.holdoutFraction, seed);
+  const sftPerGame: Record<string, number> = {};
+  for (const c of sftTrain) sftPerGame[conversationEnv(c)] = (sftPerGame[conversationEnv(c)] ?? 0) + 1;
   log(
-    `[kiln arp] SFT corpus: ${corpus.length} successful episodes (${sftTrain.length} train, ${holdout.length} held out)`,
+    `[kiln arp] SFT corpus: ${corpus.length} successful episodes (${sftTrain.length} train, ${holdout.length} held out); per game ${JSON.stringify(sftPerGame)}`,
   );
   const sftAdapter = newAdapter("sft", 0);
   const counts = parameterReport(model, [sftAdapter]);
@@ -333,6 +412,45 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   base = mergeAdapter(sftAdapter, { scale: 1, dtype: "f32", keepOriginal: true });
   stageAdapters.push(sftAdapter);
   await evaluate("sft");
+
+  // A2: game-targeted SFT on the weakest games (among those with successful episodes to imitate).
+  const sourceGames = new Set(
+    options.sourceTrajectories.filter((t) => !t.players && isSuccessful(t)).map((t) => t.environment.id),
+  );
+  const targetedGames = Object.entries(probe)
+    .filter(([env]) => sourceGames.has(env))
+    .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : 1))
+    .slice(0, targetedSettings.weakestGames)
+    .map(([env]) => env);
+  let targetedSize = 0;
+  if (Object.keys(probe).length > 0) {
+    const heldKeys = new Set(holdout.map((c) => JSON.stringify(c.messages)));
+    const targetedData = successOnlySftSet(
+      options.sourceTrajectories.filter((t) => targetedGames.includes(t.environment.id)),
+      { capPerEnv: targetedSettings.capPerGame, seed: seed + 1 },
+    ).filter((c) => !heldKeys.has(JSON.stringify(c.messages)));
+    targetedSize = targetedData.length;
+    log(
+      `[kiln arp] targeted SFT: base score on training instances ${JSON.stringify(probe)}; weakest ${targetedGames.join(", ")}: ${targetedData.length} episodes`,
+    );
+    const adapter = newAdapter("targeted-sft", 4);
+    let result: TrainResult | null = null;
+    if (targetedData.length > 0)
+      result = await train<Conversation>({
+        stage: "targeted-sft",
+        adapter,
+        data: targetedData,
+        objective: sftObjective(model, codec, stageForward(targetedSettings)),
+        config: trainConfig(targetedSettings, seed + 1),
+        run,
+        resume,
+        progress,
+      });
+    stages.push(summary("targeted-sft", targetedData.length, result, ["loss", "mean_token_accuracy"]));
+    mergeAdapter(adapter, { scale: 1, dtype: "f32", keepOriginal: false });
+    stageAdapters.push(adapter);
+    await evaluate("targeted-sft");
+  }
 
   const dpoStage = async (
     stage: string,
@@ -366,9 +484,43 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     await evaluate(stage);
   };
 
-  // B1 and B2: turn-local pairs from the current policy's failures.
+  // B1 and B2: synthetic turn-local pairs from the game's corruption of good turns, or pairs from
+  // the current policy's failures.
+  const focusEnv = options.corruptTurn ? options.makeEnv().id : "";
+  const byMode: Record<string, Record<FailureMode, number>> = {};
+  const candidatesByMode: Record<string, Record<FailureMode, number>> = {};
   const turnStage = async (stage: string, s: ArpConfig["turnDpo1"], offset: number) => {
+    const corrupt = options.corruptTurn;
     const pairs = await run.stage(`${stage}-data`, async () => {
+      if (corrupt) {
+        const r = syntheticTurnPairs(
+          options.sourceTrajectories.filter((t) => t.environment.id === focusEnv),
+          {
+            modes: s.modes,
+            corrupt,
+            pairsPerMode: s.pairsPerMode,
+            variantsPerTurn: s.variantsPerTurn,
+            seed: seed + offset,
+            diagnose,
+          },
+        );
+        run.logMetrics({
+          stage: `${stage}-data`,
+          synthetic: 1,
+          good_turns: r.goodTurns,
+          pairs: r.pairs.length,
+          ...Object.fromEntries(s.modes.map((m) => [m, r.byMode[m]])),
+          ...Object.fromEntries(s.modes.map((m) => [`candidates_${m}`, r.candidates[m]])),
+        });
+        log(
+          `[kiln arp] ${stage}: ${r.pairs.length} synthetic pairs on ${focusEnv} from ${r.goodTurns} good turns (${s.modes.map((m) => `${m} ${r.byMode[m]} of ${r.candidates[m]}`).join(", ")})`,
+        );
+        return {
+          byMode: r.byMode,
+          candidates: r.candidates,
+          pairs: r.pairs.map(({ prompt, chosen, rejected, tools }) => ({ prompt, chosen, rejected, tools })),
+        };
+      }
       const episodes = await studentEpisodes(stage, s.studentEpisodes, offset);
       const r = turnLocalPairs(episodes, options.sourceTrajectories, { ...diagnose, modes: s.modes });
       run.logMetrics({
@@ -381,17 +533,28 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
       log(
         `[kiln arp] ${stage}: ${r.diagnosed.length} failing turns (${JSON.stringify(r.byMode)}), ${r.pairs.length} pairs, ${r.unpaired} unpaired`,
       );
-      return r.pairs.map(({ prompt, chosen, rejected, tools }) => ({ prompt, chosen, rejected, tools }));
+      // Pairs per mode: a failing turn counts under each of the stage's modes it shows.
+      const counted = { repeat: 0, length: 0, invalid: 0, duplicate_field: 0 };
+      for (const p of r.pairs) for (const m of p.source.modes) if (s.modes.includes(m)) counted[m]++;
+      return {
+        byMode: counted,
+        candidates: r.byMode,
+        pairs: r.pairs.map(({ prompt, chosen, rejected, tools }) => ({ prompt, chosen, rejected, tools })),
+      };
     });
-    await dpoStage(stage, s, pairs, offset);
-    return pairs.length;
+    byMode[stage] = pairs.byMode;
+    candidatesByMode[stage] = pairs.candidates;
+    await dpoStage(stage, s, pairs.pairs, offset);
+    return pairs.pairs.length;
   };
   const b1 = await turnStage("turn-dpo-1", config.turnDpo1, 1);
   const b2 = await turnStage("turn-dpo-2", config.turnDpo2, 2);
 
   // C: branch pairs from the current (B2-merged) policy.
-  const branch = await run.stage("branch-dpo-data", async () => {
+  const branchData = await run.stage("branch-dpo-data", async () => {
     const forks = await studentEpisodes("branch-dpo", config.branchDpo.forks, 3);
+    let candidates = 0;
+    let ties = 0;
     const pairs = await branchDpoPairs({
       trajectories: forks,
       makeEnv: options.makeEnv,
@@ -401,10 +564,16 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
       limits,
       minMargin: config.branchDpo.minMargin,
       diagnose,
+      onFork: (c) => {
+        candidates += c.candidates;
+        ties += c.ties;
+      },
     });
-    run.logMetrics({ stage: "branch-dpo-data", forks: forks.length, pairs: pairs.length });
-    log(`[kiln arp] branch-dpo: ${pairs.length} pairs from ${forks.length} forks`);
-    return pairs.map((p) => ({
+    run.logMetrics({ stage: "branch-dpo-data", forks: forks.length, pairs: pairs.length, candidates, ties });
+    log(
+      `[kiln arp] branch-dpo: ${pairs.length} pairs from ${forks.length} forks; ${ties} of ${candidates} candidate pairs dropped as ties (downstream scores closer than minMargin ${config.branchDpo.minMargin})`,
+    );
+    const kept = pairs.map((p) => ({
       prompt: p.prompt,
       chosen: p.chosen,
       rejected: p.rejected,
@@ -412,7 +581,9 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
       chosenScore: p.chosenScore,
       rejectedScore: p.rejectedScore,
     }));
+    return { pairs: kept, candidates, ties, forks: forks.length };
   });
+  const branch = branchData.pairs;
   await dpoStage("branch-dpo", config.branchDpo, branch, 3);
 
   // Preserve: W = W₀ + s·ΣΔᵢ in f32. The stages' adapters concatenated with weight s are exactly
@@ -425,7 +596,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   );
   const adapterDir = run.file("adapter");
   const baseModel = options.baseModel?.source ?? "in-memory model";
-  const recipe = `ARP (SFT → turn-DPO ×2 → branch-DPO; the stages' adapters concatenated, scaled by s = ${config.scale})`;
+  const recipe = `ARP (SFT${targetedGames.length > 0 ? " → targeted SFT" : ""} → turn-DPO ×2 → branch-DPO; the stages' adapters concatenated, scaled by s = ${config.scale})`;
   const adapterCard = {
     baseModel,
     recipe,
@@ -470,10 +641,24 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     runDir: run.path,
     sftSize: sftTrain.length,
     holdoutSize: holdout.length,
+    sftPerGame,
+    targeted: { probe, games: targetedGames, size: targetedSize },
     stages,
     phases,
     turnPairs: { b1, b2 },
+    turnPairsByMode: {
+      b1: byMode["turn-dpo-1"],
+      b2: byMode["turn-dpo-2"],
+      synthetic: options.corruptTurn !== undefined,
+      candidates: { b1: candidatesByMode["turn-dpo-1"], b2: candidatesByMode["turn-dpo-2"] },
+    },
     branchPairs: branch.length,
+    branch: {
+      minMargin: config.branchDpo.minMargin,
+      candidates: branchData.candidates,
+      ties: branchData.ties,
+      forks: branchData.forks,
+    },
     meanBf16DeltaLoss: report.meanBf16DeltaLoss,
     modelDir,
     adapterDir,
@@ -481,6 +666,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   await run.writeJson("summary.json", { ...result, phaseTable: table });
   const skipped: Record<string, string> = {
     sft: "no successful source episodes to imitate",
+    "targeted-sft": "no successful source episodes of the weakest games",
     "branch-dpo": "no preference pairs (no fork's continuations differed enough in downstream score)",
   };
   await writeReport(run, {
@@ -492,7 +678,9 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
         s.steps > 0
           ? undefined
           : (skipped[s.stage] ??
-            "no preference pairs (no diagnosed failure of its modes had an expert reply to pair with)"),
+            (options.corruptTurn
+              ? "no synthetic pairs (no good turn of the game admitted the stage's faults)"
+              : "no preference pairs (no diagnosed failure of its modes had an expert reply to pair with)")),
     })),
     config,
   });

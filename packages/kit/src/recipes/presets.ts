@@ -70,6 +70,13 @@ export interface RolloutSettings {
   maxTurns: number;
 }
 
+export interface TurnPairSettings {
+  modes: FailureMode[];
+  studentEpisodes: number;
+  pairsPerMode: number;
+  variantsPerTurn: number;
+}
+
 export interface ArpConfig {
   recipe: "arp";
   seed: number;
@@ -78,10 +85,19 @@ export interface ArpConfig {
   data: { capPerGame: number; holdoutFraction: number; sourceEpisodes: number };
   /** `gradientCheckpointing` is the seed card's name for `checkpointLayers` on this stage (either turns it on). */
   sft: StageTrainSettings & { gradientCheckpointing: boolean };
-  /** B1: turn-local DPO on these failure modes. */
-  turnDpo1: DpoStageSettings & { modes: FailureMode[]; studentEpisodes: number };
+  /**
+   * A2: SFT on the `weakestGames` games the base plays worst (mean score over `probeEpisodes` greedy
+   * episodes per game on training instances), up to `capPerGame` of their successful episodes.
+   */
+  targetedSft: StageTrainSettings & { weakestGames: number; probeEpisodes: number; capPerGame: number };
+  /**
+   * B1: turn-local DPO on these failure modes. With a game corruption (Wordle) the pairs are synthetic:
+   * up to `pairsPerMode` per mode, `variantsPerTurn` corruptions of each good turn; otherwise the
+   * failures of `studentEpisodes` episodes of the current policy.
+   */
+  turnDpo1: DpoStageSettings & TurnPairSettings;
   /** B2: the same on the other modes, from the B1 policy. */
-  turnDpo2: DpoStageSettings & { modes: FailureMode[]; studentEpisodes: number };
+  turnDpo2: DpoStageSettings & TurnPairSettings;
   /** C: branch DPO from the current (B2) policy: fork at a turn, K continuations, pair by downstream score. */
   branchDpo: DpoStageSettings & { k: number; forks: number; minMargin: number };
   /** Training-free delta scale s of the final merge. */
@@ -135,9 +151,27 @@ const ARP_DEFAULT: ArpConfig = {
     gradientCheckpointing: true,
     checkpointEvery: 50,
   },
-  turnDpo1: { ...SEED_DPO, modes: ["repeat", "length"], studentEpisodes: 200 },
-  turnDpo2: { ...SEED_DPO, modes: ["invalid", "duplicate_field"], studentEpisodes: 200 },
-  branchDpo: { ...SEED_DPO, beta: 0.2, k: 4, forks: 100, minMargin: 0 },
+  targetedSft: {
+    ...SEED_SCHEDULE,
+    lr: 2e-4,
+    microBatchSize: 8,
+    gradAccum: 4,
+    maxLength: 2048,
+    checkpointEvery: 50,
+    weakestGames: 3,
+    probeEpisodes: 20,
+    capPerGame: 700,
+  },
+  // ~3.8k synthetic pairs over B1 and B2: four modes × 950.
+  turnDpo1: { ...SEED_DPO, modes: ["repeat", "length"], studentEpisodes: 200, pairsPerMode: 950, variantsPerTurn: 2 },
+  turnDpo2: {
+    ...SEED_DPO,
+    modes: ["invalid", "duplicate_field"],
+    studentEpisodes: 200,
+    pairsPerMode: 950,
+    variantsPerTurn: 2,
+  },
+  branchDpo: { ...SEED_DPO, beta: 0.2, k: 4, forks: 100, minMargin: 0.05 },
   scale: 0.85,
   mergeDtype: "f32",
   baseDtype: "f32",
@@ -165,8 +199,9 @@ const ARP_PRESETS: Record<string, Preset<ArpConfig>> = {
       lora: { r: 8, alpha: 16 },
       data: { capPerGame: 16, holdoutFraction: 0.1, sourceEpisodes: 12 },
       sft: { ...TINY_DPO, lr: 5e-3, gradAccum: 2, gradientCheckpointing: false },
-      turnDpo1: { ...TINY_DPO, studentEpisodes: 3 },
-      turnDpo2: { ...TINY_DPO, studentEpisodes: 3 },
+      targetedSft: { ...TINY_DPO, lr: 5e-3, epochs: 1, weakestGames: 2, probeEpisodes: 1, capPerGame: 8 },
+      turnDpo1: { ...TINY_DPO, studentEpisodes: 3, pairsPerMode: 8, variantsPerTurn: 1 },
+      turnDpo2: { ...TINY_DPO, studentEpisodes: 3, pairsPerMode: 8, variantsPerTurn: 1 },
       branchDpo: { ...TINY_DPO, k: 3, forks: 2 },
       rollout: { maxTokens: 32, maxTurns: 3 },
       eval: { episodes: 4 },
@@ -379,6 +414,10 @@ export const DEFAULT_SOURCES: Record<
       ["turnDpo*.studentEpisodes", NOT_STATED],
       ["branchDpo.k", NOT_STATED],
       ["branchDpo.forks", NOT_STATED],
+      ["branchDpo.minMargin", "kiln: pairs must differ in downstream score (the seed card states no margin)"],
+      ["targetedSft.*", "kiln's default: seed 002 names the stage (SFT on the weak games), not its sizes"],
+      ["turnDpo*.pairsPerMode", "kiln: the seed's ~3.8k synthetic pairs split evenly over the four failure modes"],
+      ["turnDpo*.variantsPerTurn", NOT_STATED],
       ["*.weightDecay", "kiln's default: the seed card does not state it (transformers' default 0)"],
       ["*.maxGradNorm", "kiln's default: the seed card does not state it (transformers' default 1)"],
       ["*.checkpointEvery", IO_ONLY],
