@@ -101,8 +101,25 @@ export {
   type ArpOptions,
   type ArpResult,
   type ArpStageSummary,
+  type ArpTrainingGame,
   type BranchDpoOptions,
 } from "./recipes/arp.js";
+export {
+  syntheticTurnPairs,
+  type SyntheticPair,
+  type SyntheticPairOptions,
+  type SyntheticPairResult,
+  type TurnCorruption,
+} from "./recipes/arp-pairs.js";
+export {
+  ARP_CLEM_GAMES,
+  acquireClemEpisodes,
+  arpClemGame,
+  clemArpTraining,
+  wordleDiagnose,
+  wordleTurnCorruption,
+  type ArpGame,
+} from "./recipes/arp-games.js";
 export {
   DEFAULT_SOURCES,
   RECIPE_PRESETS,

@@ -11,30 +11,24 @@ import {
   type Policy,
   type Trajectory,
   runEpisodes,
+  trajectoryMessages,
 } from "@kiln/rollout";
 import { RecipeError } from "../errors.js";
+import {
+  AGENT_CLEM_GAMES,
+  type AgentClemGame,
+  clemEnvironment,
+  clemPlayerView,
+  clemTrainPositions,
+  clemViewPolicy,
+} from "../agent-model/clem-players.js";
+import { isHeldOutInstance } from "../agent-model/clem-split.js";
 import { wordleVocabulary } from "../agent-model/wordle-players.js";
+import type { Conversation } from "../trainer/chat-batches.js";
 import type { TurnCorruption } from "./arp-pairs.js";
 
-/**
- * The held-out rule until the agent model's shared split lands: every fifth instance of a game's
- * full instance list is held out.
- */
-export function isHeldOutClemInstance(index: number): boolean {
-  return index % 5 === 0;
-}
-
-/** The games of the ARP table: the three Wordle variants, taboo, referencegame, imagegame, privateshared, and guesswhat. */
-export const ARP_CLEM_GAMES = [
-  "wordle",
-  "wordle_withclue",
-  "wordle_withcritic",
-  "taboo",
-  "referencegame",
-  "imagegame",
-  "privateshared",
-  "guesswhat",
-] as const;
+/** The games of the ARP table: the agent model's (the three Wordle variants, taboo, referencegame, imagegame, privateshared, guesswhat). */
+export const ARP_CLEM_GAMES: readonly string[] = AGENT_CLEM_GAMES;
 
 export interface ArpGame {
   /** The clembench game name. */
@@ -49,6 +43,8 @@ export interface ArpGame {
   experts: Policy[];
   /** Turn limit of an episode (the game's own rounds plus its reprompts). */
   maxTurns: number;
+  /** The policy as it plays this game (privateshared: from the player's view). */
+  wrapPolicy: (policy: Policy) => Policy;
 }
 
 function wordleWords(game = "wordle"): clembench.WordleWords {
@@ -83,7 +79,6 @@ function privateSharedExpert(): Policy {
 
 interface GameRoles {
   experts: () => Policy[];
-  partners: () => clembench.PlayerBackend[];
   maxTurns: number;
 }
 
@@ -98,58 +93,50 @@ function gameRoles(game: string): GameRoles {
       const words = wordleVocabulary(400, 0);
       return {
         experts: () => WORDLE_OPENERS.map((o) => from(clembench.wordleSolver(words, o), `wordle-solver-${o}`)),
-        partners: () => (game === "wordle_withcritic" ? [clembench.agreeingCritic()] : []),
         maxTurns: 12,
       };
     }
     case "taboo":
       return {
         experts: () => [from(clembench.reversingDescriber(), "taboo-describer")],
-        partners: () => [clembench.reversingGuesser()],
         maxTurns: 8,
       };
     case "referencegame":
       return {
         experts: () => [from(clembench.gridReadingGiver(), "reference-giver")],
-        partners: () => [clembench.gridMatchingFollower()],
         maxTurns: 4,
       };
     case "imagegame":
       return {
         experts: () => [from(clembench.cellByCellGiver(), "image-giver")],
-        partners: () => [clembench.commandFollower()],
         maxTurns: 30,
       };
     case "privateshared":
-      return { experts: () => [privateSharedExpert()], partners: () => [], maxTurns: 40 };
+      return { experts: () => [privateSharedExpert()], maxTurns: 40 };
     case "guesswhat":
       return {
         experts: () => [from(clembench.candidateByCandidateGuesser(), "guesswhat-guesser")],
-        partners: () => [clembench.targetNamingAnswerer()],
         maxTurns: 12,
-      };
-    case "matchit_ascii":
-      return {
-        experts: () => [from(clembench.gridComparingMatchItPlayer(), "matchit-player")],
-        partners: () => [clembench.gridComparingMatchItPlayer()],
-        maxTurns: 8,
       };
     default:
       throw new RecipeError(
-        `ARP has no scripted expert for clembench game "${game}"; known: ${[...ARP_CLEM_GAMES, "matchit_ascii"].join(", ")}`,
+        `ARP has no scripted expert for clembench game "${game}"; known: ${ARP_CLEM_GAMES.join(", ")}`,
       );
   }
 }
 
-/** One clembench game as ARP plays it (agent in role 0, scripted partners, train/held-out split). */
+/**
+ * One clembench game as ARP plays it: agent in role 0, scripted partners, the agent model's shared
+ * train/held-out split (clem-split's isHeldOutInstance) unless `isHeldOut` says otherwise.
+ */
 export function arpClemGame(
   game: string,
   options: { isHeldOut?: (index: number) => boolean; dataDir?: string } = {},
 ): ArpGame {
   const roles = gameRoles(game);
-  const heldOut = options.isHeldOut ?? isHeldOutClemInstance;
-  const env = (pick: (i: number) => boolean) => () =>
-    new clembench.ClemGameEnvironment({ game, dataDir: options.dataDir, partners: roles.partners(), pick });
+  const heldOut = options.isHeldOut ?? isHeldOutInstance;
+  // The agent model's environment for the game (its scripted partners: one home, agent-model/clem-players).
+  const env = (pick: (i: number) => boolean) => () => clemEnvironment(game as AgentClemGame, pick);
   return {
     game,
     envId: `clembench/${game}`,
@@ -157,25 +144,30 @@ export function arpClemGame(
     makeEvalEnv: env(heldOut),
     experts: roles.experts(),
     maxTurns: roles.maxTurns,
+    // privateshared's player forgets its earlier probes (clemPlayerView): the student plays from that view.
+    wrapPolicy: (p: Policy) => clemViewPolicy(p, game),
   };
 }
 
 /**
- * The acquired episodes: `perGame` expert episodes of each game on its training instances, the
- * instances in order (seed i plays training instance i mod n), the experts taking turns by pass.
+ * The acquired episodes: `perGame` expert episodes of each game on its training instances, in order,
+ * the experts taking turns by pass. Only the instances the agent model's corpus may train on
+ * (clemTrainPositions: referencegame's training instances that show the giver a held-out prompt are
+ * left out).
  */
 export async function acquireClemEpisodes(games: readonly ArpGame[], perGame: number): Promise<Trajectory[]> {
   const out: Trajectory[] = [];
   for (const g of games) {
-    const instances = (g.makeEnv() as clembench.ClemGameEnvironment).instances;
+    const positions = await clemTrainPositions(g.game as AgentClemGame);
     for (let e = 0; e < g.experts.length; e++) {
       const seeds: number[] = [];
-      for (let i = 0; i < perGame; i++) if (Math.floor(i / instances) % g.experts.length === e) seeds.push(i);
+      for (let i = 0; i < perGame; i++)
+        if (Math.floor(i / positions.length) % g.experts.length === e) seeds.push(positions[i % positions.length]);
       if (seeds.length === 0) continue;
       const r = await runEpisodes({
         makeEnv: g.makeEnv,
         policy: g.experts[e],
-        episodes: seeds.map((seed) => ({ id: `${g.game}-${e}-${seed}`, seed })),
+        episodes: seeds.map((seed, i) => ({ id: `${g.game}-${e}-${i}`, seed })),
         limits: { maxTurns: g.maxTurns },
         concurrency: 1,
       });
@@ -183,6 +175,43 @@ export async function acquireClemEpisodes(games: readonly ArpGame[], perGame: nu
     }
   }
   return out;
+}
+
+/**
+ * ARP's training side over clembench games: each game's training environments and experts, with
+ * Wordle (the B and C phases' game) as the focus: its held-out environment for runArp's own
+ * evaluation, its diagnosers and its turn corruption.
+ */
+export function clemArpTraining(games: readonly string[], focus = "wordle") {
+  const setups = games.map((g) => arpClemGame(g));
+  const wordle = setups.find((g) => g.game === focus) ?? arpClemGame(focus);
+  return {
+    games: setups,
+    makeEnv: wordle.makeEnv,
+    makeEvalEnv: wordle.makeEvalEnv,
+    maxTurns: wordle.maxTurns,
+    diagnose: wordleDiagnose(focus),
+    corruptTurn: wordleTurnCorruption(focus),
+    sftDocuments: clemSftDocuments,
+  };
+}
+
+/** Share of privateshared's replies that become SFT documents (each the player's view up to that reply). */
+const PRIVATESHARED_EVERY = 5;
+
+/**
+ * An episode's SFT documents: its conversation, or for privateshared every fifth generated reply with
+ * the player's view of the conversation before it (clemPlayerView, as the agent plays and is judged).
+ */
+export function clemSftDocuments(t: Trajectory): Conversation[] {
+  const messages = trajectoryMessages(t);
+  if (t.environment.id !== "clembench/privateshared") return [{ messages, tools: t.tools }];
+  const docs: Conversation[] = [];
+  let reply = 0;
+  for (let i = t.prompt.length; i < messages.length; i++)
+    if (messages[i].role === "assistant" && reply++ % PRIVATESHARED_EVERY === 0)
+      docs.push({ messages: [...clemPlayerView("privateshared", messages.slice(0, i)), messages[i]], tools: t.tools });
+  return docs;
 }
 
 /** Wordle's diagnosers: a guess that is not five letters (length), no word of the list or no guess (invalid). */

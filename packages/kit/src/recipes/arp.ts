@@ -24,7 +24,7 @@ import {
   mergeAdapter,
   parameterReport,
 } from "@kiln/lora";
-import { LocalPolicy, type Model } from "@kiln/models";
+import { ChatTemplateError, LocalPolicy, type Model } from "@kiln/models";
 import {
   type EpisodeLimits,
   type Environment,
@@ -48,7 +48,12 @@ import { writeReport } from "../report.js";
 import { type RunDir, RunDir as RunDirClass, type RunMode } from "../run-dir.js";
 import { dpoObjective, sftObjective } from "../trainer/objectives/index.js";
 import { type TrainConfig, type TrainResult, train } from "../trainer/trainer.js";
-import type { ChatCodec, Conversation, PreferenceExample } from "../trainer/chat-batches.js";
+import {
+  type ChatCodec,
+  type Conversation,
+  type PreferenceExample,
+  renderConversation,
+} from "../trainer/chat-batches.js";
 import type { DiagnoseOptions, RepairFn } from "./diagnose.js";
 import {
   type ArpConfig,
@@ -170,6 +175,8 @@ export interface ArpOptions extends RecipeIo {
    * current policy's diagnosed failures with reference replies.
    */
   corruptTurn?: TurnCorruption;
+  /** An episode's SFT documents (default: its whole conversation; e.g. privateshared's player views). */
+  sftDocuments?: (t: Trajectory) => Conversation[];
 }
 
 export interface ArpTrainingGame {
@@ -177,6 +184,8 @@ export interface ArpTrainingGame {
   envId: string;
   makeEnv: () => Environment;
   maxTurns?: number;
+  /** The policy as it plays this game (e.g. from the player's view of the conversation). */
+  wrapPolicy?: (policy: Policy) => Policy;
 }
 
 export interface ArpStageSummary {
@@ -193,6 +202,8 @@ export interface ArpResult {
   holdoutSize: number;
   /** Phase A's training episodes per environment id (after the per-game cap and the holdout). */
   sftPerGame: Record<string, number>;
+  /** Successful episodes left out of A/A2 because the tokenizer cannot render them, per environment id. */
+  unrenderable: Record<string, number>;
   /** Phase A2: the base's mean score per game on training instances, the weakest games, its data size. */
   targeted: { probe: Record<string, number>; games: string[]; size: number };
   stages: ArpStageSummary[];
@@ -353,7 +364,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
       games.map((g) =>
         runEpisodes({
           makeEnv: g.makeEnv,
-          policy,
+          policy: g.wrapPolicy?.(policy) ?? policy,
           episodes: episodeSpecs(targetedSettings.probeEpisodes, seed + 7, `probe-${g.envId}`),
           params: { maxTokens: params.maxTokens, temperature: 0 },
           limits: { maxTurns: g.maxTurns ?? config.rollout.maxTurns },
@@ -372,11 +383,36 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
 
   // A: success-only SFT over every game.
   await writeRollouts(run, "source.jsonl.gz", options.sourceTrajectories);
+  const documentsOf =
+    options.sftDocuments ?? ((t: Trajectory) => [{ messages: trajectoryMessages(t), tools: t.tools }]);
   const envOf = new Map<string, string>();
   for (const t of options.sourceTrajectories)
-    envOf.set(JSON.stringify(trajectoryMessages(t as Trajectory)), t.environment.id);
+    for (const d of documentsOf(t as Trajectory)) envOf.set(JSON.stringify(d.messages), t.environment.id);
   const conversationEnv = (c: Conversation) => envOf.get(JSON.stringify(c.messages)) ?? "unknown";
-  const corpus = successOnlySftSet(options.sourceTrajectories, { capPerEnv: config.data.capPerGame, seed });
+  const unrenderable: Record<string, number> = {};
+  const renderable = (list: Conversation[], maxLength: number) =>
+    list.filter((c) => {
+      try {
+        renderConversation(codec, c, maxLength, "left");
+        return true;
+      } catch (e) {
+        if (!(e instanceof ChatTemplateError)) throw e;
+        unrenderable[conversationEnv(c)] = (unrenderable[conversationEnv(c)] ?? 0) + 1;
+        return false;
+      }
+    });
+  // A tokenizer that cannot encode a game's text (e.g. imagegame's grid characters) cannot learn it:
+  // those episodes are left out, counted per game and said.
+  const corpus = renderable(
+    successOnlySftSet(options.sourceTrajectories, {
+      capPerEnv: config.data.capPerGame,
+      seed,
+      documents: options.sftDocuments,
+    }),
+    config.sft.maxLength,
+  );
+  if (Object.keys(unrenderable).length > 0)
+    log(`[kiln arp] left out episodes the tokenizer cannot render: ${JSON.stringify(unrenderable)}`);
   const { train: sftTrain, holdout } = holdoutSplit(corpus, config.data.holdoutFraction, seed);
   const sftPerGame: Record<string, number> = {};
   for (const c of sftTrain) sftPerGame[conversationEnv(c)] = (sftPerGame[conversationEnv(c)] ?? 0) + 1;
@@ -386,7 +422,8 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   const sftAdapter = newAdapter("sft", 0);
   const counts = parameterReport(model, [sftAdapter]);
   log(`[kiln arp] LoRA r=${config.lora.r} α=${config.lora.alpha}: ${counts.trainable} trainable parameters per stage`);
-  const sft = sftObjective(model, codec, stageForward(config.sft));
+  // Game conversations outgrow maxLength (privateshared: ~3k tokens): keep their end, where the later replies are.
+  const sft = sftObjective(model, codec, { ...stageForward(config.sft), truncationSide: "left" });
   let sftResult: TrainResult | null = null;
   if (sftTrain.length > 0) {
     const holdoutLoss = (): Record<string, number> => {
@@ -425,9 +462,12 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   let targetedSize = 0;
   if (Object.keys(probe).length > 0) {
     const heldKeys = new Set(holdout.map((c) => JSON.stringify(c.messages)));
-    const targetedData = successOnlySftSet(
-      options.sourceTrajectories.filter((t) => targetedGames.includes(t.environment.id)),
-      { capPerEnv: targetedSettings.capPerGame, seed: seed + 1 },
+    const targetedData = renderable(
+      successOnlySftSet(
+        options.sourceTrajectories.filter((t) => targetedGames.includes(t.environment.id)),
+        { capPerEnv: targetedSettings.capPerGame, seed: seed + 1, documents: options.sftDocuments },
+      ),
+      targetedSettings.maxLength,
     ).filter((c) => !heldKeys.has(JSON.stringify(c.messages)));
     targetedSize = targetedData.length;
     log(
@@ -440,7 +480,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
         stage: "targeted-sft",
         adapter,
         data: targetedData,
-        objective: sftObjective(model, codec, stageForward(targetedSettings)),
+        objective: sftObjective(model, codec, { ...stageForward(targetedSettings), truncationSide: "left" }),
         config: trainConfig(targetedSettings, seed + 1),
         run,
         resume,
@@ -642,6 +682,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     sftSize: sftTrain.length,
     holdoutSize: holdout.length,
     sftPerGame,
+    unrenderable,
     targeted: { probe, games: targetedGames, size: targetedSize },
     stages,
     phases,

@@ -15,6 +15,8 @@ export interface SuccessSetOptions {
   isSuccess?: (t: Trajectory) => boolean;
   /** Seed of the per-environment draw and the holdout split (default 42). */
   seed?: number;
+  /** The training documents of a kept episode (default: its whole conversation). */
+  documents?: (t: Trajectory) => Conversation[];
 }
 
 /** The successful episodes' conversations, capped per environment (a seeded draw when over the cap). */
@@ -42,7 +44,8 @@ export function successOnlySftSet(
             .slice(0, cap)
             .sort((a, b) => a - b)
             .map((i) => list[i]);
-    for (const t of picked) out.push({ messages: trajectoryMessages(t), tools: t.tools });
+    for (const t of picked)
+      out.push(...(options.documents?.(t) ?? [{ messages: trajectoryMessages(t), tools: t.tools }]));
     envIndex++;
   }
   return out;

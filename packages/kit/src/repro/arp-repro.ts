@@ -14,7 +14,8 @@ import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { guessNumberDiagnose, guessPlayerScript } from "../agent-model/guess-number-players.js";
 import { agentModelHeldoutPath } from "../agent-model/paths.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
-import { acquireExpertEpisodes, runArp } from "../recipes/arp.js";
+import { type ArpResult, acquireExpertEpisodes, runArp } from "../recipes/arp.js";
+import { acquireClemEpisodes, clemArpTraining } from "../recipes/arp-games.js";
 import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
 import { ARP_SEED_SOURCE, type ClemPhase, arpClemEpisodes, clemErrors, clemPhaseEval, clemPolicy } from "./arp-clem.js";
 import type { ReproConfig } from "./config.js";
@@ -142,6 +143,8 @@ export async function runArpWithStatic(
   ]);
   const { model, codec } = await source.load();
   const setup = guessNumberArpSetup();
+  // ARP trains on the clemscore's games (A/A2 over all of them, B/C on Wordle); guess-number when there are none.
+  const clemTraining = config.arpClem.games.length > 0 ? clemArpTraining(config.arpClem.games) : null;
   // Chosen (and every game name checked) before anything trains; every phase plays the same episodes.
   const clemEpisodes = arpClemEpisodes(config.arpClem);
   const clemEval = (phase: string, m: Model, cc: ChatCodec) =>
@@ -152,7 +155,9 @@ export async function runArpWithStatic(
       episodes: clemEpisodes,
     });
   let mark = performance.now();
-  const sourceTrajectories = await expertSourceEpisodes(c);
+  const sourceTrajectories = clemTraining
+    ? await acquireClemEpisodes(clemTraining.games, c.data.sourceEpisodes)
+    : await expertSourceEpisodes(c);
   const rows: ArpRow[] = [];
   const result = await runArp({
     out: dir,
@@ -160,8 +165,12 @@ export async function runArpWithStatic(
     mode: "overwrite",
     model,
     codec,
-    makeEnv: setup.makeEnv,
-    diagnose: setup.diagnose,
+    makeEnv: clemTraining?.makeEnv ?? setup.makeEnv,
+    makeEvalEnv: clemTraining?.makeEvalEnv,
+    games: clemTraining?.games,
+    corruptTurn: clemTraining?.corruptTurn,
+    sftDocuments: clemTraining?.sftDocuments,
+    diagnose: clemTraining?.diagnose ?? setup.diagnose,
     sourceTrajectories,
     config: c,
     baseModel: { source: source.label, dir: source.dir },
@@ -189,7 +198,7 @@ export async function runArpWithStatic(
     });
     const r = await evaluatePhase({
       phase: label,
-      makeEnv: setup.makeEnv,
+      makeEnv: clemTraining?.makeEvalEnv ?? setup.makeEnv,
       policy,
       specs,
       params: { maxTokens: c.rollout.maxTokens, temperature: 0 },
@@ -209,13 +218,48 @@ export async function runArpWithStatic(
     details: {
       runDir: result.runDir,
       sftSize: result.sftSize,
+      trainingGame: clemTraining ? "Wordle" : "guess-number",
+      sftPerGame: result.sftPerGame,
+      unrenderable: result.unrenderable,
+      targeted: result.targeted,
       turnPairs: result.turnPairs,
+      turnPairsByMode: result.turnPairsByMode,
       branchPairs: result.branchPairs,
+      branch: result.branch,
       stages: result.stages,
       meanBf16DeltaLoss: result.meanBf16DeltaLoss,
     },
     evalVariant,
   };
+}
+
+/** One line on what each stage trained on: A per game, A2's games, B1/B2 pairs per failure mode, C's pairs and ties. */
+export function arpStageData(d: Record<string, unknown>): string {
+  const r = d as unknown as ArpResult;
+  const perGame = Object.entries(r.sftPerGame ?? {})
+    .map(([env, n]) => `${env.replace(/^clembench\//, "")} ${n}`)
+    .join(", ");
+  const modes = (m: Record<string, number> | undefined) =>
+    Object.entries(m ?? {})
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ") || "none";
+  const byMode = r.turnPairsByMode;
+  const parts = [
+    `A ${r.sftSize} documents of successful episodes${perGame ? ` (${perGame})` : ""}`,
+    r.targeted?.games.length
+      ? `A2 ${r.targeted.size} episodes of the base's weakest games ${r.targeted.games.map((g) => g.replace(/^clembench\//, "")).join(", ")}`
+      : "A2 skipped (no per-game probe)",
+    `B1 ${r.turnPairs.b1} ${byMode?.synthetic ? "synthetic " : ""}pairs (${modes(byMode?.b1)})`,
+    `B2 ${r.turnPairs.b2} ${byMode?.synthetic ? "synthetic " : ""}pairs (${modes(byMode?.b2)})`,
+    `C ${r.branchPairs} branch pairs (minMargin ${r.branch?.minMargin}; ${r.branch?.ties} of ${r.branch?.candidates} candidate pairs dropped as ties)`,
+  ];
+  const left = Object.entries(r.unrenderable ?? {});
+  if (left.length > 0)
+    parts.push(
+      `left out (tokenizer cannot render): ${left.map(([env, n]) => `${env.replace(/^clembench\//, "")} ${n}`).join(", ")}`,
+    );
+  return parts.join("; ");
 }
 
 /** The scaled delta (the run's adapter/, already × s) re-merged with total scale `s` in `dtype`. */
@@ -316,7 +360,7 @@ async function reproArpRows(
   );
   const rows = [...run.rows, bf16];
   const errors = rows.flatMap(rowErrors);
-  const stageNote = `Stage data: ${run.details.sftSize} SFT episodes, turn-DPO pairs ${JSON.stringify(run.details.turnPairs)}, ${run.details.branchPairs} branch pairs; a bf16 merge loses ${(100 * (run.details.meanBf16DeltaLoss as number)).toFixed(1)}% of the delta on average.`;
+  const stageNote = `Stage data: ${arpStageData(run.details)}; a bf16 merge loses ${(100 * (run.details.meanBf16DeltaLoss as number)).toFixed(1)}% of the delta on average.`;
   const tables: ReproTable[] = [
     arpClemTable(
       `ARP judged by clemscore (seed ${config.seed}, base: ${source.label})`,
@@ -324,8 +368,10 @@ async function reproArpRows(
       clemNotes(config, rows, run),
     ),
     arpGamesTable(`ARP per game (seed ${config.seed}): quality / % played on held-out instances`, rows),
-    arpTable(`ARP on its training game, guess-number (seed ${config.seed})`, rows, [
-      `Greedy held-out guess-number episodes (seeds from ${c.eval.baseSeed}, never trained on); score = the episode's outcome score, success = solved.`,
+    arpTable(`ARP on its training game, ${run.details.trainingGame} (seed ${config.seed})`, rows, [
+      run.details.trainingGame === "Wordle"
+        ? `Greedy episodes on Wordle's held-out instances (every fifth, never trained on; B1/B2/C train on Wordle); score = Main Score / 100, success = solved.`
+        : `Greedy held-out guess-number episodes (seeds from ${c.eval.baseSeed}, never trained on); score = the episode's outcome score, success = solved.`,
       staticNote(run.textSource, run.texts.length),
       stageNote,
     ]),

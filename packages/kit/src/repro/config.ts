@@ -3,7 +3,6 @@
 // agent model: ARP ≈ 6 min, OPD ≈ 7 min, OEL ≈ 10 CPU-minutes a seed); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
-import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import {
   type ArpConfig,
   type ConfigOverrides,
@@ -77,12 +76,34 @@ export const REPRO_SIZES: {
   oel: ConfigOverrides<OelConfig>;
 } = {
   arp: {
-    data: { capPerGame: 160, holdoutFraction: 0.1, sourceEpisodes: 160 },
-    sft: { ...REPRO_DPO, epochs: 3, lr: 4e-3, microBatchSize: 4, gradAccum: 2, gradientCheckpointing: false },
-    turnDpo1: { ...REPRO_DPO, studentEpisodes: 24 },
-    turnDpo2: { ...REPRO_DPO, studentEpisodes: 24 },
-    branchDpo: { ...REPRO_DPO, k: 3, forks: 8 },
-    rollout: { maxTokens: 48, maxTurns: GUESS_NUMBER_MAX_TURNS },
+    // Per game (ARP trains on arpClem.games): 96 expert episodes (Wordle: its 24 training instances × 4
+    // opening words), at most 12 successful ones each in A; A2 on the 2 weakest games, 12 episodes each.
+    data: { capPerGame: 12, holdoutFraction: 0.1, sourceEpisodes: 96 },
+    sft: {
+      ...REPRO_DPO,
+      epochs: 2,
+      lr: 4e-3,
+      microBatchSize: 4,
+      gradAccum: 2,
+      maxLength: 1024,
+      gradientCheckpointing: false,
+    },
+    targetedSft: {
+      ...REPRO_DPO,
+      lr: 4e-3,
+      microBatchSize: 4,
+      maxLength: 1024,
+      weakestGames: 2,
+      probeEpisodes: 2,
+      capPerGame: 12,
+    },
+    // B1/B2: synthetic Wordle pairs, 96 per failure mode (192 a stage), two corruptions tried per good turn.
+    turnDpo1: { ...REPRO_DPO, studentEpisodes: 24, pairsPerMode: 96, variantsPerTurn: 2, maxLength: 1024 },
+    turnDpo2: { ...REPRO_DPO, studentEpisodes: 24, pairsPerMode: 96, variantsPerTurn: 2, maxLength: 1024 },
+    branchDpo: { ...REPRO_DPO, k: 3, forks: 8, maxLength: 1024 },
+    // Wordle: six rounds plus reprompts; runArp's own evaluation plays its six held-out instances.
+    rollout: { maxTokens: 48, maxTurns: 12 },
+    eval: { episodes: 6 },
     maxChars: 200,
   },
   // The seed's adapter (r 64, α 64, no rsLoRA), 64 episodes a round (32 moved the opening only). The
@@ -177,8 +198,9 @@ export const REPRO_QUICK: ConfigOverrides<ReproConfig> = {
     lora: { r: 2, alpha: 4 },
     data: { capPerGame: 2, holdoutFraction: 0, sourceEpisodes: 2 },
     sft: QUICK_STAGE,
-    turnDpo1: { ...QUICK_STAGE, studentEpisodes: 1 },
-    turnDpo2: { ...QUICK_STAGE, studentEpisodes: 1 },
+    targetedSft: { ...QUICK_STAGE, weakestGames: 1, probeEpisodes: 1, capPerGame: 1 },
+    turnDpo1: { ...QUICK_STAGE, studentEpisodes: 1, pairsPerMode: 1, variantsPerTurn: 1 },
+    turnDpo2: { ...QUICK_STAGE, studentEpisodes: 1, pairsPerMode: 1, variantsPerTurn: 1 },
     branchDpo: { ...QUICK_STAGE, forks: 1, k: 2 },
     rollout: { temperature: 1, maxTokens: 6, maxTurns: 2 },
     eval: { episodes: 3, baseSeed: 100_000 },

@@ -2,15 +2,11 @@
 // and the synthetic Wordle turn pairs of B1/B2 (each rejected reply is its chosen reply with one
 // fault, in the same context, and faulty by the game's own rules).
 import { clembench } from "@kiln/benchmarks";
-import { type FailureMode, messagesBeforeTurn } from "@kiln/rollout";
+import { type FailureMode, type Policy, messagesBeforeTurn, mulberry32, runEpisodes } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
-import {
-  acquireClemEpisodes,
-  arpClemGame,
-  isHeldOutClemInstance,
-  wordleDiagnose,
-  wordleTurnCorruption,
-} from "../../src/recipes/arp-games.js";
+import { acquireClemEpisodes, arpClemGame, wordleDiagnose, wordleTurnCorruption } from "../../src/recipes/arp-games.js";
+import { isHeldOutInstance } from "../../src/agent-model/clem-split.js";
+import { branchDpoPairs } from "../../src/recipes/arp.js";
 import { syntheticTurnPairs } from "../../src/recipes/arp-pairs.js";
 import { successOnlySftSet } from "../../src/recipes/sft-set.js";
 
@@ -33,7 +29,7 @@ describe("ARP data over the clembench games", () => {
       const mine = source.filter((t) => t.environment.id === g.envId);
       expect(mine.length).toBe(60);
       const ids = instanceIds(g.game);
-      const heldOut = new Set(ids.filter((_, i) => isHeldOutClemInstance(i)));
+      const heldOut = new Set(ids.filter((_, i) => isHeldOutInstance(i)));
       expect(heldOut.size).toBeGreaterThan(0);
       for (const t of mine) {
         const info = t.metadata.resetInfo as { experiment?: string; instance?: number };
@@ -91,5 +87,64 @@ describe("ARP data over the clembench games", () => {
     // Seeded: the same data gives the same pairs; no repeat on a first turn.
     expect(syntheticTurnPairs(source, options).pairs).toEqual(r.pairs);
     expect(r.pairs.some((p) => p.mode === "repeat" && p.source.turn === 0)).toBe(false);
+  });
+
+  it("branch pairs: only replies whose downstream scores differ by minMargin, the ties counted", async () => {
+    const wordle = arpClemGame("wordle");
+    const solver = wordle.experts[0];
+    // Half the time the solver's reply, half a wrong-length guess (the game aborts: score 0).
+    const rng = mulberry32(11);
+    const mixed: Policy = {
+      id: "mixed",
+      async generate(messages, tools, params) {
+        const r = await solver.generate(messages, tools, params);
+        if (rng() < 0.5) return r;
+        const text = "explanation: a guess\nguess: cat";
+        return { ...r, message: { role: "assistant", content: text }, text };
+      },
+    };
+    const forks = (
+      await runEpisodes({
+        makeEnv: wordle.makeEnv,
+        policy: solver,
+        episodes: 4,
+        concurrency: 1,
+        limits: { maxTurns: 12 },
+      })
+    ).trajectories;
+    let candidates = 0;
+    let ties = 0;
+    const minMargin = 0.05;
+    const pairs = await branchDpoPairs({
+      trajectories: forks,
+      makeEnv: wordle.makeEnv,
+      policy: mixed,
+      k: 4,
+      limits: { maxTurns: 12 },
+      minMargin,
+      pickTurn: () => 1,
+      onFork: (c) => {
+        candidates += c.candidates;
+        ties += c.ties;
+      },
+    });
+    expect(pairs.length).toBeGreaterThan(0);
+    for (const p of pairs) expect(p.chosenScore - p.rejectedScore).toBeGreaterThanOrEqual(minMargin);
+    expect(candidates).toBe(pairs.length + ties);
+    // With no margin every distinct reply pairs with the best one, ties included.
+    let all = 0;
+    const again = await branchDpoPairs({
+      trajectories: forks,
+      makeEnv: wordle.makeEnv,
+      policy: mixed,
+      k: 4,
+      limits: { maxTurns: 12 },
+      minMargin: Number.NEGATIVE_INFINITY,
+      pickTurn: () => 1,
+      onFork: (c) => {
+        all += c.candidates;
+      },
+    });
+    expect(again.length).toBe(all);
   });
 });

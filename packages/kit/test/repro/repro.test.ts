@@ -35,6 +35,7 @@ describe("kiln repro at --quick size", () => {
     const labels = [
       "base",
       "A  SFT (success-only)",
+      "A2 targeted SFT (weakest games)",
       "B1 turn-DPO (repeat, length)",
       "B2 turn-DPO (invalid, duplicate field)",
       "C  branch-DPO (whole delta, s = 1)",
@@ -43,19 +44,24 @@ describe("kiln repro at --quick size", () => {
     ];
     // The seed's metrics: clemscore per phase beside the seed card's, per game quality / % played.
     expect(clem.rows.map((row) => row[0])).toEqual(labels);
-    expect(clem.rows.map((row) => row[1])).toEqual(["13.05", "43.85", "45.52", "48.52", "50.43", "48.70", "—"]);
+    expect(clem.rows.map((row) => row[1])).toEqual([
+      "13.05",
+      "43.85",
+      "46.83",
+      "45.52",
+      "48.52",
+      "50.43",
+      "48.70",
+      "—",
+    ]);
     expect(games.header.length).toBe(1 + config.arpClem.games.length + config.arpClem.staticGames.length);
     const clemEpisodes = (r.details.rows as { clemEpisodes: unknown[] }[])[0].clemEpisodes;
     expect(clemEpisodes).toHaveLength(config.arpClem.games.length * config.arpClem.instancesPerGame);
-    expect(main.rows.map((row) => row[0])).toEqual([
-      "base",
-      "A  SFT (success-only)",
-      "B1 turn-DPO (repeat, length)",
-      "B2 turn-DPO (invalid, duplicate field)",
-      "C  branch-DPO (whole delta, s = 1)",
-      "s = 0.85 · ΣΔ, fp32 merge",
-      "s = 0.85 · ΣΔ, bf16 merge",
-    ]);
+    expect(main.rows.map((row) => row[0])).toEqual(labels);
+    // What each stage trained on: A per game, A2's game, B1/B2 synthetic pairs per mode, C's ties.
+    expect((main.notes ?? []).join("\n")).toMatch(/A2 \d+ episodes of the base's weakest games/);
+    expect((main.notes ?? []).join("\n")).toMatch(/B1 \d+ synthetic pairs \(/);
+    expect((main.notes ?? []).join("\n")).toMatch(/candidate pairs dropped as ties/);
     for (const row of main.rows) {
       expect(row[1]).toBe(String(config.arp.eval.episodes));
       expect(row[2]).toMatch(SE_CELL);
@@ -63,14 +69,14 @@ describe("kiln repro at --quick size", () => {
       expect(row[5]).toMatch(SE_CELL);
     }
     expect(main.rows[0][4]).toBe("—");
-    expect(main.rows[6][4]).toMatch(/^[+−±]\d+\.\d{3} ± \d+\.\d{3}$/);
+    expect(main.rows[7][4]).toMatch(/^[+−±]\d+\.\d{3} ± \d+\.\d{3}$/);
     expect(sweep.rows.map((row) => row[0])).toEqual(["base", "s = 0.7", "s = 0.85", "s = 1"]);
     // The sweep's s = 0.85 row re-merges adapter/ into a fresh base: it must equal the run's model.
     const rows = r.details.rows as { label: string; static: { nll: number } }[];
     const final = rows.find((x) => x.label === "s = 0.85 · ΣΔ, fp32 merge")!;
     const bf16 = rows.find((x) => x.label === "s = 0.85 · ΣΔ, bf16 merge")!;
-    expect(sweep.rows[2][5]).toBe(main.rows[5][5]);
-    expect(sweep.rows[2][6]).toBe(main.rows[5][6]);
+    expect(sweep.rows[2][5]).toBe(main.rows[6][5]);
+    expect(sweep.rows[2][6]).toBe(main.rows[6][6]);
     expect(Number.isFinite(final.static.nll)).toBe(true);
     expect(bf16.static.nll).not.toBe(final.static.nll);
     writeReproOutputs(r, config, "kiln repro arp --quick --ablation scale");
