@@ -51,6 +51,8 @@ describe("LocalPolicy batching on the agent model", () => {
       const one = await play(1);
       const many = await play(16);
       expect(one.stats?.peakRunning).toBe(1);
+      // One at a time, decode forwards ran narrower than 16 rows (wasm: checked to give the same bits per row).
+      expect(Math.max(...Object.keys(one.stats?.decodeWidths ?? {}).map(Number))).toBeLessThan(16);
       // The sixteen episodes really shared decode steps.
       expect(many.stats?.peakRunning).toBe(16);
       expect(many.stats?.decodeSteps).toBeLessThan((one.stats?.decodeSteps ?? 0) / 4);

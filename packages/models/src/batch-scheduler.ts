@@ -10,8 +10,10 @@
 // steps, so the same seed gives the same trajectories at any concurrency and arrival timing. Three
 // rules make that hold on kernels that are not batch-invariant themselves (a GEMM may pick another
 // code path, and another summation order, for another number of rows):
-//   1. fixed widths: a decode forward always has `maxNumSeqs` rows and a prefill forward
-//      `prefillChunk` rows, padded, so every matrix product has the same shape whatever the load;
+//   1. fixed widths: a prefill forward always has `prefillChunk` rows and a decode forward `maxNumSeqs`
+//      rows, padded, so every matrix product has the same shape whatever the load — or, for a decode
+//      forward of few sequences, a narrower power-of-two width once DecodeWidths has checked that the
+//      model's linears give every row the same bits at that width on this backend;
 //   2. each sequence attends to its own cache alone, with shapes that depend on its own length;
 //   3. prefill chunk boundaries are multiples of `prefillChunk` in the sequence's own positions, and
 //      the last prompt token always goes through a decode forward (which makes the first logits).
@@ -19,6 +21,7 @@ import { GenerationAbortedError } from "@kiln/rollout";
 import { Rng, Tensor, tidy } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { GenerationError } from "./errors.js";
+import { DecodeWidths } from "./decode-widths.js";
 import { type GenerationOutput, stopIdsFor } from "./generate.js";
 import type { RaggedSegment } from "./layer-context.js";
 import { RowDecoder } from "./row-decoder.js";
@@ -36,6 +39,11 @@ export interface BatchSchedulerOptions {
   maxPrefillForwards?: number;
   /** Bytes of KV cache the sequences in flight may reserve (each reserves prompt + max new tokens). Default 1 GiB. */
   kvBudgetBytes?: number;
+  /**
+   * Decode forwards of few sequences run at a narrower power-of-two width where the backend is checked to give
+   * the same bits per row (DecodeWidths); `false` always pads to `maxNumSeqs`. Default true.
+   */
+  narrowDecode?: boolean;
 }
 
 export interface ScheduledGenerateOptions extends SamplingParams {
@@ -78,6 +86,8 @@ export interface SchedulerStats {
   /** Forwards run, and the real (not padding) rows they carried. */
   decodeSteps: number;
   decodeRows: number;
+  /** Decode forwards per width (rows, padding included). */
+  decodeWidths: Record<number, number>;
   prefillSteps: number;
   prefillRows: number;
   completed: number;
@@ -129,6 +139,8 @@ export class BatchScheduler {
   private readonly running: Sequence[] = [];
   private reservedBytes = 0;
   private loop: Promise<void> | null = null;
+  private readonly decodeWidths: DecodeWidths;
+  private readonly decodeWidthCounts: Record<number, number> = {};
   private counters = {
     peakKvReservedBytes: 0,
     peakRunning: 0,
@@ -159,6 +171,11 @@ export class BatchScheduler {
         `BatchScheduler: batched steps need softmax-attention layers only; this model has ${[...new Set(model.config.layerTypes)].join(", ")}`,
       );
     this.bytesPerPosition = kvBytesPerPosition(model.config);
+    this.decodeWidths = new DecodeWidths(
+      () => model.namedLinears().map(([, linear]) => linear),
+      this.maxNumSeqs,
+      options.narrowDecode ?? true,
+    );
   }
 
   /** Generates a completion of `prompt` in the shared batch; resolves when its sequence ends. */
@@ -242,6 +259,7 @@ export class BatchScheduler {
       running: this.running.length,
       waiting: this.waiting.length,
       ...this.counters,
+      decodeWidths: { ...this.decodeWidthCounts },
     };
   }
 
@@ -295,6 +313,7 @@ export class BatchScheduler {
     let decodeLogits: Tensor | null = null;
     const involved = new Set(decoders);
     try {
+      const width = decoders.length > 0 ? await this.decodeWidths.widthFor(decoders.length) : 0;
       for (const s of decoders) s.kv?.reserve(1);
       // Up to `maxPrefillForwards` prefill forwards, then the decode forward; all are queued before any
       // result is read (on a device backend, one submission per step).
@@ -305,7 +324,7 @@ export class BatchScheduler {
         forwards.push({ plan, logits: this.prefillForward(plan) });
         for (const p of plan) p.seq.kv?.advance(p.length);
       }
-      if (decoders.length > 0) decodeLogits = this.decodeForward(decoders);
+      if (decoders.length > 0) decodeLogits = this.decodeForward(decoders, width);
       for (const { plan, logits } of forwards)
         this.afterPrefill(plan, logits ? await logits.toFloat32ArrayAsync() : null);
       if (decodeLogits) this.afterDecode(decoders, await decodeLogits.toFloat32ArrayAsync());
@@ -381,8 +400,8 @@ export class BatchScheduler {
     });
   }
 
-  private decodeForward(decoders: Sequence[]): Tensor {
-    const B = this.maxNumSeqs;
+  private decodeForward(decoders: Sequence[], width: number): Tensor {
+    const B = width;
     const ids = new Int32Array(B);
     const positions = new Int32Array(B);
     const segments: RaggedSegment[] = decoders.map((s, row) => {
@@ -393,6 +412,7 @@ export class BatchScheduler {
     });
     this.counters.decodeSteps++;
     this.counters.decodeRows += decoders.length;
+    this.decodeWidthCounts[B] = (this.decodeWidthCounts[B] ?? 0) + 1;
     return tidy(() =>
       this.model.lmHead.forward(
         this.model.raggedHiddenStates(new Tensor(ids, [B, 1], "i32"), positions, { layout: "rows", segments }),

@@ -62,6 +62,7 @@ export {
   type ScheduledScore,
   type SchedulerStats,
 } from "./batch-scheduler.js";
+export { DecodeWidths, linearsRowInvariant } from "./decode-widths.js";
 export { SequenceKV, kvBytesPerPosition, type KVSource } from "./sequence-kv.js";
 export { RowDecoder, type RowDecoderOptions } from "./row-decoder.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";

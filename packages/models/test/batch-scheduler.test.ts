@@ -1,12 +1,16 @@
 import { GenerationAbortedError } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
+import { linear, mul } from "@kiln/tensor";
 import {
   BatchScheduler,
+  DecodeWidths,
+  Linear,
   GenerationError,
   LocalPolicy,
   createModel,
   generate,
   kvBytesPerPosition,
+  linearsRowInvariant,
   scoreCompletions,
   scoreCompletionsTopK,
 } from "../src/index.js";
@@ -47,13 +51,38 @@ describe("BatchScheduler", () => {
     const rest = prompts.slice(3).map((p, i) => shared.generate(p, { ...opts, seed: i + 3 }));
     const together = await Promise.all([...first, ...rest]);
     expect(together).toEqual(alone);
+    // Alone, each decode forward was one row wide (js gives every row the same bits at any width); together, wider.
+    const padded = new BatchScheduler(model, { maxNumSeqs: 4, prefillChunk: 8, narrowDecode: false });
+    expect(await padded.generate(prompts[1], { ...opts, seed: 1 })).toEqual(alone[1]);
+    expect(Object.keys(padded.stats().decodeWidths)).toEqual(["4"]);
     const stats = shared.stats();
+    expect(Object.keys(stats.decodeWidths).map(Number).sort()).toEqual([1, 2, 4]);
     expect(stats.peakRunning).toBe(4);
     expect(stats.completed).toBe(6);
     expect(stats.kvReservedBytes).toBe(0);
     expect(stats.running + stats.waiting).toBe(0);
     // The 40-token prompt was cut into chunks: the first 39 tokens take five prefill forwards of 8.
     expect(stats.prefillRows).toBe(prompts.reduce((a, p) => a + p.length - 1, 0));
+  });
+
+  it("narrows a decode forward only to widths whose rows come out with the same bits", async () => {
+    const head = model.lmHead;
+    expect(await linearsRowInvariant([head], 1, 4)).toBe(true);
+    // A linear whose rows depend on the batch width (as a GEMM taking another code path would) is caught.
+    const widthDependent = new Linear(head.weight);
+    widthDependent.adapters.push({
+      name: "width-dependent",
+      enabled: true,
+      forward: (x) => mul(linear(x, head.weight), x.shape[0] < 4 ? 2 ** -20 : 0),
+    });
+    expect(await linearsRowInvariant([head, widthDependent], 2, 4)).toBe(false);
+    const widths = new DecodeWidths(() => [head, widthDependent], 4);
+    expect(await widths.widthFor(1)).toBe(4);
+    expect(await widths.widthFor(3)).toBe(4);
+    widthDependent.adapters[0].enabled = false;
+    // The adapters changed: checked again.
+    expect(await widths.widthFor(1)).toBe(1);
+    expect(await new DecodeWidths(() => [head], 4, false).widthFor(1)).toBe(4);
   });
 
   it("samples what generate samples from the same logits (greedy tokens equal, log-probs close)", async () => {
