@@ -34,7 +34,6 @@ import {
 } from "../src/index.js";
 import { qwen3_06b } from "./train-step.js";
 
-
 function flag(argv: string[], name: string, fallback: number): number {
   const i = argv.indexOf(name);
   return i >= 0 ? Number(argv[i + 1]) : fallback;
