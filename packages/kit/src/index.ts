@@ -119,7 +119,7 @@ export {
   wordleDiagnose,
   wordleTurnCorruption,
   type ArpGame,
-} from "./recipes/arp-games.js";
+} from "./repro/arp-games.js";
 export {
   DEFAULT_SOURCES,
   RECIPE_PRESETS,

@@ -137,6 +137,18 @@ export class LlamaCppPolicy implements Policy {
   private adapters: { path: string; scale: number }[];
   /** How many llama.cpp contexts were created (one per adapter change), for tests and logs. */
   contextsCreated = 0;
+  /**
+   * The one llama.cpp sequence serves one generation at a time: concurrent episodes (runEpisodes keeps
+   * many in flight) queue here instead of clearing and evaluating the same sequence at once, which
+   * left both waiting forever. Adapter changes queue too, so no run loses its context mid-generation.
+   */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(work, work);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
 
   private constructor(
     private readonly model: NlcModel,
@@ -167,7 +179,11 @@ export class LlamaCppPolicy implements Policy {
    * Apply these GGUF LoRAs together (deltas add: an OPD chain's rounds 1 … r on the base = the merged
    * round r) from the next call on; the base model is not reloaded. The same list again is a no-op.
    */
-  async setAdapters(adapters: readonly { path: string; scale?: number }[]): Promise<void> {
+  setAdapters(adapters: readonly { path: string; scale?: number }[]): Promise<void> {
+    return this.exclusive(() => this.applyAdapters(adapters));
+  }
+
+  private async applyAdapters(adapters: readonly { path: string; scale?: number }[]): Promise<void> {
     const next = adapters.map((a) => ({ path: a.path, scale: a.scale ?? 1 }));
     if (JSON.stringify(next) === JSON.stringify(this.adapters)) return;
     await this.context?.dispose();
@@ -208,13 +224,14 @@ export class LlamaCppPolicy implements Policy {
 
   async generate(messages: Message[], tools?: ToolSchema[], params: GenerateParams = {}): Promise<Generation> {
     const p = { ...this.options.defaults, ...params };
-    return this.run(this.promptIds(messages, tools, p.enableThinking), p, tools, true);
+    const ids = this.promptIds(messages, tools, p.enableThinking);
+    return this.exclusive(() => this.run(ids, p, tools, true));
   }
 
   async complete(prompt: string | number[], params: GenerateParams = {}): Promise<Generation> {
     const p = { ...this.options.defaults, ...params };
     const ids = typeof prompt === "string" ? this.tokenizer.encode(prompt, { addSpecialTokens: true }) : prompt;
-    return this.run(ids, p, undefined, false);
+    return this.exclusive(() => this.run(ids, p, undefined, false));
   }
 
   private async run(

@@ -15,7 +15,7 @@ import { guessNumberDiagnose, guessPlayerScript } from "../agent-model/guess-num
 import { agentModelHeldoutPath } from "../agent-model/paths.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { type ArpResult, acquireExpertEpisodes, runArp } from "../recipes/arp.js";
-import { acquireClemEpisodes, clemArpTraining } from "../recipes/arp-games.js";
+import { acquireClemEpisodes, clemArpTraining } from "./arp-games.js";
 import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
 import { ARP_SEED_SOURCE, type ClemPhase, arpClemEpisodes, clemErrors, clemPhaseEval, clemPolicy } from "./arp-clem.js";
 import type { ReproConfig } from "./config.js";

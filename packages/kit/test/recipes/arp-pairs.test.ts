@@ -4,7 +4,7 @@
 import { clembench } from "@kiln/benchmarks";
 import { type FailureMode, type Policy, messagesBeforeTurn, mulberry32, runEpisodes } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
-import { acquireClemEpisodes, arpClemGame, wordleDiagnose, wordleTurnCorruption } from "../../src/recipes/arp-games.js";
+import { acquireClemEpisodes, arpClemGame, wordleDiagnose, wordleTurnCorruption } from "../../src/repro/arp-games.js";
 import { isHeldOutInstance } from "../../src/agent-model/clem-split.js";
 import { branchDpoPairs } from "../../src/recipes/arp.js";
 import { syntheticTurnPairs } from "../../src/recipes/arp-pairs.js";

@@ -25,7 +25,7 @@ import {
 import { isHeldOutInstance } from "../agent-model/clem-split.js";
 import { wordleVocabulary } from "../agent-model/wordle-players.js";
 import type { Conversation } from "../trainer/chat-batches.js";
-import type { TurnCorruption } from "./arp-pairs.js";
+import type { TurnCorruption } from "../recipes/arp-pairs.js";
 
 /** The games of the ARP table: the agent model's (the three Wordle variants, taboo, referencegame, imagegame, privateshared, guesswhat). */
 export const ARP_CLEM_GAMES: readonly string[] = AGENT_CLEM_GAMES;
