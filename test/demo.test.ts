@@ -47,8 +47,14 @@ describe("npm run demo (kiln repro arp, --quick)", () => {
     const r = await reproArp(tinyChatSource(1), config, { out: tmp, progress: false, log: () => {} });
     const markdown = writeReproOutputs(r, config, "kiln repro arp --quick --model tiny");
     expect(markdown).toBe(r.tables.map(markdownTable).join("\n\n"));
-    const rows = markdown.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| phase"));
-    expect(rows).toHaveLength(7);
+    // Tables: clemscore per phase (with the seed card's column), per game, then the training game's episodes.
+    const [clem, , training] = r.tables;
+    expect(clem.header).toContain("seed card clemscore");
+    expect(clem.rows).toHaveLength(8);
+    const rows = markdownTable(training)
+      .split("\n")
+      .filter((l) => l.startsWith("| ") && !l.startsWith("| phase"));
+    expect(rows).toHaveLength(8);
     for (const row of rows) expect(row).toMatch(/\| 3 \| \d\.\d{3} ± \d\.\d{3} \| \d\.\d{3} ± \d\.\d{3} \|/);
     expect(rows[rows.length - 1]).toContain("bf16 merge");
     expect(existsSync(join(r.dir, "report.html"))).toBe(true);
