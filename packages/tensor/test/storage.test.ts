@@ -189,6 +189,21 @@ describe("wasm residency", () => {
     });
   });
 
+  it("attention scratch that grows the memory is a full-length view of the grown memory", () => {
+    const kernels = T.wasmKernels();
+    const heap = kernels?.wasmHeap;
+    if (!kernels || !heap) throw new Error('the wasm backend has no heap: initBackend("wasm") did not run');
+    // More floats than the memory holds now, so the allocation must grow it (a view taken of the buffer
+    // before the growth was too short: RangeError in the native bf16 GEMM's scratch).
+    const n = heap.buffer().byteLength / 4 + 1024;
+    const scratch = kernels.attentionTiles.scratch(n);
+    expect(scratch.length).toBe(n);
+    expect(scratch.buffer.byteLength).toBeGreaterThanOrEqual(scratch.byteOffset + n * 4);
+    scratch[n - 1] = 7;
+    expect(scratch[n - 1]).toBe(7);
+    kernels.attentionTiles.release(scratch);
+  });
+
   it("a released block is reused by the next allocation of its size class", () => {
     T.withBackend("wasm", () => {
       const a = T.zeros([4096]);

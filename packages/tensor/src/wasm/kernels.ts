@@ -324,7 +324,11 @@ class Kernels implements WasmKernels {
    */
   readonly attentionTiles: AttentionTiles = {
     owns: (...arrays) => !this.disposed && arrays.every((a) => this.heap.owns(a)),
-    scratch: (n) => new Float32Array(this.heap.buffer(), this.heap.alloc(n * 4, false), n),
+    scratch: (n) => {
+      // alloc before buffer(): an alloc that grows the memory leaves an earlier buffer() at the old length.
+      const offset = this.heap.alloc(n * 4, false);
+      return new Float32Array(this.heap.buffer(), offset, n);
+    },
     release: (a) => this.heap.release(a.byteOffset, a.length * 4),
     zero: (a) => this.heap.zero(a.byteOffset, a.length * 4),
     softmax: (S, rows, end, scale, vis0, lse) =>

@@ -166,8 +166,15 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
       ? {
           widen: (bits, out, n) => wasm.bf16Resident("widen", bits, out, n),
           round: (x, out, n) => wasm.bf16Resident("round", x, out, n),
-          f32: (n) => new Float32Array(heap.buffer(), heap.alloc(n * 4, false), n),
-          u16: (n) => new Uint16Array(heap.buffer(), heap.alloc(n * 2, false), n),
+          // alloc before buffer(): an alloc that grows the memory leaves an earlier buffer() at the old length.
+          f32: (n) => {
+            const offset = heap.alloc(n * 4, false);
+            return new Float32Array(heap.buffer(), offset, n);
+          },
+          u16: (n) => {
+            const offset = heap.alloc(n * 2, false);
+            return new Uint16Array(heap.buffer(), offset, n);
+          },
           free: (a) => heap.release(a.byteOffset, a.byteLength),
         }
       : null;
