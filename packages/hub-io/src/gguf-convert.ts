@@ -19,6 +19,7 @@ import {
   llama3RopeFactors,
   permuteRopeRows,
   qwen35TensorChange,
+  qwen35TensorChangeFromGguf,
   ropePermuteHeads,
 } from "./gguf-models.js";
 import { tokenizerFromGguf, tokenizerToGguf } from "./gguf-tokenizer.js";
@@ -322,6 +323,8 @@ export interface GgufToHf {
   /** model.safetensors' tensors, each produced when asked for. */
   tensors: Map<string, TensorInput>;
   file: GgufFile;
+  /** What the Hugging Face files leave out of the GGUF, in words. */
+  notes: string[];
 }
 
 /** Plan a GGUF → HF conversion: configs and tokenizer now, each weight on demand. Close `file` after. */
@@ -345,43 +348,54 @@ export async function planGgufToHf(input: string | Uint8Array, options: GgufToHf
     if (tok.bosTokenId !== undefined) config.bos_token_id = tok.bosTokenId;
     if (tok.eosTokenId !== undefined) config.eos_token_id = tok.eosTokenId;
     if (tok.padTokenId !== undefined) config.pad_token_id = tok.padTokenId;
-    const arch = config.model_type as GgufArchitecture;
+    const arch = file.get("general.architecture") as GgufArchitecture;
     const tensors = new Map<string, TensorInput>();
     const unknown: string[] = [];
+    const notes: string[] = [];
+    const textLayers = config.num_hidden_layers as number;
+    const mtpTensors = new Set<string>();
     for (const t of file.tensors) {
-      const hfName = hfTensorName(t.name);
+      // A llama.cpp qwen35 conversion appends its multi-token-prediction blocks after the text layers.
+      const block = /^blk\.(\d+)\./.exec(t.name);
+      if (arch === "qwen35" && block && Number(block[1]) >= textLayers) {
+        mtpTensors.add(t.name);
+        continue;
+      }
+      const hfName = hfTensorName(t.name, arch);
       if (hfName === undefined) {
         unknown.push(`${t.name}${t.name === "rope_freqs.weight" ? " (llama3 RoPE scaling)" : ""}`);
         continue;
       }
-      const matrix = t.shape.length === 2;
+      const change = arch === "qwen35" ? qwen35TensorChangeFromGguf(hfName, config) : undefined;
+      const shape = change?.shape ?? t.shape;
+      const matrix = shape.length === 2;
       const outDtype = matrix && dtype === "bf16" ? "BF16" : "F32";
       const heads = ropePermuteHeads(arch, hfName, config);
+      const count = t.shape.reduce((a, d) => a * d, 1);
       tensors.set(hfName, {
         dtype: outDtype,
-        shape: t.shape,
+        shape,
         data: async () => {
           const raw = await file.raw(t.name);
-          const bytes =
-            t.type === outDtype
-              ? raw
-              : fromFloat32(
-                  ggufDecode(
-                    t.type,
-                    raw,
-                    t.shape.reduce((a, d) => a * d, 1),
-                    t.name,
-                  ),
-                  outDtype,
-                );
+          if (change) {
+            const values = applyQwen35Change(ggufDecode(t.type, raw, count, t.name), t.shape, change);
+            return fromFloat32(values, outDtype);
+          }
+          const bytes = t.type === outDtype ? raw : fromFloat32(ggufDecode(t.type, raw, count, t.name), outDtype);
           return heads > 0 ? permuteRopeRows(bytes, t.shape[0], heads, false) : bytes;
         },
       });
     }
+    if (mtpTensors.size > 0) {
+      notes.push(
+        `${mtpTensors.size} multi-token-prediction tensors (blocks ${textLayers}+, qwen35.nextn_predict_layers) left out`,
+      );
+    }
     if (unknown.length > 0) throw new GgufConvertError(`tensors kiln does not import: ${unknown.join(", ")}`);
     // Fail on an unsupported tensor type now, naming it, rather than halfway through the weights.
     for (const t of file.tensors) {
-      if (!["F32", "F16", "BF16", "Q8_0"].includes(t.type)) ggufDecode(t.type, new Uint8Array(0), 0, t.name);
+      if (!mtpTensors.has(t.name) && !["F32", "F16", "BF16", "Q8_0"].includes(t.type))
+        ggufDecode(t.type, new Uint8Array(0), 0, t.name);
     }
     const files: RepoFileMap = new Map();
     files.set(REPO_FILES.config, serializeModelConfig(config));
@@ -393,7 +407,7 @@ export async function planGgufToHf(input: string | Uint8Array, options: GgufToHf
     files.set(REPO_FILES.tokenizer, serializeTokenizerJson(tok.tokenizer));
     files.set(REPO_FILES.tokenizerConfig, serializeTokenizerConfig(tok.tokenizerConfig));
     if (tok.chatTemplate !== undefined) files.set(REPO_FILES.chatTemplate, tok.chatTemplate);
-    return { config, files, tensors, file };
+    return { config, files, tensors, file, notes };
   } catch (e) {
     await file.close();
     throw e;
@@ -421,13 +435,13 @@ export async function convertGgufToHf(
   ggufPath: string,
   outDir: string,
   options: GgufToHfOptions = {},
-): Promise<{ config: JsonObject; tensors: number }> {
+): Promise<{ config: JsonObject; tensors: number; notes: string[] }> {
   const plan = await planGgufToHf(ggufPath, options);
   try {
     const { join } = await import("node:path");
     await writeSafetensorsFile(join(outDir, REPO_FILES.weights), plan.tensors, { format: "pt" });
     await writeRepoFiles(outDir, plan.files);
-    return { config: plan.config, tensors: plan.tensors.size };
+    return { config: plan.config, tensors: plan.tensors.size, notes: plan.notes };
   } finally {
     await plan.file.close();
   }

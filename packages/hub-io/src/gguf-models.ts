@@ -399,7 +399,7 @@ export function hfConfigFromGguf(meta: GgufMetadata, opts: { hasOutput: boolean;
   }
   const headDim = get("attention.key_length", false) ?? hidden / heads;
   const rotary = get("rope.dimension_count", false);
-  if (rotary !== undefined && rotary !== headDim) {
+  if (arch !== "qwen35" && rotary !== undefined && rotary !== headDim) {
     throw new GgufConvertError(
       `"${arch}.rope.dimension_count" ${rotary} ≠ head dim ${headDim}: partial RoPE is not imported`,
     );
@@ -421,6 +421,9 @@ export function hfConfigFromGguf(meta: GgufMetadata, opts: { hasOutput: boolean;
     hidden_act: "silu",
     torch_dtype: "float32",
   };
+  if (arch === "qwen35") {
+    Object.assign(config, qwen35ConfigFromGguf(meta, get, headDim, rotary ?? headDim));
+  }
   const scaling = meta.get(`${arch}.rope.scaling.type`);
   if (scaling !== undefined && ggufPlain(scaling) !== "none") {
     if (ggufPlain(scaling) !== "linear") {
@@ -513,4 +516,115 @@ export function applyQwen35Change(
     out = next;
   }
   return change.values ? change.values(out) : out;
+}
+
+/**
+ * The Qwen3.5 text-config fields of a `qwen35` GGUF (the inverse of qwen35Hyperparameters). A
+ * llama.cpp conversion may append multi-token-prediction blocks (`nextn_predict_layers`) after the
+ * text layers; they are not part of the model kiln runs (planGgufToHf leaves their tensors out).
+ */
+function qwen35ConfigFromGguf(
+  meta: GgufMetadata,
+  get: (key: string, required?: boolean) => number | undefined,
+  headDim: number,
+  rotary: number,
+): JsonObject {
+  const blocks = get("block_count") as number;
+  const nextn = get("nextn_predict_layers", false) ?? 0;
+  if (nextn >= blocks) {
+    throw new GgufConvertError(
+      `"qwen35.nextn_predict_layers" ${nextn} leaves none of the ${blocks} blocks as text layers`,
+    );
+  }
+  const valueHeads = get("ssm.time_step_rank") as number;
+  const inner = get("ssm.inner_size") as number;
+  if (inner % valueHeads !== 0) {
+    throw new GgufConvertError(
+      `"qwen35.ssm.inner_size" ${inner} is not a multiple of "qwen35.ssm.time_step_rank" ${valueHeads} (value heads)`,
+    );
+  }
+  if (rotary % 2 !== 0 || rotary > headDim) {
+    throw new GgufConvertError(
+      `"qwen35.rope.dimension_count" ${rotary} is not an even rotary dim ≤ head dim ${headDim}`,
+    );
+  }
+  // llama.cpp's interleaved MRoPE gives text tokens plain RoPE only where every rotary pair falls in
+  // one of the three position sections (see qwen35Hyperparameters); otherwise kiln would compute
+  // something else, so refuse.
+  const sectionsValue = meta.get("qwen35.rope.dimension_sections");
+  const sectionsPlain = sectionsValue === undefined ? undefined : ggufPlain(sectionsValue);
+  const sections = Array.isArray(sectionsPlain) ? sectionsPlain.map(Number) : undefined;
+  if (sections !== undefined) {
+    const padded = [...sections, 0, 0, 0, 0].slice(0, 4);
+    const total = padded.reduce((a, b) => a + b, 0);
+    const pairs = rotary / 2;
+    const covered = total > 0 && Array.from({ length: pairs }, (_, i) => i % total).every((s) => s < 3 * padded[s % 3]);
+    if (!covered) {
+      throw new GgufConvertError(
+        `"qwen35.rope.dimension_sections" ${JSON.stringify(sections)} leaves some of the ${pairs} rotary pairs without a text position; kiln's import needs plain partial RoPE for text`,
+      );
+    }
+  }
+  const numLayers = blocks - nextn;
+  const interval = get("full_attention_interval", false) ?? 4;
+  return {
+    architectures: ["Qwen3_5ForCausalLM"],
+    model_type: "qwen3_5_text",
+    num_hidden_layers: numLayers,
+    layer_types: Array.from({ length: numLayers }, (_, i) =>
+      (i + 1) % interval === 0 ? "full_attention" : "linear_attention",
+    ),
+    full_attention_interval: interval,
+    linear_conv_kernel_dim: get("ssm.conv_kernel"),
+    linear_key_head_dim: get("ssm.state_size"),
+    linear_value_head_dim: inner / valueHeads,
+    linear_num_key_heads: get("ssm.group_count"),
+    linear_num_value_heads: valueHeads,
+    attn_output_gate: true,
+    rope_parameters: {
+      rope_type: "default",
+      rope_theta: shortestFloat32(get("rope.freq_base", false) ?? 10000),
+      partial_rotary_factor: rotary / headDim,
+      ...(sections !== undefined ? { mrope_section: sections.slice(0, 3) } : {}),
+    },
+  };
+}
+
+/** `out[perm[i]] = in[i]`'s permutation: the one that undoes `perm`. */
+function inversePermutation(perm: Int32Array): Int32Array {
+  const inv = new Int32Array(perm.length);
+  for (let i = 0; i < perm.length; i++) inv[perm[i]] = i;
+  return inv;
+}
+
+/**
+ * What a `qwen35` GGUF tensor needs to become the Hugging Face one (the inverse of
+ * qwen35TensorChange): value heads back to grouped order, norms w − 1, A_log = log(−A), the conv
+ * kernel back to [channels, 1, kernel]. `shape` is the HF shape when it differs.
+ * The norm's w − 1 is exact wherever 1 + w ≥ 0.5 (Sterbenz), so the (1 + w) kiln multiplies by is the
+ * GGUF's value bit for bit; log(−A) comes back within float32 rounding of A_log.
+ */
+export function qwen35TensorChangeFromGguf(hfName: string, config: JsonObject): Qwen35TensorChange | undefined {
+  const forward = qwen35TensorChange(hfName, config);
+  if (!forward) return undefined;
+  const name = textModule(hfName);
+  const back: Qwen35TensorChange = {};
+  if (forward.rows) back.rows = inversePermutation(forward.rows);
+  if (forward.columns) back.columns = inversePermutation(forward.columns);
+  if (name.endsWith(".A_log")) {
+    back.values = (v) => {
+      const i = v.findIndex((x) => !(x < 0));
+      if (i >= 0) {
+        throw new GgufConvertError(`${hfName}: the GGUF's A (−exp(A_log)) must be negative, element ${i} is ${v[i]}`);
+      }
+      return v.map((x) => Math.log(-x));
+    };
+  } else if (forward.values) {
+    back.values = (v) => v.map((x) => x - 1);
+  }
+  if (forward.shape) {
+    const d = qwen35LinearDims(ggufTextConfig(config));
+    back.shape = [forward.shape[0], 1, d.convKernel];
+  }
+  return back;
 }

@@ -4,12 +4,18 @@
 import { describe, expect, it } from "vitest";
 import {
   GgufConvertError,
+  type GgufValue,
   applyQwen35Change,
   ggufHyperparameters,
   ggufPlain,
   ggufTensorName,
+  ggufValue,
+  hfConfigFromGguf,
   hfTensorName,
   qwen35TensorChange,
+  qwen35TensorChangeFromGguf,
+  tokenizerFromGguf,
+  tokenizerToGguf,
 } from "../src/index.js";
 
 const TEXT = {
@@ -120,5 +126,173 @@ describe("Qwen3.5 → GGUF qwen35", () => {
     refuse({ attn_output_gate: false }, /attn_output_gate/);
     refuse({ rope_parameters: { ...TEXT.rope_parameters, mrope_section: [2, 0, 0] } }, /mrope_section \[2,0,0\]/);
     refuse({ linear_num_value_heads: 3, linear_num_key_heads: 2 }, /not a multiple/);
+  });
+});
+
+describe("GGUF qwen35 → Qwen3.5 (import)", () => {
+  const metaOf = (config: Record<string, unknown>, extra: [string, GgufValue][] = []) => {
+    const meta = new Map(ggufHyperparameters("qwen35", config));
+    meta.set("general.architecture", ggufValue.string("qwen35"));
+    for (const [k, v] of extra) meta.set(k, v);
+    return meta;
+  };
+
+  it("reads the Gated DeltaNet sizes, layer pattern and partial rotary factor back into a Qwen3_5ForCausalLM config", () => {
+    const config = hfConfigFromGguf(metaOf(TEXT), { hasOutput: true, vocabSize: 64 });
+    expect(config).toMatchObject({
+      architectures: ["Qwen3_5ForCausalLM"],
+      model_type: "qwen3_5_text",
+      hidden_size: 32,
+      num_hidden_layers: 4,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      head_dim: 16,
+      linear_conv_kernel_dim: 4,
+      linear_key_head_dim: 8,
+      linear_value_head_dim: 8,
+      linear_num_key_heads: 1,
+      linear_num_value_heads: 2,
+      full_attention_interval: 2,
+      layer_types: ["linear_attention", "full_attention", "linear_attention", "full_attention"],
+      tie_word_embeddings: false,
+    });
+    const rope = config.rope_parameters as Record<string, unknown>;
+    expect(rope.partial_rotary_factor).toBe(0.25);
+    expect(rope.rope_theta).toBe(1e7);
+    expect(rope.mrope_section).toEqual([1, 1, 0]);
+  });
+
+  it("leaves llama.cpp's appended multi-token-prediction blocks out of the layer count", () => {
+    const meta = metaOf(TEXT, [
+      ["qwen35.block_count", ggufValue.u32(5)],
+      ["qwen35.nextn_predict_layers", ggufValue.u32(1)],
+    ]);
+    const config = hfConfigFromGguf(meta, { hasOutput: true, vocabSize: 64 });
+    expect(config.num_hidden_layers).toBe(4);
+    expect(config.layer_types).toHaveLength(4);
+    const all = metaOf(TEXT, [["qwen35.nextn_predict_layers", ggufValue.u32(4)]]);
+    expect(() => hfConfigFromGguf(all, { hasOutput: true, vocabSize: 64 })).toThrow(/nextn_predict_layers/);
+  });
+
+  it("refuses MRoPE sections that leave rotary pairs without a text position, and ragged value heads", () => {
+    const sparse = metaOf(TEXT, [
+      ["qwen35.rope.dimension_sections", ggufValue.array("i32", Int32Array.of(0, 1, 0, 0))],
+    ]);
+    expect(() => hfConfigFromGguf(sparse, { hasOutput: true, vocabSize: 64 })).toThrow(GgufConvertError);
+    expect(() => hfConfigFromGguf(sparse, { hasOutput: true, vocabSize: 64 })).toThrow(
+      /dimension_sections" \[0,1,0,0\]/,
+    );
+    const ragged = metaOf(TEXT, [["qwen35.ssm.inner_size", ggufValue.u32(17)]]);
+    expect(() => hfConfigFromGguf(ragged, { hasOutput: true, vocabSize: 64 })).toThrow(
+      /inner_size" 17 is not a multiple/,
+    );
+  });
+
+  it("undoes every export change: value heads back to grouped order, norms w, A_log, the conv kernel's shape", () => {
+    const two = { ...TEXT, linear_num_key_heads: 2, linear_num_value_heads: 4 };
+    let seed = 11;
+    const uniform = (n: number) =>
+      Float32Array.from({ length: n }, () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed / 2 ** 31;
+      });
+    const d = { keyDim: 2 * 8, valueDim: 4 * 8 };
+    const cases: [string, number[]][] = [
+      ["model.layers.0.linear_attn.in_proj_qkv.weight", [2 * d.keyDim + d.valueDim, 32]],
+      ["model.layers.0.linear_attn.in_proj_z.weight", [d.valueDim, 32]],
+      ["model.layers.0.linear_attn.in_proj_a.weight", [4, 32]],
+      ["model.layers.0.linear_attn.in_proj_b.weight", [4, 32]],
+      ["model.layers.0.linear_attn.out_proj.weight", [32, d.valueDim]],
+      ["model.layers.0.linear_attn.dt_bias", [4]],
+      ["model.layers.0.linear_attn.conv1d.weight", [2 * d.keyDim + d.valueDim, 1, 4]],
+      ["model.layers.0.input_layernorm.weight", [32]],
+      ["model.layers.1.self_attn.q_norm.weight", [16]],
+    ];
+    for (const [name, hfShape] of cases) {
+      const n = hfShape.reduce((a, b) => a * b, 1);
+      const hf = uniform(n).map((x) => x - 0.5);
+      const out = qwen35TensorChange(name, two) ?? {};
+      const ggufShape = out.shape ?? hfShape;
+      const gguf = applyQwen35Change(hf, ggufShape, out);
+      const back = qwen35TensorChangeFromGguf(name, two);
+      expect(back, name).toBeDefined();
+      expect(back?.shape ?? ggufShape, name).toEqual(hfShape);
+      const got = applyQwen35Change(gguf, ggufShape, back ?? {});
+      if (name.endsWith("norm.weight")) {
+        // w itself lost bits in fround(1 + w), but fround(1 + w) − 1 is exact (Sterbenz), so the
+        // (1 + w) the model multiplies by comes back bit for bit.
+        expect(
+          got.map((x) => x + 1),
+          name,
+        ).toEqual(gguf);
+        expect(
+          got.map((x) => x + 1),
+          name,
+        ).toEqual(hf.map((x) => x + 1));
+      } else {
+        // Permutations only move values: the same bits come back.
+        expect(got, name).toEqual(hf);
+      }
+    }
+    // A permutation that is its own inverse would not tell grouped from tiled: this one is not.
+    const rows = qwen35TensorChange("model.layers.0.linear_attn.in_proj_z.weight", {
+      ...two,
+      linear_num_value_heads: 6,
+    })?.rows;
+    expect(rows && Array.from(rows).some((p, i) => rows[p] !== i)).toBe(true);
+    const aLog = Float32Array.of(-0.3, 0, 0.7, 1.2);
+    const a = applyQwen35Change(aLog, [4], qwen35TensorChange("model.layers.0.linear_attn.A_log", two) ?? {});
+    const got = applyQwen35Change(a, [4], qwen35TensorChangeFromGguf("model.layers.0.linear_attn.A_log", two) ?? {});
+    for (let i = 0; i < 4; i++) expect(Math.abs(got[i] - aLog[i])).toBeLessThan(1e-6);
+    expect(qwen35TensorChangeFromGguf("model.layers.0.linear_attn.norm.weight", two)).toBeUndefined();
+  });
+
+  it("refuses an A that is not negative, naming the tensor", () => {
+    const back = qwen35TensorChangeFromGguf("model.layers.2.linear_attn.A_log", TEXT) ?? {};
+    expect(() => applyQwen35Change(Float32Array.of(-1, 0.5), [2], back)).toThrow(
+      /model\.layers\.2\.linear_attn\.A_log.*element 1 is 0\.5/,
+    );
+  });
+});
+
+describe("Qwen3.5's pre-tokenizer (llama.cpp `qwen35`)", () => {
+  // Qwen3.5's tokenizer.json regex: Qwen2's with combining marks (\p{M}) kept in letter runs.
+  const QWEN35_REGEX =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  const tokens = ["a", "b", "ab", "<|im_end|>"];
+
+  it("exports as tokenizer.ggml.pre = qwen35 with no note, and imports back to the same regex", () => {
+    const tokenizer = {
+      version: "1.0",
+      added_tokens: [{ id: 3, content: "<|im_end|>", special: true }],
+      normalizer: null,
+      pre_tokenizer: {
+        type: "Sequence",
+        pretokenizers: [
+          { type: "Split", pattern: { Regex: QWEN35_REGEX }, behavior: "Isolated", invert: false },
+          { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: false },
+        ],
+      },
+      decoder: { type: "ByteLevel" },
+      model: { type: "BPE", vocab: { a: 0, b: 1, ab: 2 }, merges: ["a b"] },
+    };
+    const out = tokenizerToGguf({
+      tokenizer,
+      tokenizerConfig: { eos_token: "<|im_end|>" },
+      config: { ...TEXT, vocab_size: 4 },
+      arch: "qwen35",
+    });
+    expect(ggufPlain(out.metadata.get("tokenizer.ggml.pre") as GgufValue)).toBe("qwen35");
+    expect(out.notes.join(" ")).not.toMatch(/pre-tokenizer/);
+    const back = tokenizerFromGguf(
+      new Map<string, GgufValue>([
+        ["tokenizer.ggml.model", ggufValue.string("gpt2")],
+        ["tokenizer.ggml.pre", ggufValue.string("qwen35")],
+        ["tokenizer.ggml.tokens", ggufValue.array("string", tokens)],
+        ["tokenizer.ggml.token_type", ggufValue.array("i32", Int32Array.of(1, 1, 1, 3))],
+        ["tokenizer.ggml.merges", ggufValue.array("string", ["a b"])],
+      ]),
+    );
+    expect(JSON.stringify(back.tokenizer.pre_tokenizer)).toContain(JSON.stringify(QWEN35_REGEX));
   });
 });

@@ -63,7 +63,9 @@ export interface ConvertGgufOptions {
 }
 
 /** A GGUF model → a Hugging Face directory (config, tokenizer, chat template, model.safetensors). */
-export async function convertGguf(options: ConvertGgufOptions): Promise<{ tensors: number; architecture: string }> {
+export async function convertGguf(
+  options: ConvertGgufOptions,
+): Promise<{ tensors: number; architecture: string; notes: string[] }> {
   const { input, out } = options;
   if (!existsSync(input) || !statSync(input).isFile())
     throw new OutputDirError(`${input} is not a file (a .gguf model)`);
@@ -72,7 +74,7 @@ export async function convertGguf(options: ConvertGgufOptions): Promise<{ tensor
     { inputs: [{ label: "the GGUF file", path: input }], overwrite: options.overwrite },
     async (tmp) => {
       const r = await convertGgufToHf(input, tmp, { dtype: options.dtype ?? "f32" });
-      return { tensors: r.tensors, architecture: String((r.config.architectures as string[])[0]) };
+      return { tensors: r.tensors, architecture: String((r.config.architectures as string[])[0]), notes: r.notes };
     },
   );
 }

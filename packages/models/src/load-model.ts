@@ -25,8 +25,9 @@ export async function loadConfig(source: ModelSource): Promise<DecoderConfig> {
 
 /**
  * Load config.json + safetensors weights (single or sharded), or a `.gguf` file (llama.cpp's format:
- * Llama/Qwen2/Qwen3 with F32, F16, BF16 or Q8_0 tensors, dequantised to `options.dtype`; other tensor
- * types are a GgufError naming the type). A GGUF base trains LoRA like a Hugging Face one.
+ * Llama/Qwen2/Qwen3/Qwen3.5 (`qwen35`) with F32, F16, BF16 or Q8_0 tensors, dequantised to
+ * `options.dtype`; other tensor types are a GgufError naming the tensor and the type). A GGUF base
+ * trains LoRA like a Hugging Face one.
  */
 export async function loadModel(source: ModelSource, options: LoadModelOptions = {}): Promise<Model> {
   if (isGgufPath(source)) return loadGgufModel(source, options);

@@ -207,19 +207,29 @@ describe.skipIf(unavailable !== null)("a tiny random Qwen3.5 through kiln's GGUF
     const path = join(tmp, "qwen35.gguf");
     await exportModelToGguf(dir, path);
     const kiln = await loadModel(dir);
+    // The same GGUF loaded back into kiln (qwen35 import) runs as llama.cpp runs it too.
+    const kilnFromGguf = await loadModel(path);
     const model = await (llama as LlamaCppHandle).loadModel({ modelPath: path, gpuLayers: 0 });
     let worst = 0;
+    let worstImported = 0;
     for (const ids of PROMPTS) {
       const k = kilnRun(kiln, ids);
       const l = await llamaCppRun(model, ids);
+      const g = kilnRun(kilnFromGguf, ids);
+      expect(l.greedy, `imported ${JSON.stringify(ids)}`).toEqual(g.greedy.slice(0, l.greedy.length));
+      for (const [t, p] of l.probs)
+        if (p > 1e-6) worstImported = Math.max(worstImported, Math.abs(Math.log(p) - g.logprobs[t]));
       // llama.cpp stops after an end-of-generation token (eos 2); kiln was told not to.
       expect(l.greedy.length === STEPS || l.greedy.at(-1) === CONFIG.eos_token_id).toBe(true);
       expect(l.greedy, JSON.stringify(ids)).toEqual(k.greedy.slice(0, l.greedy.length));
       expect(l.probs.size).toBe(k.logprobs.length);
       for (const [t, p] of l.probs) if (p > 1e-6) worst = Math.max(worst, Math.abs(Math.log(p) - k.logprobs[t]));
     }
-    process.stderr.write(`qwen35 worst |Δ log p| = ${worst.toExponential(2)}\n`);
+    process.stderr.write(
+      `qwen35 worst |Δ log p| = ${worst.toExponential(2)} (kiln from the GGUF: ${worstImported.toExponential(2)})\n`,
+    );
     expect(worst).toBeLessThan(QWEN35_LOGPROB_TOLERANCE);
+    expect(worstImported).toBeLessThan(QWEN35_LOGPROB_TOLERANCE);
     await model.dispose();
   }, 120_000);
 });

@@ -70,6 +70,7 @@ export const convertGgufCommand = defineCommand({
       asUsage(() => convertGguf({ input, out, dtype: values.dtype, overwrite: values.overwrite })),
     );
     console.log(`kiln convert gguf: wrote ${r.architecture} (${r.tensors} tensors) to ${out}`);
+    for (const note of r.notes) console.log(`  note: ${note}`);
     return 0;
   },
 });
