@@ -6,16 +6,21 @@
 // The model plays from the questworld window (questworldView), in evaluation, in OPD's rollouts
 // and in the teacher's scoring alike.
 import { questworld } from "@kiln/benchmarks";
-import type { EpisodeSpec, Environment, Message, Policy } from "@kiln/rollout";
+import type { EpisodeSpec, Environment, Message, Policy, Trajectory } from "@kiln/rollout";
 import { RecipeError } from "../errors.js";
 import type { OpdEvaluation } from "../recipes/opd.js";
+import { ROLLOUT_CONCURRENCY } from "../recipes/recipe-run.js";
 import { questworldOpdStart, questworldTrainSeed } from "./questworld-corpus.js";
 import { QUESTWORLD_WINDOW_KEEP, WindowedPolicy, questworldView } from "./questworld-window.js";
 
 export interface QuestworldOpdSetupOptions {
   /** Evaluation seeds (default [0, 1, 2]); must stay below QUESTWORLD_TRAIN_SEED_BASE. */
   seeds?: number[];
-  /** Assistant turns per evaluated agent (default 30). */
+  /**
+   * Assistant turns per evaluated agent (default 40): the expert planner gathers every herb before it
+   * walks back, so it hands the moonpetals in at turn 16–33 from this start; a budget under that
+   * scores even the expert as stuck at the wall.
+   */
   maxTurns?: number;
   /** Tokens per reply (default 64). */
   maxTokens?: number;
@@ -27,6 +32,8 @@ export interface QuestworldOpdSetupOptions {
   seed?: number;
   /** Training starts per archetype per round (default 2). */
   startsPerArchetype?: number;
+  /** Rollouts from each training start (default 1): the same state, another world and sampling seed each. */
+  samplesPerStart?: number;
 }
 
 export interface QuestworldOpdEvaluation extends OpdEvaluation {
@@ -47,13 +54,35 @@ export interface QuestworldOpdSetup {
   seeds: number[];
 }
 
+/** The wall: The Healer's Remedy's moonpetal hand-in, the stage it reaches (quests.ts). */
+const WALL_STAGE = 2;
+export const QUESTWORLD_WALL_LABEL = questworld.QUEST_INFO.healers_remedy.stages[WALL_STAGE - 1];
+
+function stagesOf(info: unknown): Partial<Record<questworld.QuestId, number>> | undefined {
+  const stages = (info as { stages?: unknown } | undefined)?.stages;
+  return stages && typeof stages === "object" ? (stages as Partial<Record<questworld.QuestId, number>>) : undefined;
+}
+
+/**
+ * Whether turn `turn` of a questworld rollout was played at the wall: quest 1 finished and the
+ * moonpetals not yet handed in, read from the stages the environment reported before the turn
+ * (the reset's for turn 0, else the previous step's).
+ */
+export function atQuestworldWall(trajectory: Trajectory, turn: number): boolean {
+  const before = stagesOf(turn === 0 ? trajectory.metadata.resetInfo : trajectory.turns[turn - 1]?.info);
+  if (!before) return false;
+  const timberDone = (before.timber_for_the_mill ?? 0) >= questworld.QUEST_INFO.timber_for_the_mill.stages.length;
+  return timberDone && (before.healers_remedy ?? 0) < WALL_STAGE;
+}
+
 export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): QuestworldOpdSetup {
   const seeds = options.seeds ?? [0, 1, 2];
-  const maxTurns = options.maxTurns ?? 30;
+  const maxTurns = options.maxTurns ?? 40;
   const maxTokens = options.maxTokens ?? 64;
   const keep = options.keep ?? QUESTWORLD_WINDOW_KEEP;
   const foragingLevel = options.foragingLevel ?? 5;
   const perArchetype = options.startsPerArchetype ?? 2;
+  const perStart = options.samplesPerStart ?? 1;
   const seed = options.seed ?? 0;
   if (seeds.length < 2) throw new RecipeError("questworldOpdSetup: at least 2 seeds are needed for a standard error");
   for (const s of seeds)
@@ -64,6 +93,8 @@ export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): Que
   for (const [name, v] of [
     ["maxTurns", maxTurns],
     ["maxTokens", maxTokens],
+    ["startsPerArchetype", perArchetype],
+    ["samplesPerStart", perStart],
   ] as const)
     if (!Number.isSafeInteger(v) || v < 1)
       throw new RecipeError(`questworldOpdSetup: ${name} must be a positive integer, got ${v}`);
@@ -78,9 +109,16 @@ export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): Que
       maxTurns,
       start: (archetype, s) => questworldOpdStart(archetype, s, foragingLevel),
       params: { maxTokens, temperature: 0 },
+      concurrency: ROLLOUT_CONCURRENCY,
     });
     return {
       scores: Object.fromEntries(core3.perSeed.map((s) => [`seed-${s.seed}`, s.total])),
+      wall: {
+        label: QUESTWORLD_WALL_LABEL,
+        passed: Object.fromEntries(
+          core3.episodes.map((e) => [`seed-${e.seed}-${e.archetype}`, e.stages.healers_remedy >= WALL_STAGE ? 1 : 0]),
+        ),
+      },
       table: [
         ["#", "quest stage", "passed", "of", "stopped here"],
         ...core3.wall.map((w) => [w.index, w.label, w.passed, w.of, w.stoppedHere]),
@@ -90,16 +128,19 @@ export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): Que
     };
   };
 
+  // Sample k of a start reuses the start's state; its episode seed (world and sampling) is the start's
+  // for k = 0, so samplesPerStart = 1 plays exactly the starts it always did.
   const starts = (round: number): EpisodeSpec[] =>
     questworld.ARCHETYPES.flatMap((archetype) =>
       Array.from({ length: perArchetype }, (_, i) => {
         const s = questworldTrainSeed(seed, "questworld-opd-start", round, archetype, i);
-        return {
-          id: `wall-${archetype}-r${round}-${i}`,
-          seed: s,
-          state: questworldOpdStart(archetype, s, foragingLevel),
-        };
-      }),
+        const state = questworldOpdStart(archetype, s, foragingLevel);
+        return Array.from({ length: perStart }, (_, k) => ({
+          id: k === 0 ? `wall-${archetype}-r${round}-${i}` : `wall-${archetype}-r${round}-${i}-s${k}`,
+          seed: k === 0 ? s : questworldTrainSeed(seed, "questworld-opd-sample", round, archetype, i, k),
+          state,
+        }));
+      }).flat(),
     );
 
   return {

@@ -102,13 +102,20 @@ export function viewPolicy(policy: Policy, view: MessageView, id = policy.id): P
 export async function scoreWithTeacher(
   trajectories: readonly Trajectory[],
   teacher: Policy,
-  options: { onTurn?: () => void; view?: MessageView; topLogprobs?: number } = {},
+  options: {
+    onTurn?: () => void;
+    view?: MessageView;
+    topLogprobs?: number;
+    /** Score only the turns this keeps (default all); the others are neither scored nor counted as skipped. */
+    include?: (trajectory: Trajectory, turn: number) => boolean;
+  } = {},
 ): Promise<{ samples: OpdSample[]; skipped: number }> {
   if (!teacher.score) throw new RecipeError(`OPD teacher "${teacher.id}" has no score(): it cannot score tokens`);
   const samples: OpdSample[] = [];
   let skipped = 0;
   for (const traj of trajectories) {
     for (const turn of traj.turns) {
+      if (options.include && !options.include(traj, turn.index)) continue;
       const ids = turn.completionTokenIds;
       if (!turn.promptTokenIds || !ids || !turn.logprobs || ids.length === 0 || turn.logprobs.length !== ids.length) {
         skipped++;
@@ -178,4 +185,47 @@ export function assertSameTokenizer(student: Tokenizer, teacher: Tokenizer, labe
     throw new UsageError(
       `${label}: its tokenizer differs from the student's (vocabulary, merges or added tokens); OPD scores the student's token ids, so the teacher must share the tokenizer`,
     );
+}
+
+/** What the seed's sampled-token advantage A = log p_teacher − log q of a set of turns looks like. */
+export interface AdvantageStats {
+  turns: number;
+  tokens: number;
+  /** Mean advantage per token (nats). */
+  mean: number;
+  /** Share of tokens the teacher likes more than the student did (A > 0): the ones the update pushes up. */
+  positive: number;
+  /** Mean |A| per token. */
+  meanAbs: number;
+  /** Share of tokens whose |A| exceeds the clamp (their advantage is cut to ±clamp). */
+  clamped: number;
+}
+
+/** Advantage statistics of `samples` (optionally only those `include` keeps) against `clamp`. */
+export function advantageStats(
+  samples: readonly OpdSample[],
+  clamp: number,
+  include: (s: OpdSample) => boolean = () => true,
+): AdvantageStats {
+  let turns = 0;
+  let tokens = 0;
+  let sum = 0;
+  let abs = 0;
+  let positive = 0;
+  let clamped = 0;
+  for (const s of samples) {
+    if (!include(s)) continue;
+    turns++;
+    s.completionIds.forEach((_, j) => {
+      if (s.trainMask && !s.trainMask[j]) return;
+      const a = s.teacherLogps[j] - s.samplerLogps[j];
+      tokens++;
+      sum += a;
+      abs += Math.abs(a);
+      if (a > 0) positive++;
+      if (Math.abs(a) > clamp) clamped++;
+    });
+  }
+  const per = (x: number) => (tokens === 0 ? Number.NaN : x / tokens);
+  return { turns, tokens, mean: per(sum), positive: per(positive), meanAbs: per(abs), clamped: per(clamped) };
 }

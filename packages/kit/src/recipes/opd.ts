@@ -18,6 +18,7 @@ import {
   type GenerateParams,
   type Message,
   type Policy,
+  type Trajectory,
   episodeSpecs,
   runEpisodes,
 } from "@kiln/rollout";
@@ -25,12 +26,19 @@ import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
 import { opdObjective } from "../trainer/objectives/index.js";
-import { type TrainResult, train } from "../trainer/trainer.js";
+import { type TrainResult, epochOrder, train } from "../trainer/trainer.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import { RecipeError } from "../errors.js";
 import type { RolloutEngine } from "../llama-cpp-rollouts.js";
 import type { AdapterSpec } from "../policies.js";
-import { type OpdSample, packEpisodeTurns, scoreWithTeacher, viewPolicy } from "./opd-samples.js";
+import {
+  type AdvantageStats,
+  type OpdSample,
+  advantageStats,
+  packEpisodeTurns,
+  scoreWithTeacher,
+  viewPolicy,
+} from "./opd-samples.js";
 import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
 import {
   type PhaseEval,
@@ -50,6 +58,8 @@ export interface OpdEvaluation {
   errors?: PhaseEval["errors"];
   /** An extra table for the report (e.g. questworld's wall table): header row first. */
   table?: (string | number)[][];
+  /** Per evaluated episode, 1 when it passed the setup's wall (questworld: the moonpetal hand-in). */
+  wall?: { label: string; passed: Record<string, number> };
 }
 
 export interface OpdOptions extends RecipeIo {
@@ -73,6 +83,27 @@ export interface OpdOptions extends RecipeIo {
   mode?: RunMode;
   /** Where each round's rollouts are played (e.g. llamaCppRollouts); default kiln's student. Evaluations stay in kiln. */
   rolloutEngine?: RolloutEngine;
+  /**
+   * The turns the round's diagnostics single out (OpdRoundResult.advantage.focus), e.g. questworld's
+   * turns at the wall: called with a rollout and a turn index.
+   */
+  focusTurn?: (trajectory: Trajectory, turn: number) => boolean;
+  /**
+   * Teacher-score and train on this many of a round's student turns, a seeded draw (default: every
+   * turn). Teacher scoring and the update cost one pass per turn over its windowed prompt; on 2 CPU
+   * cores this is what bounds a questworld round.
+   */
+  turnsPerRound?: number;
+}
+
+/** A round's view of the seed's objective on its own samples (kit README, "OPD"). */
+export interface OpdRoundDiagnostics {
+  /** Sampled-token advantage log p_teacher − log q over every trained turn, and over the focus turns. */
+  advantage: { all: AdvantageStats; focus?: AdvantageStats };
+  /** Rollouts per distinct start state (seeded starts repeated, each fresh start once). */
+  samplesPerState: number;
+  /** Mean share of tokens whose PPO ratio was clipped, over the round's micro-batches. */
+  clipFraction: number;
 }
 
 export interface OpdRoundResult {
@@ -84,8 +115,31 @@ export interface OpdRoundResult {
   lossFirst: number;
   lossLast: number;
   eval: PhaseEval;
+  diagnostics: OpdRoundDiagnostics;
   modelDir: string;
   adapterDir: string;
+}
+
+/**
+ * A seeded draw of `n` (episode, turn) keys among the turns that carry tokens and log-probs; undefined
+ * (every turn) when `n` is absent or covers them all.
+ */
+export function drawTurns(
+  trajectories: readonly Trajectory[],
+  n: number | undefined,
+  seed: number,
+): Set<string> | undefined {
+  if (n === undefined) return undefined;
+  if (!(Number.isSafeInteger(n) && n >= 1))
+    throw new RecipeError(`OPD turnsPerRound must be a positive integer, got ${n}`);
+  const keys = trajectories.flatMap((t) =>
+    t.turns
+      .filter((x) => x.completionTokenIds?.length && x.logprobs?.length === x.completionTokenIds.length)
+      .map((x) => `${t.episodeId}\u0000${x.index}`),
+  );
+  if (n >= keys.length) return undefined;
+  const order = epochOrder(keys.length, seed, 0, true);
+  return new Set(Array.from(order.slice(0, n), (i) => keys[i]));
 }
 
 export async function runOpdRounds(
@@ -167,7 +221,7 @@ export async function runOpdRounds(
   // The rounds merged so far, for a rollout engine that applies them as adapters on the base.
   const merged: AdapterSpec[] = [];
   for (let round = 1; round <= config.rounds; round++) {
-    const samples = await run.stage(`round-${round}-samples`, async () => {
+    const { samples, advantage, samplesPerState } = await run.stage(`round-${round}-samples`, async () => {
       const episodes = [
         ...episodeSpecs(config.episodesPerRound, seed + round, `round-${round}`),
         ...(options.starts?.(round) ?? []),
@@ -189,18 +243,45 @@ export async function runOpdRounds(
       for (const t of errored)
         log(`[kiln opd] round ${round}: episode ${t.episodeId} errored: ${t.outcome.error?.message ?? "unknown"}`);
       const fullDistribution = (config.objective.divergence ?? "sampled") !== "sampled";
+      const chosen = drawTurns(rollouts.trajectories, options.turnsPerRound, seed + round);
       const { samples, skipped } = await scoreWithTeacher(rollouts.trajectories, teacher, {
+        include: chosen ? (t, turn) => chosen.has(`${t.episodeId}\u0000${turn}`) : undefined,
         view: options.view,
         topLogprobs: fullDistribution ? (config.objective.teacherTopK ?? 20) : undefined,
       });
+      const focus = options.focusTurn;
+      const byId = new Map(rollouts.trajectories.map((t) => [t.episodeId, t]));
+      const advantage = {
+        all: advantageStats(samples, config.objective.clamp),
+        ...(focus
+          ? {
+              focus: advantageStats(samples, config.objective.clamp, (x) => {
+                const t = byId.get(x.episodeId);
+                return t !== undefined && focus(t, x.turn);
+              }),
+            }
+          : {}),
+      };
+      const states = new Set(episodes.map((e) => (e.state === undefined ? `fresh:${e.id}` : JSON.stringify(e.state))));
       run.logMetrics({
         stage: `round-${round}-samples`,
         episodes: episodes.length,
         errored: errored.length,
         samples: samples.length,
         skipped,
+        advantage_mean: advantage.all.mean,
+        advantage_positive: advantage.all.positive,
+        advantage_clamped: advantage.all.clamped,
+        ...(advantage.focus
+          ? {
+              focus_turns: advantage.focus.turns,
+              focus_advantage_mean: advantage.focus.mean,
+              focus_advantage_positive: advantage.focus.positive,
+              focus_advantage_clamped: advantage.focus.clamped,
+            }
+          : {}),
       });
-      return samples;
+      return { samples, advantage, samplesPerState: episodes.length / Math.max(1, states.size) };
     });
     if (samples.length === 0) throw new RecipeError(`OPD round ${round}: no student turn carried tokens and log-probs`);
     const adapter = chain.current;
@@ -258,6 +339,11 @@ export async function runOpdRounds(
       lossFirst: Number(h[0]?.loss),
       lossLast: Number(h[h.length - 1]?.loss),
       eval: ev,
+      diagnostics: {
+        advantage,
+        samplesPerState,
+        clipFraction: h.length === 0 ? Number.NaN : h.reduce((a, x) => a + Number(x.clip_fraction ?? 0), 0) / h.length,
+      },
       modelDir,
       adapterDir,
     };

@@ -35,6 +35,7 @@ export const REPRO_ABLATIONS = {
   "dpo-reference": "arp",
   "early-turn-weight": "opd",
   clamp: "opd",
+  objective: "opd",
 } as const;
 export type ReproAblation = keyof typeof REPRO_ABLATIONS;
 
@@ -100,8 +101,8 @@ const REPRO_OPTIONS = {
   out: { type: "string", default: "runs", placeholder: "DIR", description: "parent of the repro-<recipe> directories" },
   ablation: {
     type: "string",
-    choices: ["scale", "dpo-reference", "early-turn-weight", "clamp"] satisfies readonly ReproAblation[],
-    description: "scale, dpo-reference (arp); early-turn-weight, clamp (opd)",
+    choices: ["scale", "dpo-reference", "early-turn-weight", "clamp", "objective"] satisfies readonly ReproAblation[],
+    description: "scale, dpo-reference (arp); early-turn-weight, clamp, objective (opd)",
   },
   quick: { type: "boolean", description: "the small sizes (a pipeline check in minutes)" },
   set: { type: "string", multiple: true, placeholder: "PATH=V[;PATH=V…]", description: "single configuration fields" },
@@ -223,7 +224,7 @@ export async function runReproCommand(
               return reproOpd(source, c, {
                 ...seedIo,
                 teacher: f.teacher ? dirModelSource(f.teacher) : undefined,
-                ablation: ablation as "early-turn-weight" | "clamp" | undefined,
+                ablation: ablation as "early-turn-weight" | "clamp" | "objective" | undefined,
               });
             return reproOel(source, c, seedIo);
           };

@@ -1,6 +1,7 @@
 // Sizes of the repro tables, as overrides of each recipe's default (the seed card's configuration).
 // `reproConfig()` is what the kit README's tables measured (2 shared CPU cores, wasm, the 853k-parameter
-// agent model: ARP ≈ 6 min, OPD ≈ 7 min, OEL ≈ 10 CPU-minutes a seed); `reproQuickConfig()` runs
+// agent model: ARP ≈ 6 min, guess-number OPD ≈ 7 min, OEL ≈ 10 CPU-minutes a seed; questworld OPD, the
+// default, was measured only piece by piece — kit README "OPD on questworld"); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
 import {
@@ -16,6 +17,20 @@ import {
 import type { ProvenanceLayer } from "../recipes/preset-provenance.js";
 import { ARP_EVAL_GAMES, ARP_STATIC_GAMES, type ArpClemConfig } from "./arp-clem.js";
 
+/** Sizes of the questworld teacher's SFT (ReproConfig.opdQuestworld.teacher). */
+export interface QuestworldTeacherSettings {
+  /** Expert episodes from the wall start (questworldOpdStart) whose windowed turns it trains on. */
+  episodes: number;
+  /** Assistant turns per expert episode at most. */
+  maxTurns: number;
+  epochs: number;
+  lr: number;
+  /** LoRA rank and alpha of the SFT adapter (merged in f32 before the rounds). */
+  r: number;
+  alpha: number;
+  microBatchSize: number;
+}
+
 export interface ReproConfig {
   seed: number;
   arp: ArpConfig;
@@ -28,12 +43,23 @@ export interface ReproConfig {
    * in the run, opd-teacher.ts), "scaffold" = the base with the environment's note in its prompt.
    */
   opdTeacher: "sft" | "scaffold";
+  /** Questworld OPD (opdEnv "questworld"). */
+  opdQuestworld: {
+    /** The "sft" teacher: the base after SFT on expert turns from the wall (opd-teacher.ts). */
+    teacher: QuestworldTeacherSettings;
+    /** Assistant turns per evaluated agent (rollouts take opd.rollout.maxTurns). */
+    evalTurns: number;
+    /** Student turns teacher-scored and trained on per round: a seeded draw from the round's rollouts. */
+    turnsPerRound: number;
+  };
   /** Held-out instances (seeds disjoint from every training seed). */
   heldout: {
     /** Questworld OPD: Core-3 evaluation seeds (held out: training starts use seeds ≥ 1,000,000). */
     questworldSeeds: number[];
     /** Questworld OPD: wall-state training starts per archetype and round. */
     questworldStartsPerArchetype: number;
+    /** Questworld OPD: rollouts from each wall-state start per round (the seed's "samples per state"). */
+    questworldSamplesPerStart: number;
     /** Guess-number OPD (until questworld's setup is wired): greedy episodes from this seed base. */
     opdEpisodes: number;
     opdBaseSeed: number;
@@ -106,18 +132,23 @@ export const REPRO_SIZES: {
     eval: { episodes: 6 },
     maxChars: 200,
   },
-  // The seed's adapter (r 64, α 64, no rsLoRA), 64 episodes a round (32 moved the opening only). The
-  // update fits the teacher's top-20 distribution at every sampled position (reverse KL, GKD λ = 1):
-  // with the seed's sampled-token advantage the student got worse on this model (kit README, "OPD").
+  // The seed's adapter (r 64, α 64, no rsLoRA) and the seed's objective (the default's): the sampled-token
+  // advantage −(log q − log p_T), clamp ±3, PPO-clipped, turn 0 weighted 1.5. The top-20 reverse KL
+  // (GKD λ = 1) is the `objective` ablation's second arm (kit README, "OPD"). Questworld rounds: 4
+  // fresh-start rollouts (quest 1) + the seeded wall starts (heldout.questworld*); guess-number's table
+  // ran 64 a round with the reverse KL.
   opd: {
     rounds: 3,
-    objective: { divergence: "reverse_kl" },
+    episodesPerRound: 4,
     // One packed sample per episode (every turn's tokens in one pass, 4.3× fewer tokens than per-turn
     // samples here) and one episode per step: about the turns per step of 4 × 2 per-turn samples.
     packTurns: true,
     train: { lr: 1e-3, microBatchSize: 1, gradAccum: 1, maxLength: 1024, epochs: 2, checkpointEvery: 1000 },
-    // A guess-number reply is 28 tokens with this tokenizer, a questworld call up to ~45.
-    rollout: { maxTokens: 64, maxTurns: 16 },
+    // A guess-number reply is 28 tokens with this tokenizer, a questworld call up to ~45. Questworld
+    // rollouts take 24 turns (the expert hands the moonpetals in at turn 16–20 from most wall starts),
+    // evaluations opdQuestworld.evalTurns = 40 (16–33 over the evaluation seeds): at the earlier 16 no
+    // policy, the expert included, could pass the wall.
+    rollout: { maxTokens: 64, maxTurns: 24 },
     eval: { seeds: [1, 2, 3, 4, 5, 6] },
   },
   // OEL on tau2 retail: deploy on the first `tasks` train-split tasks, evaluate on `heldout.oelTasks`
@@ -224,11 +255,13 @@ export const REPRO_QUICK: ConfigOverrides<ReproConfig> = {
   heldout: {
     questworldSeeds: [0, 1],
     questworldStartsPerArchetype: 1,
+    questworldSamplesPerStart: 1,
     opdEpisodes: 3,
     opdBaseSeed: 300_000,
     oelTasks: 2,
     oelBaseSeed: 200_000,
   },
+  opdQuestworld: { teacher: { episodes: 1, maxTurns: 2, epochs: 1, r: 2, alpha: 4 }, evalTurns: 2, turnsPerRound: 8 },
   staticScore: { maxTexts: 3, windowTokens: 32 },
   arpClem: { instancesPerGame: 1, staticInstances: 1, maxTokens: 8, maxTurns: 3 },
 };
@@ -249,11 +282,17 @@ export function reproConfig(seed = 42): ReproConfig {
       arp: recipeConfig("arp", REPRO_SIZES.arp),
       opd: recipeConfig("opd", REPRO_SIZES.opd),
       oel: recipeConfig("oel", REPRO_SIZES.oel),
-      opdEnv: "guess-number",
+      opdEnv: "questworld",
       opdTeacher: "sft",
+      opdQuestworld: {
+        teacher: { episodes: 4, maxTurns: 22, epochs: 2, lr: 4e-3, r: 16, alpha: 32, microBatchSize: 8 },
+        evalTurns: 40,
+        turnsPerRound: 48,
+      },
       heldout: {
         questworldSeeds: [0, 1, 2, 3],
         questworldStartsPerArchetype: 2,
+        questworldSamplesPerStart: 2,
         opdEpisodes: 100,
         opdBaseSeed: 300_000,
         oelTasks: 10,

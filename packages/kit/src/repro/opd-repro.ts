@@ -4,23 +4,23 @@
 // system prompt, scaffoldedTeacher); the per-stage wall table when the setup reports one
 // (questworld's Core-3). The ablations `early-turn-weight` and `clamp` rerun the rounds per arm.
 import { join } from "node:path";
-import { GuessNumberEnv, type Policy, episodeSpecs, isSuccessful } from "@kiln/rollout";
+import { GuessNumberEnv, type Policy, episodeSpecs, isSuccessful, meanSe, pairedDelta } from "@kiln/rollout";
 import { LocalPolicy } from "@kiln/models";
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
 import { assertSameTokenizer, scaffoldedTeacher } from "../recipes/opd-samples.js";
-import { runOpdRounds } from "../recipes/opd.js";
+import { type OpdEvaluation, type OpdRoundDiagnostics, runOpdRounds } from "../recipes/opd.js";
 import type { OpdConfig } from "../recipes/presets.js";
 import { type PhaseEval, evaluatePhase, phaseFromScores } from "../recipes/recipe-run.js";
 import type { ReproIo } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
-import { sftTeacherSource } from "./opd-teacher.js";
+import { questworldSftTeacherSource, sftTeacherSource } from "./opd-teacher.js";
 import type { OpdReproSetup } from "./opd-setup.js";
 import { questworldReproSetup } from "./questworld-setup.js";
 import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
-import { type ReproTable, fmt, fmtDelta, scoreBar } from "./table.js";
+import { type ReproTable, beyondSe, fmt, fmtDelta, scoreBar } from "./table.js";
 
 export type { OpdReproSetup } from "./opd-setup.js";
 
@@ -55,6 +55,9 @@ export interface OpdArm {
   phases: PhaseEval[];
   teacher: PhaseEval;
   wallTables: Record<string, (string | number)[][]>;
+  /** Per phase (and "teacher"): which evaluated episodes passed the setup's wall. */
+  walls: Record<string, NonNullable<OpdEvaluation["wall"]>>;
+  diagnostics: OpdRoundDiagnostics[];
   seconds: Record<string, number>;
   runDir: string;
   samples: number[];
@@ -90,6 +93,7 @@ export async function runOpdArm(
   if (setup.limits?.maxTurns !== undefined) config.rollout.maxTurns = setup.limits.maxTurns;
   if (config.objective.clamp === 0) config.objective.clamp = Number.POSITIVE_INFINITY;
   const wallTables: Record<string, (string | number)[][]> = {};
+  const walls: OpdArm["walls"] = {};
   let teacher: PhaseEval | undefined;
   let mark = performance.now();
   const r = await runOpdRounds({
@@ -102,6 +106,8 @@ export async function runOpdArm(
     teacher: (student) => teacherModel ?? scaffoldedTeacher(student, setup.note),
     starts: setup.starts,
     view: setup.view,
+    focusTurn: setup.focusTurn,
+    turnsPerRound: setup.turnsPerRound,
     config,
     baseModel: { source: source.label, dir: source.dir },
     progress: io.progress,
@@ -110,6 +116,7 @@ export async function runOpdArm(
       const phase = round === 0 ? "base" : `r${round}`;
       const e = await setup.evaluate(policy);
       if (e.table) wallTables[phase] = e.table;
+      if (e.wall) walls[phase] = e.wall;
       seconds[phase] = secondsSince(mark);
       if (round === 0) {
         // The teacher at the base: the same weights with the scaffold note in the system prompt.
@@ -121,6 +128,7 @@ export async function runOpdArm(
           base: phaseFromScores("base", e.scores),
         });
         if (t.table) wallTables.teacher = t.table;
+        if (t.wall) walls.teacher = t.wall;
         seconds["teacher eval"] = secondsSince(t0);
       }
       mark = performance.now();
@@ -137,6 +145,8 @@ export async function runOpdArm(
     phases: [r.baseline, ...r.rounds.map((x) => x.eval)],
     teacher: teacher as PhaseEval,
     wallTables: ordered,
+    walls,
+    diagnostics: r.rounds.map((x) => x.diagnostics),
     seconds,
     runDir: r.runDir,
     samples: r.rounds.map((x) => x.samples),
@@ -210,6 +220,103 @@ export function opdTable(
   };
 }
 
+/**
+ * The wall row of the seed card beside kiln's: per phase, the episodes that passed the wall, their
+ * share ± SE and the paired Δ against the base over the same episodes. Where the seed claims the
+ * wall falls (`seedWall.claims`), the last column says whether kiln's Δ is over 2 SE.
+ */
+export function wallPassTable(arm: OpdArm, seedWall?: OpdReproSetup["seedWall"]): ReproTable | undefined {
+  const base = arm.walls.base;
+  if (!base) return undefined;
+  const phases = [...arm.phases.map((p) => p.phase), "teacher"].filter((p) => arm.walls[p]);
+  const rows = phases.map((phase) => {
+    const w = arm.walls[phase];
+    const values = Object.values(w.passed);
+    const passed = values.filter((v) => v > 0).length;
+    const share = meanSe(values);
+    const isBase = phase === "base";
+    const delta = isBase ? undefined : pairedDelta(w.passed, base.passed);
+    const claimed = seedWall?.claims.includes(phase) ?? false;
+    const verdict = !claimed
+      ? "—"
+      : delta && delta.mean > 0 && beyondSe(delta)
+        ? "holds (Δ > 2 SE)"
+        : "does not hold here";
+    return [
+      phase,
+      ...(seedWall ? [seedWall.byPhase[phase] ?? "—"] : []),
+      `${passed}/${values.length}`,
+      fmt(share),
+      isBase ? "—" : fmtDelta(delta),
+      ...(seedWall ? [verdict] : []),
+    ];
+  });
+  return {
+    title: `The wall: "${base.label}" — episodes past it per phase${seedWall ? `, the seed's row beside kiln's` : ""}`,
+    header: [
+      "phase",
+      ...(seedWall ? [`seed (${seedWall.source})`] : []),
+      "kiln: passed / episodes",
+      "kiln: share ± SE",
+      "Δ share vs base ± SE",
+      ...(seedWall ? ["seed's claim here"] : []),
+    ],
+    rows,
+    notes: [
+      "An episode passes the wall when its agent hands in the moonpetals within the turn budget; Δ is paired over the same (seed, archetype) episodes.",
+      ...(seedWall
+        ? [`The seed's column is its published wall row (${seedWall.source}); it evaluated 3 agents per phase.`]
+        : []),
+    ],
+  };
+}
+
+function fmtNumber(x: number, digits = 3): string {
+  return Number.isFinite(x) ? x.toFixed(digits) : "—";
+}
+
+/**
+ * What the seed's sampled-token objective sees each round: the advantage A = log p_teacher − log q
+ * on every trained token and on the focus turns (questworld: at the wall) — its mean, the share
+ * with A > 0 (pushed up), the share cut by the clamp — the PPO ratio's clip fraction and the
+ * rollouts per start state.
+ */
+export function opdDiagnosticsTable(arm: OpdArm, clamp: number, focusLabel = "focus turns"): ReproTable | undefined {
+  if (arm.diagnostics.length === 0) return undefined;
+  const hasFocus = arm.diagnostics.some((d) => d.advantage.focus);
+  const stats = (a: OpdRoundDiagnostics["advantage"]["all"] | undefined) =>
+    a
+      ? [String(a.turns), fmtNumber(a.mean), fmtNumber(a.positive), fmtNumber(a.meanAbs), fmtNumber(a.clamped)]
+      : ["—", "—", "—", "—", "—"];
+  const cols = (what: string) => [
+    `${what}: turns`,
+    `${what}: mean A`,
+    `${what}: share A > 0`,
+    `${what}: mean |A|`,
+    `${what}: share |A| > ${clamp}`,
+  ];
+  return {
+    title: "The seed's objective on each round's samples (A = log p_teacher − log q of the sampled token)",
+    header: [
+      "round",
+      ...cols("all"),
+      ...(hasFocus ? cols(focusLabel) : []),
+      "PPO clip fraction",
+      "rollouts per start state",
+    ],
+    rows: arm.diagnostics.map((d, i) => [
+      `r${i + 1}`,
+      ...stats(d.advantage.all),
+      ...(hasFocus ? stats(d.advantage.focus) : []),
+      fmtNumber(d.clipFraction),
+      fmtNumber(d.samplesPerState, 2),
+    ]),
+    notes: [
+      "Rollouts are the previous round's policy at temperature 1. A < 0 on a token means the teacher likes it less than the student did; the update pushes it down and the mass goes to tokens that were not sampled.",
+    ],
+  };
+}
+
 /** The phases' errored evaluation episodes, named by phase (with the arm's label in an ablation). */
 function phaseErrors(phases: readonly PhaseEval[], prefix = ""): ReproEpisodeError[] {
   return phases.flatMap((p) => p.errors.map((e) => ({ phase: `${prefix}${p.phase}`, ...e })));
@@ -219,7 +326,11 @@ function phaseErrors(phases: readonly PhaseEval[], prefix = ""): ReproEpisodeErr
 export async function reproOpd(
   source: ModelSource,
   config: ReproConfig,
-  io: ReproIo & { ablation?: "early-turn-weight" | "clamp"; setup?: OpdReproSetup; teacher?: ModelSource } = {},
+  io: ReproIo & {
+    ablation?: "early-turn-weight" | "clamp" | "objective";
+    setup?: OpdReproSetup;
+    teacher?: ModelSource;
+  } = {},
 ): Promise<ReproResult> {
   const start = performance.now();
   if (config.opdEnv !== "questworld" && config.opdEnv !== "guess-number")
@@ -229,11 +340,22 @@ export async function reproOpd(
   const dir = io.dir ?? join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
   if (config.opdTeacher !== "sft" && config.opdTeacher !== "scaffold")
     throw new ReproError(`opdTeacher must be "sft" or "scaffold", got "${config.opdTeacher}"`);
-  if (!io.teacher && config.opdTeacher === "sft" && setup.name !== "guess-number")
+  // "sft": a teacher trained in the run — ARP's phase A on guess-number, the expert's wall turns on questworld.
+  const sftTeacher = () =>
+    config.opdEnv === "questworld" && !io.setup
+      ? questworldSftTeacherSource(source, config, io)
+      : setup.name === "guess-number"
+        ? sftTeacherSource(source, config, io)
+        : undefined;
+  const trained = config.opdTeacher === "sft" && !io.teacher ? sftTeacher() : undefined;
+  if (config.opdTeacher === "sft" && !io.teacher && !trained)
     throw new ReproError(
-      `opdTeacher "sft" is ARP's phase A on guess-number; for ${setup.name} use opdTeacher=scaffold or --teacher DIR`,
+      `opdTeacher "sft" has no trained teacher for ${setup.name}; use opdTeacher=scaffold or --teacher DIR`,
     );
-  const teacherSource = io.teacher ?? (config.opdTeacher === "sft" ? sftTeacherSource(source, config, io) : undefined);
+  const teacherSource = io.teacher ?? trained;
+  const teacherLabel = teacherSource
+    ? `teacher (${io.teacher ? io.teacher.label : config.opdEnv === "questworld" ? "base + SFT on expert wall turns" : "base + ARP phase A"})`
+    : undefined;
   const objective = config.opd.objective;
   const notes = [
     teacherSource
@@ -245,6 +367,8 @@ export async function reproOpd(
   ];
   if (!io.ablation) {
     const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, teacherSource);
+    const wall = wallPassTable(arm, setup.seedWall);
+    const diagnostics = opdDiagnosticsTable(arm, objective.clamp, setup.focusLabel);
     return {
       recipe: "opd",
       dir,
@@ -254,9 +378,11 @@ export async function reproOpd(
           arm,
           [...notes, `Teacher-scored turns per round: ${arm.samples.join(", ")}.`],
           setup.reportsSuccess !== false,
-          teacherSource ? `teacher (${io.teacher ? io.teacher.label : "base + ARP phase A"})` : undefined,
+          teacherLabel,
         ),
+        ...(wall ? [wall] : []),
         ...combinedWallTable(arm.wallTables),
+        ...(diagnostics ? [diagnostics] : []),
       ],
       seconds: arm.seconds,
       totalSeconds: secondsSince(start),
@@ -264,21 +390,30 @@ export async function reproOpd(
       errors: phaseErrors(arm.phases),
     };
   }
-  const arms =
+  const arms: { label: string; key: string; value: number | string }[] =
     io.ablation === "clamp"
       ? config.ablations.clamps.map((c) => ({ label: c === 0 ? "clamp none" : `clamp ${c}`, key: "clamp", value: c }))
-      : config.ablations.earlyTurnWeights.map((w) => ({
-          label: `early-turn weight ${w}`,
-          key: "earlyTurnWeight",
-          value: w,
-        }));
+      : io.ablation === "objective"
+        ? [
+            { label: "sampled-token advantage (the seed's)", key: "divergence", value: "sampled" },
+            {
+              label: `top-${config.opd.objective.teacherTopK} reverse KL (kiln's variant)`,
+              key: "divergence",
+              value: "reverse_kl",
+            },
+          ]
+        : config.ablations.earlyTurnWeights.map((w) => ({
+            label: `early-turn weight ${w}`,
+            key: "earlyTurnWeight",
+            value: w,
+          }));
   const tables: ReproTable[] = [];
   const seconds: Record<string, number> = {};
   const finals: { label: string; final: PhaseEval; base: PhaseEval }[] = [];
   const errors: ReproEpisodeError[] = [];
   for (const a of arms) {
     const opd = structuredClone(config.opd);
-    (opd.objective as unknown as Record<string, number>)[a.key] = a.value;
+    (opd.objective as unknown as Record<string, number | string>)[a.key] = a.value;
     // The clamp bounds the sampled-token advantage: that ablation runs the seed's objective.
     if (io.ablation === "clamp") opd.objective.divergence = "sampled";
     const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, teacherSource);

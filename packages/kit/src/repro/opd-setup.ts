@@ -1,6 +1,6 @@
 // The shape of an OPD repro environment, apart from the OPD table so that each setup
 // (guess-number in opd-repro.ts, questworld in questworld-setup.ts) can build one without an import cycle.
-import type { EpisodeLimits, EpisodeSpec, Environment, Message, Policy } from "@kiln/rollout";
+import type { EpisodeLimits, EpisodeSpec, Environment, Message, Policy, Trajectory } from "@kiln/rollout";
 import type { OpdEvaluation } from "../recipes/opd.js";
 
 /** What OPD plays and how a policy is scored (questworld's Core-3, or guess-number). */
@@ -19,4 +19,11 @@ export interface OpdReproSetup {
   reportsSuccess?: boolean;
   /** What the student sees of a long conversation (runOpdRounds' `view`, e.g. questworld's window). */
   view?: (messages: Message[]) => Message[];
+  /** Student turns teacher-scored and trained on per round (runOpdRounds' `turnsPerRound`). */
+  turnsPerRound?: number;
+  /** The turns the round diagnostics single out (questworld: turns at the wall), and their name. */
+  focusTurn?: (trajectory: Trajectory, turn: number) => boolean;
+  focusLabel?: string;
+  /** The seed card's wall row, per phase ("0/3" …), printed beside kiln's wall counts. */
+  seedWall?: { source: string; byPhase: Record<string, string>; claims: string[] };
 }

@@ -10,6 +10,7 @@ import { holdoutSplit, successOnlySftSet } from "../recipes/sft-set.js";
 import { sftObjective } from "../trainer/objectives/index.js";
 import { train } from "../trainer/trainer.js";
 import type { Model } from "@kiln/models";
+import { questworldCorpus } from "../agent-model/questworld-corpus.js";
 import { expertSourceEpisodes } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
@@ -61,6 +62,73 @@ export function sftTeacherSource(
             weightDecay: c.sft.weightDecay,
             maxGradNorm: c.sft.maxGradNorm,
             seed: c.seed,
+          },
+          progress: options.progress === false ? null : undefined,
+        });
+        mergeAdapter(adapter, { scale: 1, dtype: "f32" });
+        return { model, codec };
+      })();
+      return trained;
+    },
+  };
+}
+
+/**
+ * Questworld's teacher: `base` + LoRA SFT on the expert planner's turns from the wall start, each
+ * as the windowed context the model plays from (questworldCorpus with the expert alone, no
+ * scaffold note), merged in f32. A model of the student's size and tokenizer that has seen the route
+ * to the moonpetals every time instead of a third of the time — the seed's teacher was larger;
+ * this one is trained in the run (kit README, "OPD").
+ */
+export function questworldSftTeacherSource(
+  base: ModelSource,
+  config: ReproConfig,
+  options: { progress?: boolean; log?: (line: string) => void } = {},
+): ModelSource {
+  const t = config.opdQuestworld.teacher;
+  for (const [name, v] of Object.entries(t))
+    if (!(typeof v === "number" && Number.isFinite(v) && v > 0))
+      throw new ReproError(`opdQuestworld.teacher.${name} must be a positive number, got ${JSON.stringify(v)}`);
+  let trained: Promise<{ model: Model; codec: ChatCodec }> | undefined;
+  return {
+    label: `base + SFT on ${t.episodes} expert questworld episodes from the wall (seed ${config.seed})`,
+    load() {
+      trained ??= (async () => {
+        const { model, codec } = await base.load();
+        const docs = await questworldCorpus({
+          seed: config.seed,
+          episodes: t.episodes,
+          skills: [{ name: "expert", epsilon: 0, weight: 1 }],
+          wallRate: 1,
+          noteRate: 0,
+          maxTurns: t.maxTurns,
+        });
+        if (docs.length === 0) throw new ReproError("OPD questworld teacher: the expert made no call to train on");
+        options.log?.(`[kiln repro opd] teacher: SFT of the base on ${docs.length} expert questworld turns`);
+        const adapter = attachLora(model, {
+          r: t.r,
+          alpha: t.alpha,
+          dropout: 0,
+          useRslora: false,
+          targetModules: "all-linear",
+          seed: config.seed,
+          name: "teacher-sft",
+        });
+        await train({
+          stage: "teacher-sft",
+          adapter,
+          data: docs.map((d) => ({ messages: d.messages })),
+          objective: sftObjective(model, codec),
+          config: {
+            lr: t.lr,
+            microBatchSize: t.microBatchSize,
+            gradAccum: 1,
+            epochs: t.epochs,
+            schedule: "cosine",
+            warmupRatio: 0.05,
+            weightDecay: 0,
+            maxGradNorm: 1,
+            seed: config.seed,
           },
           progress: options.progress === false ? null : undefined,
         });

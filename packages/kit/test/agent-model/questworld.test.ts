@@ -8,7 +8,7 @@ import {
   questworldCorpus,
   questworldCorpusChars,
 } from "../../src/agent-model/questworld-corpus.js";
-import { questworldOpdSetup } from "../../src/agent-model/questworld-opd.js";
+import { QUESTWORLD_WALL_LABEL, atQuestworldWall, questworldOpdSetup } from "../../src/agent-model/questworld-opd.js";
 import {
   QUESTWORLD_SKILLS,
   hermesToolCallText,
@@ -208,5 +208,62 @@ describe("questworld players and corpus", () => {
     expect(setup.starts(2)).toEqual(starts);
     expect(() => questworldOpdSetup({ seeds: [QUESTWORLD_TRAIN_SEED_BASE, 1] })).toThrow(/seed/);
     expect(episodeSpecs(1, 0).length).toBe(1);
+  });
+
+  it("seeded wall-state starts: k rollouts per start share its state (at the wall) with their own seeds", () => {
+    const one = questworldOpdSetup({ startsPerArchetype: 2 }).starts(1);
+    const setup = questworldOpdSetup({ startsPerArchetype: 2, samplesPerStart: 3 });
+    const starts = setup.starts(1);
+    expect(starts.length).toBe(3 * 2 * 3);
+    expect(new Set(starts.map((s) => s.id)).size).toBe(starts.length);
+    expect(new Set(starts.map((s) => s.seed)).size).toBe(starts.length);
+    // Sample 0 of each start is the start as one sample per start plays it.
+    expect(starts.filter((s) => !/-s\d+$/.test(s.id))).toEqual(one);
+    for (const s of starts) {
+      const state = s.state as questworld.QuestworldState;
+      expect(s.seed).toBeGreaterThanOrEqual(QUESTWORLD_TRAIN_SEED_BASE);
+      expect(state.place).toBe("apothecary");
+      expect(state.quests.timber_for_the_mill.stage).toBe(3);
+      expect(state.quests.healers_remedy.stage).toBe(1);
+      expect(state.xp.foraging).toBe(questworld.xpForLevel(5));
+      const first = starts.find((x) => x.id === s.id.replace(/-s\d+$/, ""));
+      expect(s.state).toEqual(first?.state);
+    }
+    expect(() => questworldOpdSetup({ samplesPerStart: 0 })).toThrow(/samplesPerStart/);
+  });
+
+  it("the wall: turns before the moonpetal hand-in are wall turns, and each episode's pass matches the wall table", async () => {
+    let env: questworld.QuestworldEnvironment | undefined;
+    const start = questworldOpdSetup({ startsPerArchetype: 1 }).starts(1)[0];
+    const run = await runEpisodes({
+      makeEnv: () => {
+        env = new questworld.QuestworldEnvironment();
+        return env;
+      },
+      policy: questworld.expertPolicy(() => (env as questworld.QuestworldEnvironment).getState()),
+      episodes: [start],
+      limits: { maxTurns: 40 },
+    });
+    const t = run.trajectories[0] as Trajectory;
+    const handIn = t.turns.findIndex((x) => ((x.info?.stages ?? {}) as Record<string, number>).healers_remedy >= 2);
+    expect(handIn).toBeGreaterThan(3);
+    for (let i = 0; i < t.turns.length; i++) expect(atQuestworldWall(t, i)).toBe(i <= handIn);
+    // A fresh start (quest 1 not done) is not at the wall.
+    const fresh = { ...t, metadata: { resetInfo: { stages: { timber_for_the_mill: 0, healers_remedy: 0 } } } };
+    expect(atQuestworldWall(fresh as Trajectory, 0)).toBe(false);
+
+    // Per episode: passed the wall ⇔ reached stage 2 of quest 2; the count is the wall table's row.
+    const setup = questworldOpdSetup({ seeds: [0, 1, 2], maxTurns: 40 });
+    for (const skill of [QUESTWORLD_SKILLS[0], QUESTWORLD_SKILLS[3]]) {
+      const e = await setup.evaluate(questworldPlayerFactory(skill, 9));
+      expect(e.wall?.label).toBe(QUESTWORLD_WALL_LABEL);
+      const passed = e.wall?.passed ?? {};
+      expect(Object.keys(passed).length).toBe(9);
+      for (const ep of e.core3.episodes)
+        expect(passed[`seed-${ep.seed}-${ep.archetype}`]).toBe(ep.stages.healers_remedy >= 2 ? 1 : 0);
+      const row = e.table?.find((r) => r[1] === QUESTWORLD_WALL_LABEL);
+      expect(row?.[2]).toBe(Object.values(passed).reduce((a, b) => a + b, 0));
+      if (skill.epsilon === 0) expect(row?.[2]).toBe(9);
+    }
   });
 });

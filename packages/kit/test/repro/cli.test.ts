@@ -37,7 +37,7 @@ describe("kiln repro (command line)", () => {
     const ablation = await run(["repro", "arp", "--ablation", "temperature", "--quick"]);
     expect(ablation.code).toBe(2);
     expect(ablation.err).toContain(
-      '--ablation must be one of scale, dpo-reference, early-turn-weight, clamp, got "temperature"',
+      '--ablation must be one of scale, dpo-reference, early-turn-weight, clamp, objective, got "temperature"',
     );
     const other = await run(["repro", "oel", "--ablation", "clamp", "--quick"]);
     expect(other.code).toBe(2);
