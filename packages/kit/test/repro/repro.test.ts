@@ -118,7 +118,8 @@ describe("kiln repro at --quick size", () => {
       expect(row[1]).toBe(String(config.heldout.questworldSeeds.length));
       expect(row[2]).toMatch(SE_CELL);
     }
-    const wall = opd.tables[1];
+    expect(opd.tables[1].header[0]).toBe("phase"); // the wall against seed 000's row
+    const wall = opd.tables[2];
     expect(wall.header).toEqual(["#", "quest stage", "base", "r1", "r2", "r3", "teacher"]);
     expect(wall.rows.length).toBeGreaterThan(3);
     for (const row of wall.rows) for (const c of row.slice(2)) expect(c).toMatch(/^\d+\/\d+$/);
