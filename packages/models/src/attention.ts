@@ -4,12 +4,14 @@
 // adds an output gate carried in a doubled q_proj: o_proj(attn ⊙ σ(gate)), and rotates only the
 // first partial_rotary_factor of each head.
 import {
+  type RaggedKV,
   type Tensor,
   attention,
   concat,
   mul,
   narrow,
   permute,
+  raggedDecodeAttention,
   reshape,
   rmsNorm,
   ropeHeads,
@@ -103,22 +105,11 @@ export class SelfAttention {
     }
     if (batch.layout === "rows") {
       if (T !== 1) throw new GenerationError(`ragged attention: a "rows" step has T = 1, got ${T}`);
-      const byRow = new Map(batch.segments.map((s) => [s.row, s]));
-      const pad = zeros([1, H, 1, d]);
-      const pieces: Tensor[] = [];
-      for (let b = 0; b < B; b++) {
-        const s = byRow.get(b);
-        if (!s) {
-          pieces.push(pad);
-          continue;
-        }
-        // Decode: the written prefix of the buffers, unmasked (a key mask would send some backends' attention
-        // to a slower general path). Its length is this sequence's own.
-        const visible = s.kv.length + 1;
-        const { keys, values } = s.kv.layer(layer);
-        pieces.push(attention(narrow(q, 0, b, b + 1), narrow(keys, 2, 0, visible), narrow(values, 2, 0, visible)));
-      }
-      return reshape(concat(pieces, 0), [B, 1, H * d]);
+      // Decode: one kernel call for the whole step reads every sequence's cache in place (no per-sequence
+      // gather or call); each row sees its own written prefix, unmasked, so its result is its own alone.
+      const caches: (RaggedKV | null)[] = Array.from({ length: B }, () => null);
+      for (const s of batch.segments) caches[s.row] = { ...s.kv.layer(layer), length: s.kv.length + 1 };
+      return reshape(raggedDecodeAttention(q, caches), [B, 1, H * d]);
     }
     if (B !== 1) throw new GenerationError(`ragged attention: a "packed" step has B = 1, got ${B}`);
     const pieces: Tensor[] = [];

@@ -132,6 +132,11 @@ export function kernel<K extends KernelName>(name: K): Kernels[K] {
   );
 }
 
+/** Whether `kernel(name)` works on the active backend: its own kernel, or the js one on host-visible memory. */
+export function hasKernel(name: KernelName): boolean {
+  return registry.activeEntry.kernels[name] !== undefined || registry.activeEntry.storage.hostVisible;
+}
+
 /** The js reference kernel regardless of the active backend (parity tests). */
 export function referenceKernel<K extends KernelName>(name: K): Kernels[K] {
   return registry.reference[name];

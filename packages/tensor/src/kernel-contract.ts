@@ -64,6 +64,21 @@ export interface AttentionShape {
   causal: boolean;
 }
 
+/**
+ * Decode attention over ragged per-sequence caches (attentionDecodeRagged): `batch` sequences, one query row each.
+ * Sequence b's keys and values are its own arrays [kvHeads][capacities[b]][headDim], of which the first
+ * lengths[b] positions are read (0 ≤ lengths[b] ≤ capacities[b]).
+ */
+export interface RaggedDecodeShape {
+  batch: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  scale: number;
+  lengths: readonly number[];
+  capacities: readonly number[];
+}
+
 export interface Kernels<T extends KernelArrays = HostArrays> {
   matmul(a: T["f32"], b: T["f32"], out: T["f32"], shape: MatmulShape): void;
   matmulBf16B(a: T["f32"], bBits: T["u16"], out: T["f32"], shape: MatmulShape): void;
@@ -176,6 +191,21 @@ export interface Kernels<T extends KernelArrays = HostArrays> {
     dk: T["f32"],
     dv: T["f32"],
     shape: AttentionShape,
+  ): void;
+
+  /**
+   * q/out [batch][heads][1][headDim], keys[b]/values[b] per RaggedDecodeShape, lse [batch][heads]: what
+   * attentionForward computes for each sequence alone (tq = 1 over its lengths[b] keys), read in place from
+   * each sequence's own buffers. A row's result must not depend on the other rows or on its buffer's capacity
+   * (the batching scheduler's determinism rests on it); a sequence of length 0 gets 0 and lse −∞.
+   */
+  attentionDecodeRagged(
+    q: T["f32"],
+    keys: readonly T["f32"][],
+    values: readonly T["f32"][],
+    out: T["f32"],
+    lse: T["f32"],
+    shape: RaggedDecodeShape,
   ): void;
 
   // ---- generic kernels: everything an op used to loop over on the host ----

@@ -216,6 +216,55 @@ function backward() {
   )})`;
 }
 
+/**
+ * Decode attention over ragged per-sequence KV caches (docs/ARCHITECTURE.md §Continuous batching): one
+ * query row per sequence, each sequence's keys and values in its own buffer [kvHeads][cap_b][dim] of which
+ * the first len_b positions are read, in place (no gather into a batch tensor). Pointers, lengths and
+ * capacities come from i32 tables indexed by sequence. Units are (b, h) query heads, and each unit does
+ * exactly what attn_fwd does for a single query row over len_b keys, so a row's result does not depend on
+ * the other rows or on the capacity of its buffer. A sequence with len_b = 0 gets output 0 and lse −∞.
+ */
+function decodeRagged() {
+  return `
+(func (export "attn_decode_ragged") (param $q i32) (param $kTab i32) (param $vTab i32) (param $lenTab i32)
+  (param $capTab i32) (param $out i32) (param $lse i32) (param $heads i32) (param $kvHeads i32) (param $dim i32)
+  (param $scale f32) (param $scratch i32) (param $sbuf i32) (param $unit0 i32) (param $unit1 i32)
+  (local $u i32) (local $b i32) (local $h i32) (local $kvo i32) (local $qh i32) (local $kh i32) (local $vh i32)
+  (local $oh i32) (local $n i32) (local $mx f32) (local $sum f32) (local $rd i32) (local $group i32)
+  ${set("rd", mul(get("dim"), i32(4)))}
+  ${set("group", `(i32.div_u ${get("heads")} ${get("kvHeads")})`)}
+  ${forLoop(
+    "u",
+    get("unit0"),
+    get("unit1"),
+    i32(1),
+    `${set("b", `(i32.div_u ${get("u")} ${get("heads")})`)}
+    ${set("h", sub(get("u"), mul(get("b"), get("heads"))))}
+    ${set("n", `(i32.load ${add(get("lenTab"), mul(get("b"), i32(4)))})`)}
+    ;; element offset of kv head h / group in a [kvHeads][cap][dim] buffer
+    ${set("kvo", mul(mul(`(i32.div_u ${get("h")} ${get("group")})`, `(i32.load ${add(get("capTab"), mul(get("b"), i32(4)))})`), get("rd")))}
+    ${set("kh", add(`(i32.load ${add(get("kTab"), mul(get("b"), i32(4)))})`, get("kvo")))}
+    ${set("vh", add(`(i32.load ${add(get("vTab"), mul(get("b"), i32(4)))})`, get("kvo")))}
+    ${set("qh", add(get("q"), mul(get("u"), get("rd"))))}
+    ${set("oh", add(get("out"), mul(get("u"), get("rd"))))}
+    (if (i32.eqz ${get("n")})
+      (then
+        (memory.fill ${get("oh")} (i32.const 0) ${get("rd")})
+        (f32.store ${f32At(get("lse"), get("u"))} (f32.const -inf)))
+      (else
+        ;; s = q · K[0:n]ᵀ, softmax, o = p · V[0:n] (attn_fwd's steps for one query row)
+        (call $gemm_block ${get("qh")} ${get("kh")} ${get("sbuf")} (i32.const 1) ${get("n")} ${get("dim")}
+          (i32.const ${FLAG_TRANS_B}) (i32.const 0) (i32.const 1) ${get("scratch")})
+        ${set("mx", `(call $scale_max ${get("sbuf")} ${get("n")} ${get("scale")})`)}
+        ${set("sum", `(call $exp_sum ${get("sbuf")} ${get("n")} ${get("mx")})`)}
+        (call $scale_row ${get("sbuf")} ${get("n")} (f32.div (f32.const 1) ${get("sum")}))
+        (f32.store ${f32At(get("lse"), get("u"))}
+          (f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $sum))))))
+        (call $gemm_block ${get("sbuf")} ${get("vh")} ${get("oh")} (i32.const 1) ${get("dim")} ${get("n")}
+          (i32.const 0) (i32.const 0) (i32.const 1) ${get("scratch")})))`,
+  )})`;
+}
+
 export function attentionWat() {
-  return [helpers(), rowHelpers(), forward(), backward()].join("\n");
+  return [helpers(), rowHelpers(), forward(), backward(), decodeRagged()].join("\n");
 }

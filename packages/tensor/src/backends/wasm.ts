@@ -79,6 +79,7 @@ export async function initWasmBackend(options: BaseBackendOptions): Promise<void
     },
     attentionForward: (q, kk, v, mask, out, lse, s) =>
       mask ? tiled.attentionForward(q, kk, v, mask, out, lse, s) : k.attentionForward(q, kk, v, out, lse, wasmShape(s)),
+    attentionDecodeRagged: k.attentionDecodeRagged.bind(k),
     attentionBackward: (q, kk, v, mask, out, lse, dOut, dq, dk, dv, s) =>
       mask
         ? tiled.attentionBackward(q, kk, v, mask, out, lse, dOut, dq, dk, dv, s)

@@ -1,8 +1,10 @@
-import { record } from "../autograd.js";
-import { type AttentionShape, kernel } from "../backend.js";
+import { isGradEnabled, record } from "../autograd.js";
+import { type AttentionShape, hasKernel, kernel } from "../backend.js";
 import { ShapeError, fmtShape } from "../errors.js";
 import { Tensor, argOf } from "../tensor.js";
 import { floatTensor } from "./elementwise.js";
+import { zeros } from "./create.js";
+import { concat, narrow } from "./movement.js";
 
 export interface AttentionOptions {
   /** Causal mask; with tk > tq the queries are the last tq positions (KV-cache decode). Default true. */
@@ -86,4 +88,101 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
     undefined,
     [lse, ...[qf, kf, vf].filter((t, i) => t !== [q, k, v][i])],
   );
+}
+
+/** One sequence's cache for `raggedDecodeAttention`: keys and values [1, Hkv, capacity, D], positions [0, length) attended. */
+export interface RaggedKV {
+  keys: Tensor;
+  values: Tensor;
+  length: number;
+}
+
+/**
+ * Decode attention for a batch of unrelated sequences (a batching scheduler's decode step;
+ * docs/ARCHITECTURE.md §Continuous batching): q [B, H, 1, D] holds one query row per sequence, and
+ * `caches[b]` sequence b's own keys and values, read in place (nothing is gathered into a batch tensor), or
+ * null for a padding row (output 0). Row b equals `attention` of that row alone over the first `length`
+ * keys, whatever the other rows and the buffers' capacity. Inference only: it records no gradient.
+ * A backend without the kernel on device memory (webgpu) runs one `attention` per sequence instead.
+ */
+export function raggedDecodeAttention(
+  q: Tensor,
+  caches: readonly (RaggedKV | null)[],
+  options: { scale?: number } = {},
+): Tensor {
+  if (q.rank !== 4 || q.shape[2] !== 1)
+    throw new ShapeError(`raggedDecodeAttention: q must be [B, H, 1, D], got ${fmtShape(q.shape)}`);
+  const [B, H, , D] = q.shape;
+  if (caches.length !== B)
+    throw new ShapeError(`raggedDecodeAttention: ${caches.length} caches for a batch of ${B} query rows`);
+  if (isGradEnabled() && q.requiresGrad)
+    throw new ShapeError("raggedDecodeAttention: inference only (no gradient); call it under noGrad()");
+  let Hkv = 0;
+  for (const [b, c] of caches.entries()) {
+    if (c === null) continue;
+    const { keys, values, length } = c;
+    if (
+      keys.rank !== 4 ||
+      keys.shape[0] !== 1 ||
+      keys.shape[3] !== D ||
+      values.shape.some((n, i) => n !== keys.shape[i])
+    )
+      throw new ShapeError(
+        `raggedDecodeAttention: cache ${b} has keys ${fmtShape(keys.shape)} / values ${fmtShape(values.shape)}, expected [1, Hkv, capacity, ${D}] both`,
+      );
+    if (Hkv === 0) Hkv = keys.shape[1];
+    if (keys.shape[1] !== Hkv)
+      throw new ShapeError(`raggedDecodeAttention: cache ${b} has ${keys.shape[1]} kv heads, cache 0 has ${Hkv}`);
+    if (!(Number.isInteger(length) && length >= 0 && length <= keys.shape[2]))
+      throw new ShapeError(
+        `raggedDecodeAttention: cache ${b} length ${length} is outside [0, capacity ${keys.shape[2]}]`,
+      );
+  }
+  if (Hkv === 0) return zeros(q.shape);
+  if (H % Hkv !== 0)
+    throw new ShapeError(`raggedDecodeAttention: ${H} query heads is not a multiple of ${Hkv} kv heads`);
+  const scale = options.scale ?? 1 / Math.sqrt(D);
+  if (!hasKernel("attentionDecodeRagged")) {
+    const pieces = caches.map((c, b) => {
+      if (c === null || c.length === 0) return zeros([1, H, 1, D]);
+      const row = narrow(q, 0, b, b + 1);
+      return attention(row, narrow(c.keys, 2, 0, c.length), narrow(c.values, 2, 0, c.length), { scale });
+    });
+    return concat(pieces, 0);
+  }
+  const qf = floatTensor("raggedDecodeAttention", q);
+  const f32 = (t: Tensor) => argOf(floatTensor("raggedDecodeAttention", t)) as Float32Array;
+  const keys: Float32Array[] = [];
+  const values: Float32Array[] = [];
+  const lengths: number[] = [];
+  const capacities: number[] = [];
+  for (const c of caches) {
+    keys.push(c ? f32(c.keys) : (argOf(qf) as Float32Array));
+    values.push(c ? f32(c.values) : (argOf(qf) as Float32Array));
+    lengths.push(c?.length ?? 0);
+    capacities.push(c?.keys.shape[2] ?? 0);
+  }
+  const out = Tensor.empty(q.shape);
+  const lse = Tensor.empty([B * H]);
+  try {
+    kernel("attentionDecodeRagged")(
+      argOf(qf) as Float32Array,
+      keys,
+      values,
+      argOf(out) as Float32Array,
+      argOf(lse) as Float32Array,
+      {
+        batch: B,
+        heads: H,
+        kvHeads: Hkv,
+        headDim: D,
+        scale,
+        lengths,
+        capacities,
+      },
+    );
+  } finally {
+    lse.dispose();
+  }
+  return out;
 }

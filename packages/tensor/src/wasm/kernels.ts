@@ -1,6 +1,6 @@
 // createWasmKernels: instantiates the embedded SIMD module on one WebAssembly.Memory (shared when
 // threads > 1), copies inputs in, splits output rows among the caller and the workers, copies results out.
-import type { KlRowsShape, RopeShape } from "../backend.js";
+import type { KlRowsShape, RaggedDecodeShape, RopeShape } from "../backend.js";
 import { BackendError, IndexError, ShapeError } from "../errors.js";
 import { decodeBase64 } from "./base64.js";
 import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
@@ -1024,6 +1024,95 @@ class Kernels implements WasmKernels {
         pdk,
         pdv,
         ...this.attentionArgs(shape, kvHeads, scale, t, ps + t * blockBytes, u0, u1),
+      ]);
+    });
+  }
+
+  attentionDecodeRagged(
+    q: Float32Array,
+    keys: readonly Float32Array[],
+    values: readonly Float32Array[],
+    out: Float32Array,
+    lse: Float32Array,
+    shape: RaggedDecodeShape,
+  ): void {
+    const op = "attentionDecodeRagged";
+    this.live(op);
+    const { batch, heads, kvHeads, headDim: dim, scale, lengths, capacities } = shape;
+    for (const [name, v] of [
+      ["batch", batch],
+      ["heads", heads],
+      ["kvHeads", kvHeads],
+      ["headDim", dim],
+    ] as const)
+      checkCount(op, name, v);
+    if (heads === 0 || kvHeads === 0 || heads % kvHeads !== 0)
+      throw new ShapeError(`${op}: kvHeads=${kvHeads} must divide heads=${heads} (both positive)`);
+    if (keys.length < batch || values.length < batch || lengths.length < batch || capacities.length < batch)
+      throw new ShapeError(`${op}: keys, values, lengths and capacities need one entry per sequence (${batch})`);
+    const rows = batch * heads;
+    checkLength(op, "q", q, rows * dim);
+    checkLength(op, "out", out, rows * dim);
+    checkLength(op, "lse", lse, rows);
+    let maxLen = 1;
+    let work = 0;
+    for (let b = 0; b < batch; b++) {
+      const n = lengths[b];
+      const cap = capacities[b];
+      checkCount(op, "lengths[b]", n);
+      checkCount(op, "capacities[b]", cap);
+      if (n > cap) throw new ShapeError(`${op}: sequence ${b} has length ${n} > capacity ${cap}`);
+      if (n > 0) {
+        checkLength(op, `keys[${b}]`, keys[b], kvHeads * cap * dim);
+        checkLength(op, `values[${b}]`, values[b], kvHeads * cap * dim);
+      }
+      maxLen = Math.max(maxLen, n);
+      work += n * heads * dim;
+    }
+    if (rows === 0) return;
+    this.frame((f) => {
+      const pq = f.stage(q, rows * dim, "in");
+      const po = f.stage(out, rows * dim, "out");
+      const pl = f.stage(lse, rows, "out");
+      // Four i32 tables: key and value buffer addresses, lengths, capacities.
+      const tables = f.scratch(4 * batch * 4);
+      const tk = tables;
+      const tv = tables + batch * 4;
+      const tn = tables + 2 * batch * 4;
+      const tc = tables + 3 * batch * 4;
+      const addresses: number[] = [];
+      for (let b = 0; b < batch; b++) {
+        const n = lengths[b];
+        const len = kvHeads * capacities[b] * dim;
+        addresses.push(n > 0 ? f.stage(keys[b], len, "in") : 0, n > 0 ? f.stage(values[b], len, "in") : 0);
+      }
+      // After every stage: an allocation that grows the memory detaches earlier views.
+      const i32 = this.heap.i32();
+      for (let b = 0; b < batch; b++) {
+        i32[(tk >>> 2) + b] = addresses[2 * b];
+        i32[(tv >>> 2) + b] = addresses[2 * b + 1];
+        i32[(tn >>> 2) + b] = lengths[b];
+        i32[(tc >>> 2) + b] = capacities[b];
+      }
+      const blockBytes = maxLen * 4;
+      const ps = f.scratch(blockBytes * this.threads);
+      const parts = this.partsFor(work, ROWS_PARALLEL_ELEMENTS, rows, 1);
+      this.splitRows("attn_decode_ragged", rows, parts, 1, (u0, u1, t) => [
+        pq,
+        tk,
+        tv,
+        tn,
+        tc,
+        po,
+        pl,
+        heads,
+        kvHeads,
+        dim,
+        scale,
+        this.heap.scratch(t),
+        ps + t * blockBytes,
+        u0,
+        u1,
       ]);
     });
   }

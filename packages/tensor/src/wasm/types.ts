@@ -44,6 +44,7 @@ export interface WasmKernels
     | "swigluBackward"
     | "ropeForward"
     | "ropeBackward"
+    | "attentionDecodeRagged"
   > {
   /** Threads that share a call (the calling thread included). */
   readonly threads: number;

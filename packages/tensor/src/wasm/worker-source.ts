@@ -27,6 +27,7 @@ export const WORKER_OPS = [
   "kl_rev_rows",
   "rope",
   "rmsnorm_bwd",
+  "attn_decode_ragged",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 export const MAX_ARGS = 32;

@@ -1,4 +1,4 @@
-import type { AttentionShape } from "../../kernel-contract.js";
+import type { AttentionShape, RaggedDecodeShape } from "../../kernel-contract.js";
 
 // Tiled (flash-style) causal attention: one pass over keys with an online softmax, so
 // memory beyond inputs/outputs is O(T) (the row logsumexp), never T×T. The backward
@@ -110,6 +110,55 @@ export function attentionBackwardJs(
           }
         }
       }
+    }
+  }
+}
+
+/** attentionDecodeRagged: each sequence's query row over its own first lengths[b] keys (double accumulation). */
+export function attentionDecodeRaggedJs(
+  q: Float32Array,
+  keys: readonly Float32Array[],
+  values: readonly Float32Array[],
+  out: Float32Array,
+  lse: Float32Array,
+  shape: RaggedDecodeShape,
+): void {
+  const { batch, heads, kvHeads, headDim: d, scale, lengths, capacities } = shape;
+  const group = heads / kvHeads;
+  const acc = new Float64Array(d);
+  for (let b = 0; b < batch; b++) {
+    const n = lengths[b];
+    const k = keys[b];
+    const v = values[b];
+    for (let h = 0; h < heads; h++) {
+      const kvBase = Math.floor(h / group) * capacities[b] * d;
+      const qo = (b * heads + h) * d;
+      const row = b * heads + h;
+      let m = Number.NEGATIVE_INFINITY;
+      let l = 0;
+      acc.fill(0);
+      for (let j = 0; j < n; j++) {
+        const ko = kvBase + j * d;
+        let s = 0;
+        for (let c = 0; c < d; c++) s += q[qo + c] * k[ko + c];
+        s *= scale;
+        if (s > m) {
+          const correction = Math.exp(m - s);
+          l *= correction;
+          for (let c = 0; c < d; c++) acc[c] *= correction;
+          m = s;
+        }
+        const p = Math.exp(s - m);
+        l += p;
+        for (let c = 0; c < d; c++) acc[c] += p * v[ko + c];
+      }
+      if (l === 0) {
+        out.fill(0, qo, qo + d);
+        lse[row] = Number.NEGATIVE_INFINITY;
+        continue;
+      }
+      for (let c = 0; c < d; c++) out[qo + c] = acc[c] / l;
+      lse[row] = m + Math.log(l);
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { Kernels } from "../../kernel-contract.js";
 import { adamwUpdateJs } from "./adamw.js";
-import { attentionBackwardJs, attentionForwardJs } from "./attention.js";
+import { attentionBackwardJs, attentionDecodeRaggedJs, attentionForwardJs } from "./attention.js";
 import { crossEntropyBackwardJs, crossEntropyForwardJs, klDivergenceRowsJs, softmaxRowsJs } from "./cross-entropy.js";
 import {
   argmaxJs,
@@ -43,6 +43,7 @@ export const jsKernels: Kernels = {
   swigluBackward: swigluBackwardJs,
   attentionForward: attentionForwardJs,
   attentionBackward: attentionBackwardJs,
+  attentionDecodeRagged: attentionDecodeRaggedJs,
   unary: unaryJs,
   unaryBackward: unaryBackwardJs,
   binary: binaryJs,

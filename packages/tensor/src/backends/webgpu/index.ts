@@ -127,6 +127,8 @@ function deviceKernels(rt: WebGPURuntime, options: { f16Math?: boolean }): Kerne
       K.gpuAttentionForward(rt, q, k, v, mask && dev(mask), out, lse, shape),
     attentionBackward: (q, k, v, mask, out, lse, dOut, dq, dk, dv, shape) =>
       K.gpuAttentionBackward(rt, q, k, v, mask && dev(mask), out, lse, dOut, dq, dk, dv, shape),
+    attentionDecodeRagged: (q, keys, values, out, lse, shape) =>
+      K.gpuAttentionDecodeRagged(rt, q, keys, values, out, lse, shape),
     unary: (op, x, out, n) => G.gpuUnary(rt, op, x, out, n),
     unaryBackward: (op, x, y, g, dx, n) => G.gpuUnaryBackward(rt, op, x, y, g, dx, n),
     binary: (op, a, b, out, shape) => G.gpuBinary(rt, op, a, b, out, shape),

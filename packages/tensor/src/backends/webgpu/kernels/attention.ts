@@ -3,9 +3,10 @@
 // the row logsumexp (O(T) extra memory); the backward recomputes probabilities from it, with dQ from
 // one pass per query and dK/dV from one pass per key (no atomics). GQA: query head h reads kv head
 // floor(h / (H / Hkv)). Causal: query i sees keys ≤ i + (tk − tq). Key mask: u8 per key, 0 = padding.
-import type { AttentionShape } from "../../../backend.js";
+import type { AttentionShape, RaggedDecodeShape } from "../../../backend.js";
 import { ShapeError } from "../../../errors.js";
 import type { GpuArray, WebGPURuntime } from "../runtime.js";
+import { gpuCopy, gpuFill } from "./generic.js";
 import { loadElement } from "./wgsl.js";
 
 const BQ = 64;
@@ -357,4 +358,64 @@ export function gpuAttentionBackward(
     [Math.ceil(tk / BKV), batch * kvHeads],
   );
   rt.release(ld);
+}
+
+/**
+ * attentionDecodeRagged on the GPU, composed per sequence: its written keys and values are copied out of its
+ * [Hkv][capacity][D] buffers and run through gpuAttentionForward with its query row alone (what the
+ * scheduler did before the fused CPU kernel; every copy and dispatch is encoded into the same submission).
+ */
+export function gpuAttentionDecodeRagged(
+  rt: WebGPURuntime,
+  q: GpuArray,
+  keys: readonly GpuArray[],
+  values: readonly GpuArray[],
+  out: GpuArray,
+  lse: GpuArray,
+  shape: RaggedDecodeShape,
+): void {
+  const { batch, heads: H, kvHeads: Hkv, headDim: d, scale, lengths, capacities } = shape;
+  const temps: GpuArray[] = [];
+  const take = (n: number) => {
+    const a = rt.alloc("f32", n);
+    temps.push(a);
+    return a;
+  };
+  try {
+    for (let b = 0; b < batch; b++) {
+      const n = lengths[b];
+      const rowOut = take(H * d);
+      const rowLse = take(H);
+      if (n === 0) gpuFill(rt, rowLse, H, Number.NEGATIVE_INFINITY, 0, "f32");
+      else {
+        const gather = (src: GpuArray) => {
+          const dst = take(Hkv * n * d);
+          gpuCopy(rt, src, dst, {
+            shape: [Hkv, n * d],
+            srcOffset: 0,
+            srcStrides: [capacities[b] * d, 1],
+            dstOffset: 0,
+            dstStrides: [n * d, 1],
+          });
+          return dst;
+        };
+        const row = rt.copy(q, b * H * d, H * d);
+        temps.push(row);
+        gpuAttentionForward(rt, row, gather(keys[b]), gather(values[b]), null, rowOut, rowLse, {
+          batch: 1,
+          heads: H,
+          kvHeads: Hkv,
+          tq: 1,
+          tk: n,
+          headDim: d,
+          scale,
+          causal: false,
+        });
+      }
+      rt.copyInto(rowOut, 0, out, b * H * d, H * d);
+      rt.copyInto(rowLse, 0, lse, b * H, H);
+    }
+  } finally {
+    for (const t of temps) rt.release(t);
+  }
 }

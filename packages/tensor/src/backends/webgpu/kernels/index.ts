@@ -1,5 +1,5 @@
 // The WebGPU kernels, one per entry of `Kernels` (src/kernel-contract.ts), over GPU arrays instead of host arrays.
-export { gpuAttentionBackward, gpuAttentionForward } from "./attention.js";
+export { gpuAttentionBackward, gpuAttentionDecodeRagged, gpuAttentionForward } from "./attention.js";
 export { GEMM_CONFIG, type GemmConfig, gpuMatmul, type MatmulOptions, fillZeroRange } from "./matmul.js";
 export {
   gpuAdamwUpdate,
