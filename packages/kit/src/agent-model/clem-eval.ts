@@ -15,7 +15,7 @@ export const EVAL_MAX_TURNS: Record<AgentClemGame, number> = {
   wordle_withcritic: 20,
   taboo: 6,
   referencegame: 3,
-  imagegame: 40,
+  imagegame: 60, // the game itself stops at 2 × 25 rounds
   privateshared: 80,
   guesswhat: 12,
 };

@@ -112,7 +112,11 @@ function failures(game: AgentClemGame, turns: Turns, expert: string, rng: Rng): 
         `CLUE: ${target} backwards`, // says the target word: the describer loses
         `CLUE: ${related.length > 0 ? pick(related, rng) : target} is close`, // a related word
         bare, // no CLUE: tag
-        `CLUE: ${[...target].reverse().join("").slice(1)} backwards`, // misspelt reversal
+        // Misspelt reversals: well-formed clues the guesser gets wrong, so the game goes on and the corpus
+        // shows the describer's later turns (without them the model answered a second turn in another
+        // game's format and the episode aborted).
+        `CLUE: ${[...target].reverse().join("").slice(1)} backwards`,
+        `CLUE: ${[...target].reverse().join("").slice(0, -1)} backwards`,
       ];
     }
     case "referencegame": {

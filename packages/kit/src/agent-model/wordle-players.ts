@@ -11,6 +11,13 @@ export type WordleSkill = "solver" | "careless";
 
 const WRONG_LENGTH = ["cat", "house", "apples", "tree", "plant", "ocean", "sun", "breads"];
 
+/**
+ * Every player's first word when it is not making a mistake (clembench's scripted Wordle solver opens
+ * with it too). A first guess drawn from the whole vocabulary was unlearnable for the tiny model: it
+ * answered the first prompt with a misspelt four-letter word and the game aborted.
+ */
+export const WORDLE_OPENER = "crane";
+
 /** A vocabulary of `size` list words (a seeded sample) plus every instance target. */
 export function wordleVocabulary(size: number, seed: number): string[] {
   const file = clembench.loadInstances(clembench.getGame("wordle").dataPath ?? "wordle");
@@ -47,7 +54,9 @@ export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], 
       const fits = vocabulary.filter((w) => h.every(([g, fb]) => clembench.wordleFeedback(g, w) === fb));
       let guess: string;
       const u = rng();
+      const opening = !messages.some((m) => m.role === "assistant" && /guess:/i.test(m.content ?? ""));
       if (skill === "careless" && u < 0.15) guess = WRONG_LENGTH[Math.floor(rng() * WRONG_LENGTH.length)];
+      else if (opening) guess = WORDLE_OPENER;
       else if (skill === "careless" && u < 0.6) guess = vocabulary[Math.floor(rng() * vocabulary.length)];
       else guess = fits.length > 0 ? fits[Math.floor(rng() * fits.length)] : vocabulary[0];
       const text = `explanation: ${fits.length} words fit the feedback\nguess: ${guess}`;

@@ -14,8 +14,8 @@ import {
   clemViewPolicy,
 } from "../../src/agent-model/clem-players.js";
 import { clemSplitIndices, isHeldOutInstance, isTrainingInstance } from "../../src/agent-model/clem-split.js";
-import { clemExpertPlayers, evaluateClemHeldout } from "../../src/agent-model/clem-eval.js";
-import { wordleVocabulary } from "../../src/agent-model/wordle-players.js";
+import { EVAL_MAX_TURNS, clemExpertPlayers, evaluateClemHeldout } from "../../src/agent-model/clem-eval.js";
+import { WORDLE_OPENER, wordleVocabulary } from "../../src/agent-model/wordle-players.js";
 
 const firstPrompt = (messages: readonly Message[]) => messages.find((m) => m.role === "user")?.content ?? "";
 
@@ -108,6 +108,36 @@ describe("the agent model's clembench corpus", () => {
     const replies = doc.messages!.filter((m) => m.role === "assistant").map((m) => `${m.content}<|im_end|>\n`);
     expect(lossText).toBe(replies.join(""));
   }, 60_000);
+
+  it("Wordle players open with one word (a learnable first reply) unless the careless one misspells it", async () => {
+    const docs = await clemCorpus({ seed: 2, episodes: { wordle: 12, wordle_withclue: 4 } });
+    const firstGuess = (d: (typeof docs)[number]) =>
+      /guess: (\S+)/.exec(d.messages!.find((m) => m.role === "assistant")?.content ?? "")?.[1];
+    for (const d of docs.filter((x) => x.skill === "expert")) expect(firstGuess(d)).toBe(WORDLE_OPENER);
+    const weak = docs.filter((x) => x.skill === "weak").map(firstGuess);
+    expect(weak.filter((w) => w === WORDLE_OPENER).length).toBeGreaterThan(weak.length / 2);
+  }, 120_000);
+
+  it("weak taboo describers' misspelt clues keep the game going, so the corpus shows later turns", async () => {
+    const docs = await clemCorpus({ seed: 4, episodes: { taboo: 40 } });
+    const later = docs.filter((d) => d.messages!.filter((m) => m.role === "assistant").length >= 2);
+    expect(later.length).toBeGreaterThan(0);
+    for (const d of later)
+      expect(d.messages!.filter((m) => m.role === "assistant").some((m) => m.content!.startsWith("CLUE: "))).toBe(true);
+  }, 120_000);
+
+  it("an imagegame player that never says DONE is scored at the game's own round limit, not cut as aborted", async () => {
+    expect(EVAL_MAX_TURNS.imagegame).toBeGreaterThan(50); // the game stops itself after 2 × 5 × 5 rounds
+    const stubborn: Policy = {
+      id: "stubborn",
+      async generate() {
+        const text = "Command: put X in row 1 column 1";
+        return { message: { role: "assistant", content: text }, text, finishReason: "stop" };
+      },
+    };
+    const { table } = await evaluateClemHeldout({ games: ["imagegame"], policy: stubborn, model: "stubborn" });
+    expect(table.rows[0].games.imagegame.played).toBe(100);
+  }, 120_000);
 
   it("the scripted experts score high on held-out instances, through clemeval's table", async () => {
     const { table } = await evaluateClemHeldout({
