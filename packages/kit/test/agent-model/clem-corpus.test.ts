@@ -55,7 +55,7 @@ describe("the agent model's clembench corpus", () => {
   it("a document is the conversation exactly as the policy sees it: every reply's prefix is the rendered prompt", async () => {
     // One held-out episode per game, played once to record what a policy renders at each turn.
     const template = chatmlTemplate();
-    for (const game of ["imagegame", "privateshared"] as const) {
+    for (const game of ["imagegame", "taboo", "wordle", "wordle_withclue", "privateshared"] as const) {
       const seen: string[] = [];
       const all = clembench.listEpisodes(game, clembench.loadInstances(game));
       const index = clemSplitIndices(game, "heldout")[1];
@@ -80,11 +80,11 @@ describe("the agent model's clembench corpus", () => {
         pickInstance: isHeldOutInstance,
         position: 1,
         seed: 1,
-        wordleVocabulary: [],
+        wordleVocabulary: wordleVocabulary(400, 0), // clemExpertPlayers(0)'s
         turnRate: 1,
       });
       expect(docs.every((d) => d.instance === index)).toBe(true);
-      if (game === "imagegame") {
+      if (game !== "privateshared") {
         expect(docs.length).toBe(1);
         const text = documentText(docs[0]);
         expect(seen.length).toBe(docs[0].messages!.filter((m) => m.role === "assistant").length);
