@@ -27,6 +27,11 @@ if (process.argv.includes("qwen35-step")) {
   await runQwen35StepBench(process.argv.slice(2));
   process.exit(0);
 }
+if (process.argv.includes("decode-profile")) {
+  // Where a decode step's time goes, kernel by kernel: bench/decode-profile.ts.
+  await import("./decode-profile.js");
+  process.exit(0);
+}
 if (process.argv.includes("llama-cpp")) {
   // kiln vs llama.cpp on the same GGUF: bench/llama-cpp.ts.
   const { runLlamaCppBench } = await import("./llama-cpp.js");

@@ -1,5 +1,5 @@
 // A decoder-only causal LM assembled from HF-named weights: embed → blocks → norm → lm_head.
-import { Tensor, checkpoint, embedding, narrow, rmsNorm } from "@kiln/tensor";
+import { Tensor, checkpoint, embedding, narrow, rmsNorm, tidy } from "@kiln/tensor";
 import { blockType } from "./block-types.js";
 import type { DecoderConfig } from "./config.js";
 import { GenerationError, WeightLoadError } from "./errors.js";
@@ -76,6 +76,8 @@ export class CausalLM {
 
   /** ids i32 [B, T] (or number[][]) → logits [B, T, V] (or [B, logitsToKeep, V]). */
   forward(ids: TokenIdsInput, options: ForwardOptions = {}): Tensor {
+    // The head runs outside hiddenStates' tidy scope so that the logits stay memory the garbage collector
+    // sees (one step's logits are V floats; a caller that never disposes them must not fill the heap).
     return this.lmHead.forward(this.hiddenStates(ids, options));
   }
 
@@ -125,19 +127,26 @@ export class CausalLM {
       for (const [b, r] of rows.entries()) keyMask.set(r, b * total);
     }
     const positions = resolvePositions(options.positions, rows, B, T, past);
-    cache?.commit(rows, T);
-    let x = embedding(this.embedTokens, ids);
-    this.layers.forEach((layer, layerIndex) => {
-      const ctx: LayerContext = { layerIndex, positions, keyMask, invFreq: this.invFreq, cache };
-      x = options.checkpointLayers && !cache ? checkpoint((h) => layer.forward(h, ctx), x) : layer.forward(x, ctx);
-    });
     const keep = options.logitsToKeep;
-    if (keep !== undefined) {
-      if (!(Number.isInteger(keep) && keep >= 1 && keep <= T))
-        throw new GenerationError(`forward: logitsToKeep = ${keep} must be an integer in [1, ${T}]`);
-      if (keep < T) x = narrow(x, 1, T - keep);
-    }
-    return rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
+    if (keep !== undefined && !(Number.isInteger(keep) && keep >= 1 && keep <= T))
+      throw new GenerationError(`forward: logitsToKeep = ${keep} must be an integer in [1, ${T}]`);
+    const run = (): Tensor => {
+      let x = embedding(this.embedTokens, ids);
+      this.layers.forEach((layer, layerIndex) => {
+        const ctx: LayerContext = { layerIndex, positions, keyMask, invFreq: this.invFreq, cache };
+        x = options.checkpointLayers && !cache ? checkpoint((h) => layer.forward(h, ctx), x) : layer.forward(x, ctx);
+      });
+      if (keep !== undefined && keep < T) x = narrow(x, 1, T - keep);
+      return rmsNorm(x, this.norm, { eps: this.config.rmsNormEps, zeroCentered: this.config.zeroCenteredNorm });
+    };
+    if (!cache) return run();
+    cache.commit(rows, T);
+    // Prefill and decode steps run in a tidy scope: on wasm/native an op output made outside one is a host
+    // array the garbage collector can see, which every kernel then copies into the module's memory and
+    // back; inside, intermediates are resident and go back to the pool as the step ends. What survives is
+    // the result and the cache's new state (docs/ARCHITECTURE.md §Storage).
+    const [hidden] = tidy(() => [run(), cache.layers] as const);
+    return hidden;
   }
 
   /** Whether every block can run a scheduler step (softmax attention; recurrent blocks keep batch-shaped state). */

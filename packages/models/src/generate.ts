@@ -129,6 +129,7 @@ function* generationSteps(
       if (rows.every((r) => r.done)) break;
       logits = model.forward(new Tensor(next, [B, 1], "i32"), { attentionMask: stepMask, cache });
     }
+    cache.dispose();
   }
   return rows.map((r) => r.finish());
 }

@@ -1,6 +1,6 @@
 // Per-layer decoding state. Attention layers keep their keys and values ([B, Hkv, T, D], after
 // RoPE); other block types (Gated DeltaNet) keep their own state in the same slot list.
-import { type Tensor, concat } from "@kiln/tensor";
+import { Tensor, concat } from "@kiln/tensor";
 import { GenerationError } from "./errors.js";
 
 export interface AttentionLayerCache {
@@ -52,7 +52,22 @@ export class KVCache {
     const cur = prev as AttentionLayerCache;
     const full = { k: concat([cur.k, k], 2), v: concat([cur.v, v], 2) };
     this.layers[i] = { kind: "attention", ...full };
+    // The previous keys/values are garbage now unless the tape of a differentiable cache still reads them;
+    // released here, their memory is reused by the next step instead of waiting for a finalizer.
+    if (!full.k.requiresGrad && !full.v.requiresGrad) {
+      cur.k.dispose();
+      cur.v.dispose();
+    }
     return full;
+  }
+
+  /** Releases every tensor the cache holds (their memory returns to the backend now, not at collection). */
+  dispose(): void {
+    for (const [i, entry] of this.layers.entries()) {
+      if (entry === null) continue;
+      for (const value of Object.values(entry)) if (value instanceof Tensor) value.dispose();
+      this.layers[i] = null;
+    }
   }
 
   /** Records the mask of `t` new positions (called once per forward, before the layers run). */
