@@ -11,9 +11,19 @@ function body(bf16) {
   return `
       (if (i32.and ${get("flags")} ${i32(FLAG_TRANS_B)})
         (then
+          ;; four B rows (output columns) per pass: the A row is read once for all four (see $dot4)
+          ${set("j4", add(get("col0"), `(i32.and ${sub(get("col1"), get("col0"))} (i32.const -4))`))}
           ${forLoop(
             "j",
             get("col0"),
+            get("j4"),
+            i32(4),
+            `(call $dot4${sfx} ${get("scratch")} ${add(get("bb"), mul(mul(get("j"), get("k")), i32(es)))} ${mul(get("k"), i32(es))}
+              ${get("k")} ${add(get("crow"), mul(get("j"), i32(4)))} ${get("acc")})`,
+          )}
+          ${forLoop(
+            "j",
+            get("j4"),
             get("col1"),
             i32(1),
             `${set("d", `(call $dot${sfx} ${get("scratch")} ${add(get("bb"), mul(mul(get("j"), get("k")), i32(es)))} ${get("k")})`)}
@@ -41,7 +51,7 @@ export function gemvWat() {
   (param $flags i32) (param $sa i32) (param $sb i32) (param $row0 i32) (param $row1 i32) (param $col0 i32)
   (param $col1 i32) (param $scratch i32)
   (local $g i32) (local $bt i32) (local $i i32) (local $ab i32) (local $bb i32) (local $crow i32) (local $p i32)
-  (local $j i32) (local $d f32) (local $acc i32) (local $src i32) (local $step i32)
+  (local $j i32) (local $j4 i32) (local $d f32) (local $acc i32) (local $src i32) (local $step i32)
   ${set("acc", `(i32.ne (i32.and ${get("flags")} ${i32(FLAG_ACCUMULATE)}) (i32.const 0))`)}
   ${forLoop(
     "g",

@@ -28,6 +28,29 @@ function run(kernels: WasmKernels, shape: MatmulShape, bf16 = false) {
   return relError(out, want);
 }
 
+/**
+ * Σ x[j]·y[j] in f32 as the module's `$dot` forms it: two 4-lane accumulators over blocks of 8, a 4-wide
+ * tail into the first, the lanes of their sum added pairwise, then the scalar tail in order.
+ */
+function simdDot(x: Float32Array, y: Float32Array): number {
+  const f = Math.fround;
+  const dim = x.length;
+  const d8 = dim & ~7;
+  const d4 = dim & ~3;
+  const acc0 = [0, 0, 0, 0];
+  const acc1 = [0, 0, 0, 0];
+  for (let j = 0; j < d8; j += 8)
+    for (let l = 0; l < 4; l++) {
+      acc0[l] = f(acc0[l] + f(x[j + l] * y[j + l]));
+      acc1[l] = f(acc1[l] + f(x[j + 4 + l] * y[j + 4 + l]));
+    }
+  for (let j = d8; j < d4; j += 4) for (let l = 0; l < 4; l++) acc0[l] = f(acc0[l] + f(x[j + l] * y[j + l]));
+  const v = acc0.map((a, l) => f(a + acc1[l]));
+  let s = f(f(v[0] + v[1]) + f(v[2] + v[3]));
+  for (let j = d4; j < dim; j++) s = f(s + f(x[j] * y[j]));
+  return s;
+}
+
 const sizes: [number, number, number][] = [
   [1, 1, 1],
   [3, 5, 7],
@@ -100,6 +123,37 @@ describe.each([1, 2])("wasm matmul, threads=%i", (threads) => {
         expect(run(kernels, { batch: 2, m: 33, n: 20, k: 270, transA, transB }, true)).toBeLessThan(1e-4);
       }
     expect(run(kernels, { batch: 3, m: 8, n: 16, k: 9, batchStrideB: 0, accumulate: true }, true)).toBeLessThan(1e-4);
+  });
+
+  it(`GEMV rows (m < 4, B stored transposed) sum in the fixed order of the SIMD dot: bit-exact (seed ${SEED})`, () => {
+    // Four output columns per pass share the A row; each column's sum must still be the one a single dot forms
+    // (decode results may not depend on how many columns a pass takes, or on n mod 4).
+    for (const bf16 of [false, true])
+      for (const [m, n, k] of [
+        [1, 1, 1],
+        [1, 7, 13],
+        [2, 9, 31],
+        [3, 258, 257],
+        [1, 131, 1030],
+      ])
+        for (const accumulate of [false, true]) {
+          const a = randomF32(m * k, next);
+          let b = randomF32(n * k, next);
+          const bits = toBf16Bits(b);
+          if (bf16) b = fromBf16Bits(bits);
+          const init = randomF32(m * n, next);
+          const out = accumulate ? init.slice() : new Float32Array(m * n).fill(Number.NaN);
+          const shape = { batch: 1, m, n, k, transB: true, accumulate };
+          if (bf16) kernels.matmulBf16B(a, bits, out, shape);
+          else kernels.matmul(a, b, out, shape);
+          const want = new Float32Array(m * n);
+          for (let i = 0; i < m; i++)
+            for (let j = 0; j < n; j++) {
+              const d = simdDot(a.subarray(i * k, (i + 1) * k), b.subarray(j * k, (j + 1) * k));
+              want[i * n + j] = accumulate ? Math.fround(init[i * n + j] + d) : d;
+            }
+          expect(Array.from(out)).toEqual(Array.from(want));
+        }
   });
 
   it("bf16 B is widened exactly (bits << 16)", () => {
