@@ -1,9 +1,9 @@
-// `pnpm bench models llama-cpp [--json] [--layers N] [--reps R]`: kiln's prefill and KV-cache decode
+// `pnpm bench models llama-cpp [--json] [--layers N] [--reps R] [--cases stories,qwen3-bf16,qwen3-f32]`: kiln's prefill and KV-cache decode
 // tokens/s against llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU build) on the same GGUF file, both
 // on 1 thread, in the same process, reps interleaved. Models: stories260K (f32, written by
-// exportModelToGguf) and a Qwen3-0.6B-shaped model with random bf16 weights (the real config's dims;
-// all 28 layers by default), written straight to GGUF one tensor at a time and loaded by kiln from that
-// file (bf16 matrices, as llama.cpp holds them). llama.cpp runs with its defaults (F16 KV cache, flash
+// exportModelToGguf) and a Qwen3-0.6B-shaped model with random weights (the real config's dims; all 28
+// layers by default), bf16 and f32, written straight to GGUF one tensor at a time and loaded by kiln from
+// that file (matrices in the file's dtype, as llama.cpp holds them). llama.cpp runs with its defaults (F16 KV cache, flash
 // attention "auto"), i.e. as a llama.cpp user would; kiln with wasm and, where a BLAS loads, native.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -87,14 +87,15 @@ async function llamaRep(seq: NlcSeq, prompt: number[], steps: number): Promise<R
   return { prefillMs: t1 - t0, decodeMs: performance.now() - t1, tokens };
 }
 
-/** A Qwen3-0.6B-shaped GGUF with random bf16 matrices (f32 vectors) and a synthetic byte-level vocabulary. */
-async function writeRandomQwen3(path: string, layers: number): Promise<void> {
+/** A Qwen3-0.6B-shaped GGUF with random bf16 or f32 matrices (f32 vectors) and a synthetic byte-level vocabulary. */
+async function writeRandomQwen3(path: string, layers: number, matrixType: "BF16" | "F32"): Promise<void> {
   const config = qwen3_06b(layers);
   const decoder = parseDecoderConfig(config);
   const meta: GgufMetadata = new Map([
     ["general.architecture", ggufValue.string("qwen3")],
     ["general.type", ggufValue.string("model")],
-    ["general.file_type", ggufValue.u32(32)],
+    // LLAMA_FTYPE_MOSTLY_BF16 = 32, ALL_F32 = 0
+    ["general.file_type", ggufValue.u32(matrixType === "BF16" ? 32 : 0)],
   ]);
   for (const [k, v] of ggufHyperparameters("qwen3", config)) meta.set(k, v);
   const vocab = config.vocab_size as number;
@@ -125,7 +126,7 @@ async function writeRandomQwen3(path: string, layers: number): Promise<void> {
     const n = shape.reduce((a, d) => a * d, 1);
     tensors.push(
       shape.length === 2
-        ? { name, type: "BF16", shape, data: () => ggufEncode(random(n, 0.05), "BF16") }
+        ? { name, type: matrixType, shape, data: () => ggufEncode(random(n, 0.05), matrixType) }
         : {
             name,
             type: "F32",
@@ -167,19 +168,40 @@ export async function runLlamaCppBench(argv: string[]): Promise<void> {
     const read = (p: string) => new Uint8Array(readFileSync(p));
     await writeRepoFiles(storiesHf, convertLlama2cToHf(read(paths.checkpoint), read(paths.tokenizer)).files);
     await exportModelToGguf(storiesHf, join(tmp, "stories260K.gguf"), { dtype: "f32" });
-    await writeRandomQwen3(join(tmp, "qwen3-0.6b.gguf"), layers);
-    const cases = [
-      { name: "stories260K f32", file: "stories260K.gguf", dtype: "f32" as const, prompt: 128, steps: 64 },
+    const qwen = `qwen3-0.6B-shaped${layers === 28 ? "" : ` (${layers} layers)`}`;
+    const all = [
       {
-        name: `qwen3-0.6B-shaped${layers === 28 ? "" : ` (${layers} layers)`} bf16`,
-        file: "qwen3-0.6b.gguf",
+        key: "stories",
+        name: "stories260K f32",
+        file: "stories260K.gguf",
+        dtype: "f32" as const,
+        prompt: 128,
+        steps: 64,
+      },
+      {
+        key: "qwen3-bf16",
+        name: `${qwen} bf16`,
+        file: "qwen3-0.6b-bf16.gguf",
         dtype: "bf16" as const,
         prompt: 64,
         steps: 16,
       },
+      // The same shapes stored f32 (2.4 GB at 28 layers): the case where both sides read twice the bytes.
+      {
+        key: "qwen3-f32",
+        name: `${qwen} f32`,
+        file: "qwen3-0.6b-f32.gguf",
+        dtype: "f32" as const,
+        prompt: 64,
+        steps: 16,
+      },
     ];
+    const only = argv.indexOf("--cases");
+    const cases = only >= 0 ? all.filter((c) => argv[only + 1].split(",").includes(c.key)) : all;
     for (const c of cases) {
       const path = join(tmp, c.file);
+      if (c.key === "qwen3-bf16") await writeRandomQwen3(path, layers, "BF16");
+      if (c.key === "qwen3-f32") await writeRandomQwen3(path, layers, "F32");
       const model = await loadModel(path, { dtype: c.dtype });
       const prompt = promptIds(c.prompt, model.config.vocabSize);
       const nlcModel = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
@@ -221,6 +243,9 @@ export async function runLlamaCppBench(argv: string[]): Promise<void> {
       }
       await ctx.dispose();
       await nlcModel.dispose();
+      // The next case's weights reuse this one's memory (a WebAssembly memory never shrinks; 4 GiB at most).
+      for (const [, t] of model.stateDict()) t.dispose();
+      rmSync(path, { force: true });
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true });
