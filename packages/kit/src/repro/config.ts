@@ -1,7 +1,7 @@
 // Sizes of the repro tables, as overrides of each recipe's default (the seed card's configuration).
-// `reproConfig()` is what the kit README's tables measured (2 shared CPU cores, wasm, the 853k-parameter
-// agent model: ARP ≈ 6 min, guess-number OPD ≈ 7 min, OEL ≈ 10 CPU-minutes a seed; questworld OPD, the
-// default, was measured only piece by piece — kit README "OPD on questworld"); `reproQuickConfig()` runs
+// `reproConfig()` is sized so `kiln repro all` (ARP, OPD, OEL, seeds 42 and 43) aims at 30 minutes of 2
+// quiet cores, ARP about 10 of them; OPD's and OEL's shares are estimated from CPU time measured piece by
+// piece on the shared machine (kit README, "All three"); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
 import {
@@ -134,20 +134,20 @@ export const REPRO_SIZES: {
   },
   // The seed's adapter (r 64, α 64, no rsLoRA) and the seed's objective (the default's): the sampled-token
   // advantage −(log q − log p_T), clamp ±3, PPO-clipped, turn 0 weighted 1.5. The top-20 reverse KL
-  // (GKD λ = 1) is the `objective` ablation's second arm (kit README, "OPD"). Questworld rounds: 4
-  // fresh-start rollouts (quest 1) + the seeded wall starts (heldout.questworld*); guess-number's table
-  // ran 64 a round with the reverse KL.
+  // (GKD λ = 1) is the `objective` ablation's second arm (kit README, "OPD"). Questworld rounds: 2
+  // fresh-start rollouts (quest 1) + the seeded wall starts (heldout.questworld*: 1 per archetype × 2
+  // samples); guess-number's table ran 64 a round with the reverse KL.
   opd: {
     rounds: 3,
-    episodesPerRound: 4,
+    episodesPerRound: 2,
     // One packed sample per episode (every turn's tokens in one pass, 4.3× fewer tokens than per-turn
     // samples here) and one episode per step: about the turns per step of 4 × 2 per-turn samples.
     packTurns: true,
     train: { lr: 1e-3, microBatchSize: 1, gradAccum: 1, maxLength: 1024, epochs: 2, checkpointEvery: 1000 },
     // A guess-number reply is 28 tokens with this tokenizer, a questworld call up to ~45. Questworld
     // rollouts take 24 turns (the expert hands the moonpetals in at turn 16–20 from most wall starts),
-    // evaluations opdQuestworld.evalTurns = 40 (16–33 over the evaluation seeds): at the earlier 16 no
-    // policy, the expert included, could pass the wall.
+    // evaluations opdQuestworld.evalTurns = 24 on seeds 0–2, where the expert hands in at turn 16–20 (seed 3
+    // needs 32–33; at 16 turns no policy, the expert included, could pass the wall).
     rollout: { maxTokens: 64, maxTurns: 24 },
     eval: { seeds: [1, 2, 3, 4, 5, 6] },
   },
@@ -160,9 +160,9 @@ export const REPRO_SIZES: {
   // (~3.9k tokens).
   oel: {
     lora: { r: 8, alpha: 16 },
-    // 8 train tasks and (heldout.oelTasks) the first 10 of the 40 test tasks keep `kiln repro oel` near
-    // 8 minutes of 2 cores (16 × 40 took about an hour); the protocol is unchanged.
-    tasks: 8,
+    // 4 train tasks and (heldout.oelTasks) the first 6 of the 40 test tasks: OEL's share of `repro all`
+    // for two seeds (8 × 10 took 594 CPU-seconds a seed; 16 × 40 about an hour); the protocol is unchanged.
+    tasks: 4,
     train: { microBatchSize: 2, checkpointEvery: 1000 },
     rollout: { maxTokens: 48, maxTurns: 4 },
   },
@@ -179,20 +179,14 @@ export const REPRO_WHY: Record<"arp" | "opd" | "oel", [string, string][]> = {
     ["rollout.maxTurns", "guess-number's turn limit"],
   ],
   opd: [
-    [
-      "objective.divergence",
-      "top-20 reverse KL: the seed's sampled-token advantage made the student worse on this model (kit README, OPD)",
-    ],
+    ["episodesPerRound", "2 fresh-start rollouts a round beside the 6 seeded wall starts: OPD's share of repro all"],
     ["packTurns", "one packed sample per episode: 4.3× fewer tokens than per-turn samples, the same per-token loss"],
     ["train.lr", "1e-3 (2e-3 collapsed a round: 0.22 → 0.00)"],
     ["rollout.maxTokens", "a guess-number reply is 28 tokens, a questworld call up to ~45"],
   ],
   oel: [
     ["lora", "a smaller adapter for 2 CPU cores"],
-    [
-      "tasks",
-      "8 train-split tasks (and 10 test-split tasks, heldout.oelTasks) keep the table near 8 minutes of 2 cores",
-    ],
+    ["tasks", "4 train-split tasks (and 6 test-split tasks, heldout.oelTasks): OEL's share of repro all, two seeds"],
   ],
 };
 export const REPRO_ABOUT = "sized for 2 CPU cores and the embedded agent model";
@@ -284,18 +278,22 @@ export function reproConfig(seed = 42): ReproConfig {
       oel: recipeConfig("oel", REPRO_SIZES.oel),
       opdEnv: "questworld",
       opdTeacher: "sft",
+      // Questworld OPD sized for its share of `repro all`: an evaluation is 3 seeds × 3 archetypes × 24
+      // turns (was 4 × 3 × 40; a batched evaluation costs about its turns, not its agents), the teacher's
+      // SFT 3 expert wall episodes, each round 8 rollouts (2 fresh, 3 wall starts × 2 samples) and 32
+      // teacher-scored turns.
       opdQuestworld: {
-        teacher: { episodes: 4, maxTurns: 22, epochs: 2, lr: 4e-3, r: 16, alpha: 32, microBatchSize: 8 },
-        evalTurns: 40,
-        turnsPerRound: 48,
+        teacher: { episodes: 3, maxTurns: 22, epochs: 2, lr: 4e-3, r: 16, alpha: 32, microBatchSize: 8 },
+        evalTurns: 24,
+        turnsPerRound: 32,
       },
       heldout: {
-        questworldSeeds: [0, 1, 2, 3],
-        questworldStartsPerArchetype: 2,
+        questworldSeeds: [0, 1, 2],
+        questworldStartsPerArchetype: 1,
         questworldSamplesPerStart: 2,
         opdEpisodes: 100,
         opdBaseSeed: 300_000,
-        oelTasks: 10,
+        oelTasks: 6,
         oelBaseSeed: 200_000,
       },
       staticScore: { maxTexts: 32, windowTokens: 128 },

@@ -53,7 +53,8 @@ describe("preset provenance", () => {
     // --quick sets rollout.temperature to 1, the default's value: still the default's source.
     expect(sourceOf(quick, "rollout.temperature")).toBe("kiln's default: the seed card does not state it");
     const opd = configProvenance("opd", reproLayers("opd", false), reproConfig().opd);
-    expect(sourceOf(opd, "objective.divergence")).toMatch(/^repro: top-20 reverse KL/);
+    expect(sourceOf(opd, "objective.divergence")).toBe("seed 000");
+    expect(sourceOf(opd, "episodesPerRound")).toMatch(/^repro: 2 fresh-start rollouts/);
     expect(sourceOf(opd, "objective.clamp")).toBe("seed 000");
   });
 
