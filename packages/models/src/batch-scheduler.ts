@@ -18,7 +18,7 @@
 //   3. prefill chunk boundaries are multiples of `prefillChunk` in the sequence's own positions, and
 //      the last prompt token always goes through a decode forward (which makes the first logits).
 import { GenerationAbortedError } from "@kiln/rollout";
-import { Rng, Tensor, tidy } from "@kiln/tensor";
+import { Rng, Tensor, noGrad, tidy } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { GenerationError } from "./errors.js";
 import { DecodeWidths } from "./decode-widths.js";
@@ -390,14 +390,17 @@ export class BatchScheduler {
     }
     this.counters.prefillSteps++;
     for (const p of plan) this.counters.prefillRows += p.length;
-    return tidy(() => {
-      const hidden = this.model.raggedHiddenStates(new Tensor(ids, [1, T], "i32"), positions, {
-        layout: "packed",
-        segments,
-      });
-      // Only scoring reads prefill logits; the head then runs over all T rows (fixed width, rule 1).
-      return needsHead ? this.model.lmHead.forward(hidden) : null;
-    });
+    // Generation and scoring never need gradients, even when the model carries trainable LoRA weights.
+    return tidy(() =>
+      noGrad(() => {
+        const hidden = this.model.raggedHiddenStates(new Tensor(ids, [1, T], "i32"), positions, {
+          layout: "packed",
+          segments,
+        });
+        // Only scoring reads prefill logits; the head then runs over all T rows (fixed width, rule 1).
+        return needsHead ? this.model.lmHead.forward(hidden) : null;
+      }),
+    );
   }
 
   private decodeForward(decoders: Sequence[], width: number): Tensor {
@@ -414,8 +417,10 @@ export class BatchScheduler {
     this.counters.decodeRows += decoders.length;
     this.decodeWidthCounts[B] = (this.decodeWidthCounts[B] ?? 0) + 1;
     return tidy(() =>
-      this.model.lmHead.forward(
-        this.model.raggedHiddenStates(new Tensor(ids, [B, 1], "i32"), positions, { layout: "rows", segments }),
+      noGrad(() =>
+        this.model.lmHead.forward(
+          this.model.raggedHiddenStates(new Tensor(ids, [B, 1], "i32"), positions, { layout: "rows", segments }),
+        ),
       ),
     );
   }
