@@ -212,6 +212,13 @@ const OEL_OPTIONS = {
     description: "tau2: an OpenAI-compatible customer model (default: scripted)",
   },
   "user-model": { type: "string", default: "default", description: "tau2: the model name at --user-url" },
+  "rollout-engine": {
+    type: "string",
+    choices: ["kiln", "llama-cpp"],
+    default: "kiln",
+    description:
+      "where the deploy episodes run: kiln's student, or llama.cpp (optional node-llama-cpp: the base as GGUF f32); the memory-prompted teacher, training and evaluations stay in kiln",
+  },
 } as const;
 
 const ARP_OPTIONS = {
@@ -260,7 +267,11 @@ export const recipeCommands = {
     description:
       "Writes runs/NAME/ with model/ and adapter/, report.html. Ctrl-C keeps the last checkpoint; --resume continues.",
     options: { ...OEL_OPTIONS, ...RECIPE_OPTIONS },
-    examples: ["kiln oel --preset tiny --name oel-try", "kiln oel --env tau2 --set tasks=4"],
+    examples: [
+      "kiln oel --preset tiny --name oel-try",
+      "kiln oel --env tau2 --set tasks=4",
+      "kiln oel --rollout-engine llama-cpp --name oel-llama",
+    ],
     run: (a) => runRecipeCommand("oel", a.values, a.argv),
   }),
 };
@@ -297,7 +308,7 @@ export async function runRecipeCommand(
   const modelDir = f.model === "random-tiny" ? undefined : (f.model ?? agentModelDir());
   if (f["rollout-engine"] === "llama-cpp") {
     if (!modelDir) throw new UsageError("--rollout-engine llama-cpp needs a model directory (not --model random-tiny)");
-    const dtype = (config as OpdConfig).baseDtype;
+    const dtype = (config as OpdConfig | OelConfig).baseDtype;
     if (dtype !== "f32") throw new UsageError(`--rollout-engine llama-cpp plays the f32 base; baseDtype is ${dtype}`);
   }
   const inputs = [
@@ -454,6 +465,18 @@ export async function runRecipeCommand(
       return 0;
     }
     const c = config as OelConfig;
+    // The deploy episodes on llama.cpp: the base exported to GGUF in a scratch directory, removed after.
+    const oelEngine = async <T>(body: (engine: RolloutEngine | undefined) => Promise<T>): Promise<T> => {
+      if (f["rollout-engine"] !== "llama-cpp" || !modelDir) return body(undefined);
+      const workDir = await mkdtemp(join(tmpdir(), "kiln-oel-gguf-"));
+      const engine = llamaCppRollouts({ baseDir: modelDir, workDir });
+      try {
+        return await body(engine);
+      } finally {
+        await engine.dispose();
+        await rm(workDir, { recursive: true, force: true });
+      }
+    };
     if (env === "tau2") {
       // tau2 retail: the first `tasks` tasks of the split, a scripted customer (or --user-url), memories
       // from the deploy trajectories (experienceMemory).
@@ -465,16 +488,19 @@ export async function runRecipeCommand(
           ? new HttpPolicy({ baseUrls: userUrl.split(","), model: f["user-model"] ?? "default" })
           : tau2.scriptedUser(task);
       const makeEnv = () => new Tau2TasksEnvironment(tasks, user);
-      const r = await runOel({
-        ...io,
-        model,
-        codec,
-        makeEnv,
-        tasks: tasks.map((t, i) => ({ id: t.id, seed: c.seed + i, memory: "", state: { taskId: t.id } })),
-        memoryFrom: (_task, deployed) => experienceMemory(deployed),
-        config: c,
-        baseModel,
-      });
+      const r = await oelEngine((rolloutEngine) =>
+        runOel({
+          ...io,
+          model,
+          codec,
+          makeEnv,
+          tasks: tasks.map((t, i) => ({ id: t.id, seed: c.seed + i, memory: "", state: { taskId: t.id } })),
+          memoryFrom: (_task, deployed) => experienceMemory(deployed),
+          config: c,
+          baseModel,
+          rolloutEngine,
+        }),
+      );
       console.log(
         JSON.stringify({ runDir: r.runDir, modelDir: r.modelDir, before: r.before, after: r.after, errors: r.errors }),
       );
@@ -492,7 +518,9 @@ export async function runRecipeCommand(
         memory: `Memory: the secret number is ${probe.getState().secret}. Guess it directly.`,
       };
     });
-    const r = await runOel({ ...io, model, codec, makeEnv, tasks, config: c, baseModel });
+    const r = await oelEngine((rolloutEngine) =>
+      runOel({ ...io, model, codec, makeEnv, tasks, config: c, baseModel, rolloutEngine }),
+    );
     console.log(
       JSON.stringify({ runDir: r.runDir, modelDir: r.modelDir, before: r.before, after: r.after, errors: r.errors }),
     );

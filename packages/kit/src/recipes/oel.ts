@@ -5,6 +5,8 @@
 // and the student (adapter on, no memory) is fitted to them with a token-level full-vocabulary
 // divergence (@kiln/losses distillationLoss; TRL SDFT/GKD full_logits, docs/NUMERICS.md §3.3).
 // Merge the adapter in fp32, then evaluate pass^k with standard errors (tau2's estimator).
+// With a rollout engine (e.g. llamaCppRollouts) the deploy episodes are played there — the base as
+// deployed — while the memory-in-the-prompt teacher, training and evaluations stay in kiln.
 import { tau2 } from "@kiln/benchmarks";
 import type { DivergenceKind } from "@kiln/losses";
 import { attachLora, mergeAdapter } from "@kiln/lora";
@@ -21,6 +23,7 @@ import {
   runEpisodes,
 } from "@kiln/rollout";
 import { baseModelId, writeAdapterCard, writeAdapterDir, writeMergedModel } from "../artifacts.js";
+import type { RolloutEngine } from "../llama-cpp-rollouts.js";
 import { writeReport } from "../report.js";
 import { RunDir, type RunMode } from "../run-dir.js";
 import { type ConsolidationSample, consolidationObjective } from "../trainer/objectives/index.js";
@@ -92,6 +95,11 @@ export interface OelOptions extends RecipeIo {
   evaluate?: (policy: Policy, phase: "base" | "consolidated") => Promise<Record<string, number>>;
   baseModel?: { source: string; dir?: string };
   mode?: RunMode;
+  /**
+   * Where the deploy episodes are played (e.g. llamaCppRollouts: the base in llama.cpp, no adapters);
+   * default kiln's student. Consolidation scores those turns' tokens in kiln; evaluations stay in kiln.
+   */
+  rolloutEngine?: RolloutEngine;
 }
 
 /**
@@ -235,9 +243,11 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
   // Deploy: no memory in the prompt; consolidation samples from the recorded turns.
   const memory = new Map(options.tasks.map((t) => [t.id, t.memory]));
   const samples = await run.stage("deploy", async () => {
+    const engine = options.rolloutEngine;
+    const deployer = engine ? await engine.policy({ student, round: 1, adapters: [] }) : student;
     const deployed = await runEpisodes({
       makeEnv: options.makeEnv,
-      policy: student,
+      policy: deployer,
       episodes: options.tasks.map((t) => ({ id: t.id, seed: t.seed, state: t.state })),
       params,
       limits,
@@ -246,6 +256,7 @@ export async function runOel(options: OelOptions): Promise<OelResult> {
       label: "OEL deploy",
     });
     await writeRollouts(run, "deploy.jsonl.gz", deployed.trajectories);
+    run.logMetrics({ stage: "deploy", engine: engine?.name ?? "kiln", episodes: deployed.trajectories.length });
     noteErrors("deploy", deployed.trajectories);
     const byId = new Map(options.tasks.map((t) => [t.id, t]));
     const memoryOf = (t: Trajectory) => {

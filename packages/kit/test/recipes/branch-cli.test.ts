@@ -85,6 +85,14 @@ describe("branch-DPO pairs and the recipe CLI", () => {
       expect(await runCli(["opd", "--rollout-engine", "llama-cpp", "--set", "baseDtype=bf16", "--out", root])).toBe(2);
       expect(err.mock.calls.flat().join(" ")).toMatch(/plays the f32 base; baseDtype is bf16/);
       expect(await runCli(["opd", "--rollout-engine", "vllm", "--print-config"])).toBe(2);
+      // OEL's deploy episodes take the same engine, with the same checks.
+      err.mockClear();
+      expect(await runCli(["oel", "--rollout-engine", "llama-cpp", "--model", "random-tiny", "--out", root])).toBe(2);
+      expect(err.mock.calls.flat().join(" ")).toMatch(/--rollout-engine llama-cpp needs a model directory/);
+      err.mockClear();
+      expect(await runCli(["oel", "--rollout-engine", "llama-cpp", "--set", "baseDtype=bf16", "--out", root])).toBe(2);
+      expect(err.mock.calls.flat().join(" ")).toMatch(/plays the f32 base; baseDtype is bf16/);
+      expect(await runCli(["oel", "--rollout-engine", "vllm", "--print-config"])).toBe(2);
     } finally {
       out.mockRestore();
       err.mockRestore();
