@@ -336,3 +336,144 @@ describe("malformed GGUF → GgufError naming the rule", () => {
     });
   }
 });
+
+// Hand-built headers for what the mutation table above cannot reach by flipping a field of a valid
+// file: absurd counts and huge strings inside arrays, nesting, names, alignment and overlaps.
+describe("malformed GGUF headers built by hand → GgufError naming the rule", () => {
+  class Bytes {
+    private parts: number[] = [];
+    u32(v: number): this {
+      const b = new Uint8Array(4);
+      new DataView(b.buffer).setUint32(0, v, true);
+      this.parts.push(...b);
+      return this;
+    }
+    u64(v: bigint | number): this {
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setBigUint64(0, BigInt(v), true);
+      this.parts.push(...b);
+      return this;
+    }
+    str(s: string): this {
+      const b = new TextEncoder().encode(s);
+      return this.u64(b.length).raw(b);
+    }
+    raw(b: ArrayLike<number>): this {
+      this.parts.push(...Array.from(b));
+      return this;
+    }
+    get length(): number {
+      return this.parts.length;
+    }
+    done(padTo = 0): Uint8Array {
+      const out = new Uint8Array(Math.max(padTo, this.parts.length));
+      out.set(this.parts);
+      return out;
+    }
+  }
+  const STRING = 8;
+  const ARRAY = 9;
+  const U32 = 4;
+  const header = (tensors: number, kvs: number) =>
+    new Bytes().raw([0x47, 0x47, 0x55, 0x46]).u32(3).u64(tensors).u64(kvs);
+  /** One F32 tensor info of `shape` at `offset`. */
+  const tensor = (b: Bytes, name: string, shape: number[], offset: number) => {
+    b.str(name).u32(shape.length);
+    for (const d of shape) b.u64(d);
+    return b.u32(0).u64(offset);
+  };
+  const cases: [string, () => Uint8Array, RegExp][] = [
+    [
+      "an array claiming 2^40 strings",
+      () =>
+        header(0, 1)
+          .str("tokenizer.ggml.tokens")
+          .u32(ARRAY)
+          .u32(STRING)
+          .u64(2n ** 40n)
+          .str("a")
+          .done(256),
+      /AbsurdCount.*item count of "tokenizer\.ggml\.tokens"/,
+    ],
+    [
+      "an array claiming 2^62 u32s",
+      () =>
+        header(0, 1)
+          .str("k")
+          .u32(ARRAY)
+          .u32(U32)
+          .u64(2n ** 62n)
+          .done(64),
+      /AbsurdCount/,
+    ],
+    [
+      "a huge string inside a string array",
+      () =>
+        header(0, 1)
+          .str("tokenizer.ggml.merges")
+          .u32(ARRAY)
+          .u32(STRING)
+          .u64(2)
+          .str("a b")
+          .u64(2n ** 50n)
+          .done(256),
+      /AbsurdSize.*tokenizer\.ggml\.merges/,
+    ],
+    [
+      "a string longer than the file",
+      () => header(0, 1).str("general.name").u32(STRING).u64(1000).raw([0x61, 0x62]).done(),
+      /AbsurdSize.*general\.name.*bytes left/,
+    ],
+    [
+      "arrays nested five deep",
+      () => {
+        const b = header(0, 1).str("deep");
+        b.u32(ARRAY);
+        for (let i = 0; i < 5; i++) b.u32(ARRAY).u64(1);
+        return b.u32(U32).u64(1).u32(7).done(256);
+      },
+      /InvalidValueType.*nested deeper than 4/,
+    ],
+    [
+      "a tensor name of 64 bytes",
+      () => tensor(header(1, 0), "t".repeat(64), [4], 0).done(512),
+      /InvalidTensorInfo.*longer than 63 bytes/,
+    ],
+    [
+      "general.alignment 48 (not a power of two)",
+      () => header(0, 1).str("general.alignment").u32(U32).u32(48).done(64),
+      /InvalidMetadata.*general\.alignment must be a u32 power of two/,
+    ],
+    [
+      "two tensors over the same bytes",
+      () => {
+        const b = header(2, 0);
+        tensor(b, "a", [8], 0);
+        tensor(b, "b", [8], 0);
+        return b.done(Math.ceil(b.length / 32) * 32 + 64);
+      },
+      /InvalidOffset.*overlaps tensor "a"/,
+    ],
+  ];
+  for (const [label, build, want] of cases) {
+    it(label, async () => {
+      const input = build();
+      let err: unknown;
+      try {
+        parseGgufHeader(input);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(GgufError);
+      expect((err as Error).message).toMatch(want);
+      await expect(GgufFile.open(input)).rejects.toThrow(want);
+    });
+  }
+  it("the hand builder writes what the parser reads (a well-formed control file parses)", () => {
+    const b = header(1, 1).str("general.architecture").u32(STRING).str("llama");
+    tensor(b, "w", [2, 4], 0);
+    const h = parseGgufHeader(b.done(Math.ceil(b.length / 32) * 32 + 32));
+    // GGUF lists dimensions innermost first (ggml's ne); kiln's shape is row-major.
+    expect(h.tensors.map((t) => [t.name, t.shape])).toEqual([["w", [4, 2]]]);
+  });
+});
