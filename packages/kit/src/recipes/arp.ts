@@ -290,6 +290,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
   const evalSpecs = episodeSpecs(config.eval.episodes, config.eval.baseSeed, "eval");
   const phases: PhaseEval[] = [];
   const evaluate = async (phase: string): Promise<PhaseEval> => {
+    const evalStart = performance.now();
     const ev = await run.stage(`eval-${phase}`, async () => {
       const r = await evaluatePhase({
         phase,
@@ -305,10 +306,11 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
       return r.eval;
     });
     phases.push(ev);
+    const evalSeconds = (performance.now() - evalStart) / 1000;
     await options.onPhase?.(ev);
     for (const e of ev.errors) log(`[kiln arp] eval ${phase}: episode ${e.id} errored: ${e.reason}`);
     log(
-      `[kiln arp] eval ${phase}: score ${ev.score.mean.toFixed(3)} ± ${ev.score.se.toFixed(3)} (n ${ev.n})${ev.delta ? `, Δ vs base ${ev.delta.mean.toFixed(3)} ± ${ev.delta.se.toFixed(3)}` : ""}`,
+      `[kiln arp] eval ${phase}: score ${ev.score.mean.toFixed(3)} ± ${ev.score.se.toFixed(3)} (n ${ev.n})${ev.delta ? `, Δ vs base ${ev.delta.mean.toFixed(3)} ± ${ev.delta.se.toFixed(3)}` : ""}; ${evalSeconds.toFixed(1)} s`,
     );
     return ev;
   };

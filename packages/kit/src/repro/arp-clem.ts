@@ -46,6 +46,17 @@ export interface ArpClemConfig {
   maxTokens: number;
   /** A cap on each game's own turn limit (clemTurnLimit); an episode cut off counts as aborted. */
   maxTurns: number;
+  /**
+   * Per game, a lower cap than maxTurns (e.g. imagegame: a model that never says DONE plays its 40 turns, each
+   * re-reading a longer conversation: most of a phase's evaluation time); an episode cut off counts as aborted.
+   */
+  turnCaps?: Record<string, number>;
+}
+
+/** The turn cap of `game` under `config`: its own cap when it has one below maxTurns, else maxTurns. */
+export function clemTurnCap(config: Pick<ArpClemConfig, "maxTurns" | "turnCaps">, game: string): number {
+  const own = config.turnCaps?.[game];
+  return own === undefined ? config.maxTurns : Math.min(own, config.maxTurns);
 }
 
 /** A game's environment over its held-out instances (what the suite plays by default). */
@@ -191,6 +202,8 @@ export async function playClemSuite(options: {
   maxTokens: number;
   /** A cap on every game's own turn limit (clemTurnLimit). */
   maxTurns?: number;
+  /** Per game, a lower cap (clemTurnCap). */
+  turnCaps?: Record<string, number>;
   makeEnv?: ClemEnvFactory;
   concurrency?: number;
 }): Promise<ClemEpisode[]> {
@@ -208,7 +221,15 @@ export async function playClemSuite(options: {
         episodes: mine.map((e) => ({ id: `${game}/${e.index}`, seed: e.index })),
         params: { temperature: 0, maxTokens: options.maxTokens },
         // One malformed reply ends the episode: a tool call never reaches the game master, which would abort.
-        limits: { maxTurns: clemTurnLimit(game, options.maxTurns), maxConsecutiveMalformed: 1 },
+        limits: {
+          maxTurns: clemTurnLimit(
+            game,
+            options.maxTurns === undefined
+              ? options.turnCaps?.[game]
+              : clemTurnCap({ maxTurns: options.maxTurns, turnCaps: options.turnCaps }, game),
+          ),
+          maxConsecutiveMalformed: 1,
+        },
         concurrency: options.concurrency ?? ROLLOUT_CONCURRENCY,
       });
       mine.forEach((e, i) => {
@@ -243,6 +264,14 @@ export interface ClemPhase {
 
 /** The selected episodes of a configuration (the same for every phase, so they pair). */
 export function arpClemEpisodes(config: ArpClemConfig, makeEnv: ClemEnvFactory = heldOutClemEnv) {
+  for (const [game, cap] of Object.entries(config.turnCaps ?? {})) {
+    if (!config.games.includes(game) && !config.staticGames.includes(game))
+      throw new ReproError(
+        `arpClem.turnCaps.${game}: not a game of the evaluation (${[...config.games, ...config.staticGames].join(", ")})`,
+      );
+    if (!Number.isInteger(cap) || cap < 1)
+      throw new ReproError(`arpClem.turnCaps.${game} must be a positive integer, got ${cap}`);
+  }
   return {
     interactive: clemSuiteEpisodes(config.games, config.instancesPerGame, makeEnv),
     static: clemSuiteEpisodes(config.staticGames, config.staticInstances, makeEnv),
@@ -263,6 +292,7 @@ export async function clemPhaseEval(options: {
     episodes: [...options.episodes.interactive, ...options.episodes.static],
     maxTokens: config.maxTokens,
     maxTurns: config.maxTurns,
+    turnCaps: config.turnCaps,
     makeEnv: options.makeEnv,
   });
   const episodes = played.slice(0, options.episodes.interactive.length);

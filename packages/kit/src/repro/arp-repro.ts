@@ -155,9 +155,15 @@ export async function runArpWithStatic(
       episodes: clemEpisodes,
     });
   let mark = performance.now();
+  let markCpu = process.cpuUsage();
   const sourceTrajectories = clemTraining
     ? await acquireClemEpisodes(clemTraining.games, c.data.sourceEpisodes)
     : await expertSourceEpisodes(c);
+  log(
+    `[kiln arp] time acquisition (${sourceTrajectories.length} expert episodes): ${phaseClock(mark, markCpu).elapsed()}`,
+  );
+  mark = performance.now();
+  markCpu = process.cpuUsage();
   const rows: ArpRow[] = [];
   const result = await runArp({
     out: dir,
@@ -178,11 +184,21 @@ export async function runArpWithStatic(
     log,
     dpoReferenceModel,
     onPhase: async (ev) => {
+      const before = phaseClock(mark, markCpu).elapsed();
+      const staticStart = phaseClock();
       const st = staticScore(model, codec.tokenizer, texts, config.staticScore.windowTokens);
+      const staticTime = staticStart.elapsed();
+      const clemStart = phaseClock();
       const clem = await clemEval(ev.phase, model, codec);
+      const clemTime = clemStart.elapsed();
       const label = PHASE_LABELS[ev.phase] ?? (ev.phase === "final" ? `s = ${c.scale} · ΣΔ, fp32 merge` : ev.phase);
       rows.push({ label, eval: ev, static: st, clem, seconds: secondsSince(mark) });
+      // Where a phase's time goes (wall / process CPU): sizing the repro needs it, and CPU time holds on a loaded machine.
+      log(
+        `[kiln arp] time ${ev.phase}: data + training + training-game eval ${before}, static score ${staticTime}, clemscore+statscore ${clemTime}`,
+      );
       mark = performance.now();
+      markCpu = process.cpuUsage();
     },
   });
   const specs = episodeSpecs(c.eval.episodes, c.eval.baseSeed, "eval");
@@ -230,6 +246,16 @@ export async function runArpWithStatic(
       meanBf16DeltaLoss: result.meanBf16DeltaLoss,
     },
     evalVariant,
+  };
+}
+
+/** Wall and process CPU seconds since a moment (default: now), as "12.3 s wall / 20.1 s CPU". */
+function phaseClock(wallStart = performance.now(), cpuStart = process.cpuUsage()) {
+  return {
+    elapsed(): string {
+      const cpu = process.cpuUsage(cpuStart);
+      return `${secondsSince(wallStart).toFixed(1)} s wall / ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s CPU`;
+    },
   };
 }
 
@@ -426,7 +452,7 @@ function clemNotes(config: ReproConfig, rows: readonly ArpRow[], run: ArpRun): s
   const stopped = rows.flatMap((r) => [...r.clem.episodes, ...r.clem.staticEpisodes]).filter((e) => e.stopped).length;
   return [
     `Seed card column: ${ARP_SEED_SOURCE}; the seed's D row is its s = 0.85 merge, it has no bf16 row. kiln's rows are its own embedded model and miniature training, not the seed's 7-8B models: compare the shape, not the level.`,
-    `clemscore: clembench's clemeval as kiln ports it (clemTable over the episodes' Aborted / Main Score) on ${episodes.length} held-out episodes (${k.instancesPerGame || "all"} per game, spread over each game's held-out list: every fifth instance, never trained on) of ${k.games.join(", ")}; greedy, the agent in role 0 from the view its corpus was written in, the other roles the corpus's scripted partners, ${k.maxTokens} tokens per reply. A reply that calls a tool, or an episode past its game's turn limit (at most ${k.maxTurns}), counts as aborted (${stopped} such episodes over all rows).`,
+    `clemscore: clembench's clemeval as kiln ports it (clemTable over the episodes' Aborted / Main Score) on ${episodes.length} held-out episodes (${k.instancesPerGame || "all"} per game, spread over each game's held-out list: every fifth instance, never trained on) of ${k.games.join(", ")}; greedy, the agent in role 0 from the view its corpus was written in, the other roles the corpus's scripted partners, ${k.maxTokens} tokens per reply. A reply that calls a tool, or an episode past its game's turn limit (at most ${k.maxTurns}${Object.entries(k.turnCaps ?? {}).map(([g, n]) => `; ${g} at most ${n}`).join("")}), counts as aborted (${stopped} such episodes over all rows).`,
     `Δ clemscore ± SE: the difference of the two clemscores; SE by pairing each episode's linearised contribution to the clemscore with the base's on the same episode and summing the per-game variances (docs/NUMERICS.md §9.1). The seed's claimed effects (A; the final merge) are checked as Δ > 2 SE.`,
     `statscore: the same formula over ${k.staticInstances || "all"} held-out instances each of ${k.staticGames.join(", ") || "no static benchmark"} (kiln ships no IFEval, CLadder or MMLU-Pro data, so those are not in it); NLL/token: ${run.texts.length} held-out texts (${run.textSource}), lower is better. "statscore preserved" reads as Δ statscore ≈ 0 and Δ NLL ≈ 0.`,
   ];

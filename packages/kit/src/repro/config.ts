@@ -103,30 +103,34 @@ export const REPRO_SIZES: {
 } = {
   arp: {
     // Per game (ARP trains on arpClem.games): 96 expert episodes (Wordle: its 24 training instances × 4
-    // opening words), at most 12 successful ones each in A; A2 on the 2 weakest games, 12 episodes each.
-    data: { capPerGame: 12, holdoutFraction: 0.1, sourceEpisodes: 96 },
+    // opening words; acquiring all 768 takes ~5 CPU-s), at most 4 successful ones each in A (privateshared's
+    // become ~6 documents each, its player's views); A2 on the 2 weakest games, 4 episodes each.
+    // Training costs ~1.6 CPU-ms per token (forward + backward, wasm): 12 per game at 1024 tokens,
+    // 2 epochs, was ~8 CPU-minutes for A alone; 512 tokens keeps each conversation's end (left truncation).
+    data: { capPerGame: 4, holdoutFraction: 0.1, sourceEpisodes: 96 },
     sft: {
       ...REPRO_DPO,
       epochs: 2,
       lr: 4e-3,
       microBatchSize: 4,
       gradAccum: 2,
-      maxLength: 1024,
+      maxLength: 512,
       gradientCheckpointing: false,
     },
     targetedSft: {
       ...REPRO_DPO,
       lr: 4e-3,
       microBatchSize: 4,
-      maxLength: 1024,
+      maxLength: 512,
       weakestGames: 2,
-      probeEpisodes: 2,
-      capPerGame: 12,
+      probeEpisodes: 1,
+      capPerGame: 4,
     },
-    // B1/B2: synthetic Wordle pairs, 96 per failure mode (192 a stage), two corruptions tried per good turn.
-    turnDpo1: { ...REPRO_DPO, studentEpisodes: 24, pairsPerMode: 96, variantsPerTurn: 2, maxLength: 1024 },
-    turnDpo2: { ...REPRO_DPO, studentEpisodes: 24, pairsPerMode: 96, variantsPerTurn: 2, maxLength: 1024 },
-    branchDpo: { ...REPRO_DPO, k: 3, forks: 8, maxLength: 1024 },
+    // B1/B2: synthetic Wordle pairs, 16 per failure mode (32 a stage), two corruptions tried per good turn.
+    // studentEpisodes only matters without a turn corruption (Wordle has one: the pairs are synthetic).
+    turnDpo1: { ...REPRO_DPO, studentEpisodes: 24, pairsPerMode: 16, variantsPerTurn: 2, maxLength: 512 },
+    turnDpo2: { ...REPRO_DPO, studentEpisodes: 24, pairsPerMode: 16, variantsPerTurn: 2, maxLength: 512 },
+    branchDpo: { ...REPRO_DPO, k: 3, forks: 8, maxLength: 512 },
     // Wordle: six rounds plus reprompts; runArp's own evaluation plays its six held-out instances.
     rollout: { maxTokens: 48, maxTurns: 12 },
     eval: { episodes: 6 },
@@ -171,12 +175,17 @@ export const REPRO_SIZES: {
 /** Why the repro sizes take the values they do (path patterns as in DEFAULT_SOURCES); the rest: REPRO_ABOUT. */
 export const REPRO_WHY: Record<"arp" | "opd" | "oel", [string, string][]> = {
   arp: [
-    ["data", "160 acquired episodes per game fit the budget (the seed: ≤ 700 per game)"],
+    [
+      "data",
+      "96 acquired episodes per game, at most 4 successful ones per game in A: phase A's training fits the budget (the seed: ≤ 700 per game)",
+    ],
+    ["*.maxLength", "512 tokens (the conversation's end): training costs ~1.6 CPU-ms per token on wasm"],
+    ["turnDpo*.pairsPerMode", "16 synthetic pairs per failure mode (32 a stage) fit the budget (the seed: ~3.8k)"],
     [
       "*Dpo*.lr",
       "3e-4, 10× below SFT's: at 2e-3 a DPO stage on 26 invalid-move pairs collapsed the policy (0.57 → 0.20)",
     ],
-    ["rollout.maxTurns", "guess-number's turn limit"],
+    ["rollout.maxTurns", "Wordle's six rounds plus reprompts"],
   ],
   opd: [
     ["episodesPerRound", "2 fresh-start rollouts a round beside the 6 seeded wall starts: OPD's share of repro all"],
@@ -297,13 +306,19 @@ export function reproConfig(seed = 42): ReproConfig {
         oelBaseSeed: 200_000,
       },
       staticScore: { maxTexts: 32, windowTokens: 128 },
+      // 3 held-out instances per game and benchmark, 8 phases: the evaluation is most of the demo's time.
+      // imagegame capped at 20 turns: the base never said DONE and played all 40 (79 of its phase's 111 CPU-s);
+      // the expert's training episodes take 11 turns (median), 16 (p90), 26 (max). The agent model's own
+      // benchmark lets imagegame run to the game's own limit (scored there); here an episode cut at 20 counts
+      // as aborted: `--set arpClem.turnCaps.imagegame=60` plays to that limit, at several times this game's cost.
       arpClem: {
         games: [...ARP_EVAL_GAMES],
-        instancesPerGame: 6,
+        instancesPerGame: 3,
         staticGames: [...ARP_STATIC_GAMES],
-        staticInstances: 6,
+        staticInstances: 3,
         maxTokens: 64,
         maxTurns: 80,
+        turnCaps: { imagegame: 20 },
       },
       ablations: { scales: [0.7, 0.85, 1], earlyTurnWeights: [1, 1.5], clamps: [3, 0] },
     },

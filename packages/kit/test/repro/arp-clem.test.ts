@@ -12,6 +12,7 @@ import {
   arpClemEpisodes,
   clemPhaseDelta,
   clemPhaseEval,
+  clemTurnCap,
   spreadIndices,
 } from "../../src/repro/arp-clem.js";
 import { isHeldOutInstance } from "../../src/agent-model/clem-split.js";
@@ -110,6 +111,45 @@ describe("ARP's clemscore per phase", () => {
     expect(Number.isNaN(d?.mean)).toBe(true);
     const same = clemPhaseDelta(good, good);
     expect(same).toMatchObject({ mean: 0, se: 0, n: 18 });
+  });
+});
+
+describe("a game's turn cap (arpClem.turnCaps)", () => {
+  const imagegame: ArpClemConfig = {
+    games: ["imagegame"],
+    instancesPerGame: 1,
+    staticGames: [],
+    staticInstances: 0,
+    maxTokens: 16,
+    maxTurns: 80,
+    turnCaps: { imagegame: 3 },
+  };
+
+  it("is the game's own cap below maxTurns, else maxTurns", () => {
+    expect(clemTurnCap(imagegame, "imagegame")).toBe(3);
+    expect(clemTurnCap(imagegame, "taboo")).toBe(80);
+    expect(clemTurnCap({ maxTurns: 2, turnCaps: { imagegame: 3 } }, "imagegame")).toBe(2);
+  });
+
+  it("ends a giver that never says DONE at the cap, counted as aborted", async () => {
+    let calls = 0;
+    const neverDone: Policy = {
+      id: "never-done",
+      async generate() {
+        calls++;
+        const text = "command: put an X in the first row first column";
+        return { message: { role: "assistant", content: text }, text, finishReason: "stop" };
+      },
+    };
+    const episodes = arpClemEpisodes(imagegame);
+    const r = await clemPhaseEval({ phase: "capped", policy: neverDone, config: imagegame, episodes });
+    expect(calls).toBe(3);
+    expect(r.episodes[0]).toMatchObject({ played: 0, stopped: "turn_limit after 3 turns" });
+  });
+
+  it("refuses a cap on a game the evaluation does not play, or one that is not a positive integer", () => {
+    expect(() => arpClemEpisodes({ ...imagegame, turnCaps: { taboo: 3 } })).toThrow(/turnCaps\.taboo: not a game/);
+    expect(() => arpClemEpisodes({ ...imagegame, turnCaps: { imagegame: 0 } })).toThrow(/positive integer, got 0/);
   });
 });
 
