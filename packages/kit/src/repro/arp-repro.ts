@@ -450,9 +450,12 @@ function clemNotes(config: ReproConfig, rows: readonly ArpRow[], run: ArpRun): s
   const k = config.arpClem;
   const episodes = rows[0]?.clem.episodes ?? [];
   const stopped = rows.flatMap((r) => [...r.clem.episodes, ...r.clem.staticEpisodes]).filter((e) => e.stopped).length;
+  const caps = Object.entries(k.turnCaps ?? {})
+    .map(([game, n]) => `; ${game} at most ${n}`)
+    .join("");
   return [
     `Seed card column: ${ARP_SEED_SOURCE}; the seed's D row is its s = 0.85 merge, it has no bf16 row. kiln's rows are its own embedded model and miniature training, not the seed's 7-8B models: compare the shape, not the level.`,
-    `clemscore: clembench's clemeval as kiln ports it (clemTable over the episodes' Aborted / Main Score) on ${episodes.length} held-out episodes (${k.instancesPerGame || "all"} per game, spread over each game's held-out list: every fifth instance, never trained on) of ${k.games.join(", ")}; greedy, the agent in role 0 from the view its corpus was written in, the other roles the corpus's scripted partners, ${k.maxTokens} tokens per reply. A reply that calls a tool, or an episode past its game's turn limit (at most ${k.maxTurns}${Object.entries(k.turnCaps ?? {}).map(([g, n]) => `; ${g} at most ${n}`).join("")}), counts as aborted (${stopped} such episodes over all rows).`,
+    `clemscore: clembench's clemeval as kiln ports it (clemTable over the episodes' Aborted / Main Score) on ${episodes.length} held-out episodes (${k.instancesPerGame || "all"} per game, spread over each game's held-out list: every fifth instance, never trained on) of ${k.games.join(", ")}; greedy, the agent in role 0 from the view its corpus was written in, the other roles the corpus's scripted partners, ${k.maxTokens} tokens per reply. A reply that calls a tool, or an episode past its game's turn limit (at most ${k.maxTurns}${caps}), counts as aborted (${stopped} such episodes over all rows).`,
     `Δ clemscore ± SE: the difference of the two clemscores; SE by pairing each episode's linearised contribution to the clemscore with the base's on the same episode and summing the per-game variances (docs/NUMERICS.md §9.1). The seed's claimed effects (A; the final merge) are checked as Δ > 2 SE.`,
     `statscore: the same formula over ${k.staticInstances || "all"} held-out instances each of ${k.staticGames.join(", ") || "no static benchmark"} (kiln ships no IFEval, CLadder or MMLU-Pro data, so those are not in it); NLL/token: ${run.texts.length} held-out texts (${run.textSource}), lower is better. "statscore preserved" reads as Δ statscore ≈ 0 and Δ NLL ≈ 0.`,
   ];
