@@ -351,7 +351,7 @@ export async function planGgufToHf(input: string | Uint8Array, options: GgufToHf
     const arch = file.get("general.architecture") as GgufArchitecture;
     const tensors = new Map<string, TensorInput>();
     const unknown: string[] = [];
-    const notes: string[] = [];
+    const notes: string[] = [...tok.notes];
     const textLayers = config.num_hidden_layers as number;
     const mtpTensors = new Set<string>();
     for (const t of file.tensors) {

@@ -255,6 +255,8 @@ export interface TokenizerFromGguf {
   bosTokenId?: number;
   eosTokenId?: number;
   padTokenId?: number;
+  /** Where the tokenizer.json splits text otherwise than llama.cpp would, in words. */
+  notes: string[];
 }
 
 /** `tokenizer.ggml.*` keys → tokenizer.json + tokenizer_config.json (llama and gpt2 models). */
@@ -291,6 +293,7 @@ export function tokenizerFromGguf(meta: GgufMetadata): TokenizerFromGguf {
     tokenizer_class: "PreTrainedTokenizerFast",
   };
   let tokenizer: JsonObject;
+  const notes: string[] = [];
   if (kind === "llama") {
     const scores = (get("tokenizer.ggml.scores") as number[] | undefined) ?? tokens.map(() => 0);
     tokenizer = llama2cTokenizerJson(
@@ -311,7 +314,13 @@ export function tokenizerFromGguf(meta: GgufMetadata): TokenizerFromGguf {
   } else if (kind === "gpt2") {
     const merges = (get("tokenizer.ggml.merges") as string[] | undefined) ?? [];
     const pre = get("tokenizer.ggml.pre");
-    const regex = PRE_REGEX[typeof pre === "string" ? pre : "gpt-2"] ?? PRE_REGEX["gpt-2"];
+    const known = typeof pre === "string" ? PRE_REGEX[pre] : PRE_REGEX["gpt-2"];
+    const regex = known ?? PRE_REGEX["gpt-2"];
+    if (known === undefined) {
+      notes.push(
+        `tokenizer.ggml.pre ${JSON.stringify(pre)} is not one kiln knows (${Object.keys(PRE_REGEX).join(", ")}); text is split with the "gpt-2" rules instead, which can give other ids than llama.cpp for some texts; ids given directly are unaffected`,
+      );
+    }
     const vocab: Record<string, number> = {};
     const addedTokens: JsonObject[] = [];
     tokens.forEach((t, i) => {
@@ -369,5 +378,6 @@ export function tokenizerFromGguf(meta: GgufMetadata): TokenizerFromGguf {
     bosTokenId: bos,
     eosTokenId: eos,
     padTokenId: pad,
+    notes,
   };
 }

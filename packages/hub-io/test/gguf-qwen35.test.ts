@@ -294,5 +294,18 @@ describe("Qwen3.5's pre-tokenizer (llama.cpp `qwen35`)", () => {
       ]),
     );
     expect(JSON.stringify(back.tokenizer.pre_tokenizer)).toContain(JSON.stringify(QWEN35_REGEX));
+    expect(back.notes).toEqual([]);
+  });
+
+  it("a pre-tokenizer kiln does not know imports with gpt-2's rules and a note saying so", () => {
+    const back = tokenizerFromGguf(
+      new Map<string, GgufValue>([
+        ["tokenizer.ggml.model", ggufValue.string("gpt2")],
+        ["tokenizer.ggml.pre", ggufValue.string("deepseek-llm")],
+        ["tokenizer.ggml.tokens", ggufValue.array("string", tokens)],
+        ["tokenizer.ggml.merges", ggufValue.array("string", ["a b"])],
+      ]),
+    );
+    expect(back.notes.join(" ")).toMatch(/tokenizer\.ggml\.pre "deepseek-llm" is not one kiln knows/);
   });
 });
