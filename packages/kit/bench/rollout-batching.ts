@@ -7,8 +7,13 @@
 //  - aggregate decode tokens/s of 16 sequences through the scheduler vs one static `generate`
 //    batch of 16 (the ceiling), on the agent model and a Qwen3-0.6B-shaped random model (short);
 //  - `kiln serve` (--max-num-seqs 16) with 16 concurrent clients vs in-process.
+// Every comparison runs its contenders in interleaved rounds (A B A B …, after one warm-up each), so a
+// change in the machine's load hits both sides alike; each row gives the median over rounds of the
+// wall-clock rate and, in a second row, of the rate per CPU-second (process.cpuUsage: every thread of
+// this process, the serve worker's and the kernels' worker threads included), which a shared machine
+// disturbs far less than wall time. The load average before and after is in every row's note.
 // Options: --backend NAME (default auto), --episodes N (default 16), --turns N (default 3),
-// --skip-qwen, --skip-serve. The machine's load average is in every row's note (shared machines).
+// --rounds N (default 3), --skip-qwen, --skip-serve.
 import { loadavg } from "node:os";
 import { GuessNumberEnv, HttpPolicy, type Policy, type Trajectory, runEpisodes } from "@kiln/rollout";
 import { BatchScheduler, type Model, LocalPolicy, createModel, generate, loadModel, loadTokenizer } from "@kiln/models";
@@ -27,6 +32,7 @@ const choice = await initBackend(arg("backend", "auto") as Parameters<typeof ini
 const backend = choice.backend;
 const EPISODES = Number(arg("episodes", "16"));
 const TURNS = Number(arg("turns", "3"));
+const ROUNDS = Number(arg("rounds", "3"));
 const load = () => `load ${loadavg()[0].toFixed(1)}`;
 process.stderr.write(`rollout batching bench on ${choice.line ?? backend}\n`);
 
@@ -34,11 +40,67 @@ const dir = agentModelDir();
 const agent = await loadModel(dir);
 const tokenizer = await loadTokenizer(dir);
 
+// --- measurement: interleaved rounds, wall and CPU time ----------------------------------------
+interface Sample<T> {
+  wallMs: number[];
+  cpuMs: number[];
+  last: T;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/** Runs every contender once to warm up, then `ROUNDS` rounds of each in turn; wall and CPU ms per run. */
+async function interleaved<T>(contenders: (() => Promise<T>)[]): Promise<Sample<T>[]> {
+  const samples: Sample<T>[] = [];
+  for (const run of contenders) samples.push({ wallMs: [], cpuMs: [], last: await run() });
+  for (let r = 0; r < ROUNDS; r++)
+    for (const [i, run] of contenders.entries()) {
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      samples[i].last = await run();
+      samples[i].wallMs.push(performance.now() - t0);
+      const c = process.cpuUsage(c0);
+      samples[i].cpuMs.push((c.user + c.system) / 1000);
+    }
+  return samples;
+}
+
+/** Two rows (wall-clock rate and rate per CPU-second, medians over rounds) comparing `a` with `b`. */
+function report(
+  row: { case: string; metric: string; unit: string; peer: string; note: string },
+  work: number,
+  a: Sample<unknown>,
+  b: Sample<unknown>,
+  loadBefore: string,
+) {
+  const rounds = (s: Sample<unknown>) => s.wallMs.map((ms) => ((work * 1000) / ms).toPrecision(3)).join(", ");
+  const note = `${row.note}; ${ROUNDS} interleaved rounds, wall rates kiln [${rounds(a)}] peer [${rounds(b)}]; ${loadBefore} → ${load()}`;
+  rep.add({
+    ...row,
+    better: "higher",
+    kiln: (work * 1000) / median(a.wallMs),
+    peer_value: (work * 1000) / median(b.wallMs),
+    note,
+  });
+  rep.add({
+    ...row,
+    metric: `${row.metric}, per CPU-second`,
+    unit: `${row.unit} per CPU-s`,
+    better: "higher",
+    kiln: (work * 1000) / median(a.cpuMs),
+    peer_value: (work * 1000) / median(b.cpuMs),
+    note: `CPU ms per run kiln [${a.cpuMs.map(Math.round).join(", ")}] peer [${b.cpuMs.map(Math.round).join(", ")}]`,
+  });
+}
+
 // --- episodes/s --------------------------------------------------------------------------------
 const tokensOf = (ts: Trajectory[]) => JSON.stringify(ts.map((t) => t.turns.map((u) => u.completionTokenIds)));
 
-async function play(policy: Policy, concurrency: number, temperature: number) {
-  const t0 = performance.now();
+async function play(policy: Policy, concurrency: number, temperature: number): Promise<string> {
   const r = await runEpisodes({
     makeEnv: () => new GuessNumberEnv(),
     policy,
@@ -48,40 +110,51 @@ async function play(policy: Policy, concurrency: number, temperature: number) {
     params: { temperature, maxTokens: 48 },
     limits: { maxTurns: TURNS },
   });
-  return { eps: (EPISODES * 1000) / (performance.now() - t0), tokens: tokensOf(r.trajectories) };
+  return tokensOf(r.trajectories);
 }
 
-let inProcess16 = 0;
 for (const [label, temperature] of [
   ["greedy", 0],
   ["temperature 1 seeded", 1],
 ] as const) {
-  const before = await play(new LocalPolicy({ model: agent, tokenizer, batching: false }), 1, temperature);
-  const one = await play(new LocalPolicy({ model: agent, tokenizer }), 1, temperature);
-  const many = await play(new LocalPolicy({ model: agent, tokenizer }), 16, temperature);
-  if (temperature === 0) inProcess16 = many.eps;
-  const same = many.tokens === one.tokens;
-  const note = `agent model, ${EPISODES} guess-number episodes × ≤${TURNS} turns, ${backend}; trajectories c16 = c1: ${same}; ${load()}`;
-  rep.add({
-    case: `episodes ${label}`,
-    metric: "episodes/s, concurrency 16 vs 1 (scheduler both)",
-    unit: "episodes/s",
-    better: "higher",
-    kiln: many.eps,
-    peer: "concurrency 1",
-    peer_value: one.eps,
-    note,
-  });
-  rep.add({
-    case: `episodes ${label}`,
-    metric: "episodes/s, concurrency 16 vs 1 with batching off (before)",
-    unit: "episodes/s",
-    better: "higher",
-    kiln: many.eps,
-    peer: "concurrency 1, no scheduler",
-    peer_value: before.eps,
-    note: `trajectories = unbatched: ${many.tokens === before.tokens}; ${load()}`,
-  });
+  const loadBefore = load();
+  const before = new LocalPolicy({ model: agent, tokenizer, batching: false });
+  const one = new LocalPolicy({ model: agent, tokenizer });
+  const many = new LocalPolicy({ model: agent, tokenizer });
+  const [b, o, m] = await interleaved([
+    () => play(before, 1, temperature),
+    () => play(one, 1, temperature),
+    () => play(many, 16, temperature),
+  ]);
+  const same = m.last === o.last;
+  const sameBefore = m.last === b.last;
+  const what = `agent model, ${EPISODES} guess-number episodes × ≤${TURNS} turns, ${backend}`;
+  report(
+    {
+      case: `episodes ${label}`,
+      metric: "episodes/s, concurrency 16 vs 1 (scheduler both)",
+      unit: "episodes/s",
+      peer: "concurrency 1",
+      note: `${what}; trajectories c16 = c1: ${same}`,
+    },
+    EPISODES,
+    m,
+    o,
+    loadBefore,
+  );
+  report(
+    {
+      case: `episodes ${label}`,
+      metric: "episodes/s, concurrency 16 vs 1 with batching off (before)",
+      unit: "episodes/s",
+      peer: "concurrency 1, no scheduler",
+      note: `${what}; trajectories = unbatched: ${sameBefore}`,
+    },
+    EPISODES,
+    m,
+    b,
+    loadBefore,
+  );
 }
 
 // --- aggregate decode tokens/s -----------------------------------------------------------------
@@ -90,23 +163,25 @@ async function decodeRate(name: string, model: Model, promptLength: number, newT
     Array.from({ length: promptLength }, (_, i) => 3 + ((b * 37 + i * 11) % (model.config.vocabSize - 3))),
   );
   const opts = { maxNewTokens: newTokens, temperature: 1, seed: 5, stopTokenIds: [] as number[] };
-  const t0 = performance.now();
-  generate(model, prompts, opts);
-  const staticRate = (16 * newTokens * 1000) / (performance.now() - t0);
   const scheduler = new BatchScheduler(model, { maxNumSeqs: 16 });
-  const t1 = performance.now();
-  await Promise.all(prompts.map((p, b) => scheduler.generate(p, { ...opts, seed: b })));
-  const rate = (16 * newTokens * 1000) / (performance.now() - t1);
-  rep.add({
-    case: `decode ${name}`,
-    metric: "tokens/s, 16 sequences through the scheduler vs one static generate batch of 16",
-    unit: "tokens/s",
-    better: "higher",
-    kiln: rate,
-    peer: "static generate (16 rows)",
-    peer_value: staticRate,
-    note: `${promptLength}-token prompts, ${newTokens} new tokens each (prefill included), ${backend}; ${load()}`,
-  });
+  const loadBefore = load();
+  const [sched, fixed] = await interleaved([
+    () => Promise.all(prompts.map((p, b) => scheduler.generate(p, { ...opts, seed: b }))),
+    async () => generate(model, prompts, opts),
+  ]);
+  report(
+    {
+      case: `decode ${name}`,
+      metric: "tokens/s, 16 sequences through the scheduler vs one static generate batch of 16",
+      unit: "tokens/s",
+      peer: "static generate (16 rows)",
+      note: `${promptLength}-token prompts, ${newTokens} new tokens each (prefill included), ${backend}`,
+    },
+    16 * newTokens,
+    sched,
+    fixed,
+    loadBefore,
+  );
 }
 await decodeRate("agent model", agent, 32, 64);
 if (!argv.includes("--skip-qwen")) {
@@ -136,17 +211,22 @@ if (!argv.includes("--skip-serve")) {
   const serve = await startServe({ dir, backend, port: 0, maxConcurrency: 16, modelId: "agent" });
   try {
     const http = new HttpPolicy({ baseUrls: [serve.server.url], model: "agent" });
-    const served = await play(http, 16, 0);
-    rep.add({
-      case: "kiln serve greedy",
-      metric: "episodes/s, 16 HTTP clients vs in-process concurrency 16",
-      unit: "episodes/s",
-      better: "higher",
-      kiln: served.eps,
-      peer: "in-process LocalPolicy",
-      peer_value: inProcess16,
-      note: `kiln serve --max-num-seqs 16 on ${backend}; ${load()}`,
-    });
+    const local = new LocalPolicy({ model: agent, tokenizer });
+    const loadBefore = load();
+    const [served, inProcess] = await interleaved([() => play(http, 16, 0), () => play(local, 16, 0)]);
+    report(
+      {
+        case: "kiln serve greedy",
+        metric: "episodes/s, 16 HTTP clients vs in-process concurrency 16",
+        unit: "episodes/s",
+        peer: "in-process LocalPolicy",
+        note: `kiln serve --max-num-seqs 16 on ${backend} (model in its worker thread); trajectories served = in-process: ${served.last === inProcess.last}`,
+      },
+      EPISODES,
+      served,
+      inProcess,
+      loadBefore,
+    );
   } finally {
     await serve.close();
   }
