@@ -12,6 +12,7 @@ const [name, ...rest] = process.argv.slice(2);
 const extra = {
   gpu: ["tensor", "gpu.ts"],
   "rollout-batching": ["kit", "rollout-batching.ts"],
+  "decode-step-cpu": ["kit", "decode-step-cpu.ts"],
   "agent-model-clem": ["kit", "agent-model-clem.ts"],
 };
 // Benchmarks that also run further scripts after their own: name → [[package, script], …]. The
