@@ -1,4 +1,4 @@
-// `pnpm bench models llama-cpp [--json] [--layers N] [--reps R] [--cases stories,qwen3-bf16,qwen3-f32]`: kiln's prefill and KV-cache decode
+// `pnpm bench models llama-cpp [--json] [--layers N] [--reps R] [--cases stories,qwen3-bf16,qwen3-f32] [--bf16-gemm widen|onednn]`: kiln's prefill and KV-cache decode
 // tokens/s against llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU build) on the same GGUF file, both
 // on 1 thread, in the same process, reps interleaved. Models: stories260K (f32, written by
 // exportModelToGguf) and a Qwen3-0.6B-shaped model with random weights (the real config's dims; all 28
@@ -153,10 +153,18 @@ export async function runLlamaCppBench(argv: string[]): Promise<void> {
   }
   const layers = flag(argv, "--layers", 28);
   const reps = flag(argv, "--reps", 3);
+  // kiln-native's bf16 products: "widen" (f32 compute, the default) or "onednn" (bf16 compute with activations
+  // rounded to bf16, as llama.cpp's bf16 dot products and PyTorch on CPU do).
+  const at = argv.indexOf("--bf16-gemm");
+  const bf16Gemm = at >= 0 ? argv[at + 1] : "widen";
+  if (bf16Gemm !== "widen" && bf16Gemm !== "onednn") {
+    process.stderr.write(`--bf16-gemm must be widen or onednn, got ${JSON.stringify(bf16Gemm)}\n`);
+    process.exit(2);
+  }
   await initBackend("wasm", { threads: 1, activate: false });
   const backends = ["wasm"];
   try {
-    await initBackend("native", { threads: 1, activate: false, ignoreOpenblasEnv: true });
+    await initBackend("native", { threads: 1, activate: false, ignoreOpenblasEnv: true, bf16Gemm });
     backends.push("native");
   } catch (err) {
     process.stderr.write(`  kiln-native unavailable: ${(err as Error).message}\n`);
@@ -229,7 +237,7 @@ export async function runLlamaCppBench(argv: string[]): Promise<void> {
         const note = `same GGUF; B=1, prompt ${c.prompt}, ${c.steps} greedy steps, 1 thread each, ${reps} interleaved reps; greedy tokens ${same ? "equal" : "differ (llama.cpp's F16 KV cache and f16 flash attention round differently)"}; ${native}llama.cpp with its default context settings; shared machine`;
         const row = (metric: string, tokens: number, kMs: number, lMs: number) =>
           reporter.add({
-            case: `${c.name} ${b}`,
+            case: `${c.name} ${b}${b === "native" && bf16Gemm === "onednn" ? " (oneDNN bf16)" : ""}`,
             metric,
             unit: "tok/s",
             better: "higher",
