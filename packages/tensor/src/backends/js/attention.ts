@@ -10,6 +10,55 @@ function keyRange(i: number, shape: AttentionShape): number {
   return shape.causal ? Math.min(shape.tk, i + (shape.tk - shape.tq) + 1) : shape.tk;
 }
 
+/**
+ * One query row over keys [0, end) of one kv head with an online softmax (double accumulation in acc):
+ * out[qo..qo+d) and lse[row]; keys whose mask entry is 0 are skipped; a row that sees no key gets zeros
+ * and lse −inf (the backward skips such rows).
+ */
+function attendRow(
+  q: Float32Array,
+  qo: number,
+  k: Float32Array,
+  v: Float32Array,
+  kvBase: number,
+  end: number,
+  mask: Uint8Array | null,
+  maskBase: number,
+  d: number,
+  scale: number,
+  acc: Float64Array,
+  out: Float32Array,
+  lse: Float32Array,
+  row: number,
+): void {
+  let m = Number.NEGATIVE_INFINITY;
+  let l = 0;
+  acc.fill(0);
+  for (let j = 0; j < end; j++) {
+    if (mask && mask[maskBase + j] === 0) continue;
+    const ko = kvBase + j * d;
+    let s = 0;
+    for (let c = 0; c < d; c++) s += q[qo + c] * k[ko + c];
+    s *= scale;
+    if (s > m) {
+      const correction = Math.exp(m - s);
+      l *= correction;
+      for (let c = 0; c < d; c++) acc[c] *= correction;
+      m = s;
+    }
+    const p = Math.exp(s - m);
+    l += p;
+    for (let c = 0; c < d; c++) acc[c] += p * v[ko + c];
+  }
+  if (l === 0) {
+    out.fill(0, qo, qo + d);
+    lse[row] = Number.NEGATIVE_INFINITY;
+    return;
+  }
+  for (let c = 0; c < d; c++) out[qo + c] = acc[c] / l;
+  lse[row] = m + Math.log(l);
+}
+
 export function attentionForwardJs(
   q: Float32Array,
   k: Float32Array,
@@ -27,36 +76,8 @@ export function attentionForwardJs(
       const kvh = Math.floor(h / group);
       const kvBase = (b * kvHeads + kvh) * tk * d;
       for (let i = 0; i < tq; i++) {
-        const qo = ((b * heads + h) * tq + i) * d;
-        const end = keyRange(i, shape);
-        let m = Number.NEGATIVE_INFINITY;
-        let l = 0;
-        acc.fill(0);
-        for (let j = 0; j < end; j++) {
-          if (keyMask && keyMask[b * tk + j] === 0) continue;
-          const ko = kvBase + j * d;
-          let s = 0;
-          for (let c = 0; c < d; c++) s += q[qo + c] * k[ko + c];
-          s *= scale;
-          if (s > m) {
-            const correction = Math.exp(m - s);
-            l *= correction;
-            for (let c = 0; c < d; c++) acc[c] *= correction;
-            m = s;
-          }
-          const p = Math.exp(s - m);
-          l += p;
-          for (let c = 0; c < d; c++) acc[c] += p * v[ko + c];
-        }
         const row = (b * heads + h) * tq + i;
-        if (l === 0) {
-          // Every key masked: output zeros, lse −inf (the backward skips such rows).
-          out.fill(0, qo, qo + d);
-          lse[row] = Number.NEGATIVE_INFINITY;
-          continue;
-        }
-        for (let c = 0; c < d; c++) out[qo + c] = acc[c] / l;
-        lse[row] = m + Math.log(l);
+        attendRow(q, row * d, k, v, kvBase, keyRange(i, shape), keyMask, b * tk, d, scale, acc, out, lse, row);
       }
     }
   }
@@ -132,33 +153,8 @@ export function attentionDecodeRaggedJs(
     const v = values[b];
     for (let h = 0; h < heads; h++) {
       const kvBase = Math.floor(h / group) * capacities[b] * d;
-      const qo = (b * heads + h) * d;
       const row = b * heads + h;
-      let m = Number.NEGATIVE_INFINITY;
-      let l = 0;
-      acc.fill(0);
-      for (let j = 0; j < n; j++) {
-        const ko = kvBase + j * d;
-        let s = 0;
-        for (let c = 0; c < d; c++) s += q[qo + c] * k[ko + c];
-        s *= scale;
-        if (s > m) {
-          const correction = Math.exp(m - s);
-          l *= correction;
-          for (let c = 0; c < d; c++) acc[c] *= correction;
-          m = s;
-        }
-        const p = Math.exp(s - m);
-        l += p;
-        for (let c = 0; c < d; c++) acc[c] += p * v[ko + c];
-      }
-      if (l === 0) {
-        out.fill(0, qo, qo + d);
-        lse[row] = Number.NEGATIVE_INFINITY;
-        continue;
-      }
-      for (let c = 0; c < d; c++) out[qo + c] = acc[c] / l;
-      lse[row] = m + Math.log(l);
+      attendRow(q, row * d, k, v, kvBase, n, null, 0, d, scale, acc, out, lse, row);
     }
   }
 }
