@@ -14,6 +14,7 @@ import {
 } from "@kiln/tensor";
 import { type Model, argmaxOf, createModel } from "../src/index.js";
 import { qwen3_06b } from "./train-step.js";
+import { REFERENCE_CONFIG } from "./reference-config.js";
 
 const argv = process.argv.slice(2);
 const opt = (name: string, fallback: string) => {
@@ -24,21 +25,7 @@ const which = opt("model", "reference");
 const backend = opt("backend", "native");
 const steps = Number(opt("steps", "32"));
 const prompt = Number(opt("prompt", which === "reference" ? "128" : "64"));
-const REFERENCE = {
-  architectures: ["LlamaForCausalLM"],
-  model_type: "llama",
-  vocab_size: 2048,
-  hidden_size: 256,
-  intermediate_size: 688,
-  num_hidden_layers: 4,
-  num_attention_heads: 4,
-  num_key_value_heads: 4,
-  rms_norm_eps: 1e-5,
-  rope_theta: 10000.0,
-  tie_word_embeddings: false,
-  max_position_embeddings: 512,
-};
-const config = which === "reference" ? REFERENCE : qwen3_06b(Number(opt("layers", "28")));
+const config = which === "reference" ? REFERENCE_CONFIG : qwen3_06b(Number(opt("layers", "28")));
 const dtype = opt("dtype", which === "reference" ? "f32" : "bf16") as "f32" | "bf16";
 await initBackend("wasm", { threads: 1, activate: false });
 if (backend === "native") await initBackend("native", { threads: 1, activate: false, ignoreOpenblasEnv: true });

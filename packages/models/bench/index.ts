@@ -13,6 +13,7 @@ import { Tensor, initBackend, nativeBackendInfo, noGrad, setBackend } from "@kil
 import { BenchReporter, summarize } from "../../../tooling/src/bench.js";
 import { peerEnv, torchNote } from "../../../tooling/src/peer.js";
 import { type Model, argmaxOf, createModel, loadModel } from "../src/index.js";
+import { REFERENCE_CONFIG } from "./reference-config.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 if (process.argv.includes("train-step")) {
@@ -41,21 +42,6 @@ if (process.argv.includes("llama-cpp")) {
 const PROMPT = 128;
 const STEPS = 64;
 const REPS = 5;
-
-const REFERENCE_CONFIG = {
-  architectures: ["LlamaForCausalLM"],
-  model_type: "llama",
-  vocab_size: 2048,
-  hidden_size: 256,
-  intermediate_size: 688,
-  num_hidden_layers: 4,
-  num_attention_heads: 4,
-  num_key_value_heads: 4,
-  rms_norm_eps: 1e-5,
-  rope_theta: 10000.0,
-  tie_word_embeddings: false,
-  max_position_embeddings: 512,
-};
 
 /** The model's files in a temp dir, for the PyTorch peer. */
 function writeModelDir(model: Model): string {
