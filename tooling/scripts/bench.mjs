@@ -12,6 +12,7 @@ const [name, ...rest] = process.argv.slice(2);
 const extra = {
   gpu: ["tensor", "gpu.ts"],
   "rollout-batching": ["kit", "rollout-batching.ts"],
+  "repro-batching": ["kit", "repro-batching.ts"],
   "decode-step-cpu": ["kit", "decode-step-cpu.ts"],
   "agent-model-clem": ["kit", "agent-model-clem.ts"],
 };

@@ -119,6 +119,8 @@ export async function passHatKEval(options: {
    * the game stays the same while a different seed draws different samples.
    */
   trialSeed?: (task: OelTask, trial: number) => number;
+  /** Episodes in flight (default ROLLOUT_CONCURRENCY); the trajectories are the same at any value. */
+  concurrency?: number;
 }): Promise<{ summary: tau2.PassHatKSummary; trajectories: Trajectory[] }> {
   const specs = options.tasks.flatMap((task) =>
     Array.from({ length: options.trials }, (_, i) => ({
@@ -134,7 +136,7 @@ export async function passHatKEval(options: {
     episodes: specs,
     params: options.params,
     limits: options.limits,
-    concurrency: ROLLOUT_CONCURRENCY,
+    concurrency: options.concurrency ?? ROLLOUT_CONCURRENCY,
   });
   const outcomes = r.trajectories.map((t) => ({
     taskId: String(t.metadata.task ?? t.episodeId.split("#")[0]),
