@@ -73,15 +73,16 @@ export class SelfAttention {
       qProjected = narrow(both, 3, 0, d);
     }
     let q = ropeHeads(split(qProjected, H, this.qNorm), ctx.positions, ctx.invFreq, { rotaryDim });
-    let k = ropeHeads(split(this.kProj.forward(x), Hkv, this.kNorm), ctx.positions, ctx.invFreq, { rotaryDim });
+    const k = ropeHeads(split(this.kProj.forward(x), Hkv, this.kNorm), ctx.positions, ctx.invFreq, { rotaryDim });
     const vs = split(this.vProj.forward(x), Hkv, null);
     if (ctx.ragged) {
       const merged = this.raggedAttention(q, k, vs, ctx.ragged, ctx.layerIndex);
       return this.oProj.forward(gate ? mul(merged, sigmoid(gate)) : merged);
     }
-    let v = T === 1 ? reshape(vs, [B, Hkv, 1, d]) : permute(vs, [0, 2, 1, 3]);
-    if (ctx.cache) ({ k, v } = ctx.cache.appendAttention(ctx.layerIndex, k, v));
-    q = attention(q, k, v, { causal: true, keyMask: ctx.keyMask });
+    const v = T === 1 ? reshape(vs, [B, Hkv, 1, d]) : permute(vs, [0, 2, 1, 3]);
+    q = ctx.cache
+      ? ctx.cache.attend(ctx.layerIndex, q, k, v, ctx.keyMask)
+      : attention(q, k, v, { causal: true, keyMask: ctx.keyMask });
     const merged = reshape(T === 1 ? q : permute(q, [0, 2, 1, 3]), [B, T, H * d]);
     return this.oProj.forward(gate ? mul(merged, sigmoid(gate)) : merged);
   }

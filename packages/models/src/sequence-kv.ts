@@ -1,17 +1,15 @@
 // The KV cache of ONE sequence under the batching scheduler
 // (docs/ARCHITECTURE.md §Continuous batching): per attention layer a key and a value buffer
-// [1, Hkv, capacity, d] that only this sequence owns. New positions are written in place with the backend's strided copy kernel, so a
+// [1, Hkv, capacity, d] that only this sequence owns (kv-buffer.ts). New positions are written in place, so a
 // decode step copies nothing that is already cached; when the buffer is full it is reallocated at
 // twice the size (a copy of this sequence alone, amortised O(1) per token, never of the batch), and
 // `free()` hands the memory back the moment the sequence ends. The scheduler reserves each
 // sequence's worst case (prompt + max new tokens) against its byte budget before admitting it, so
 // growth never fails for lack of budget.
-import { type CopyShape, type StorageArray, Tensor, argOf, kernel, keep } from "@kiln/tensor";
+import type { Tensor } from "@kiln/tensor";
 import type { DecoderConfig } from "./decoder-config.js";
 import { GenerationError } from "./errors.js";
-
-/** Positions a buffer's capacity is rounded up to. */
-const CAPACITY_QUANTUM = 16;
+import { grownCapacity, growKVBuffer, newKVBuffer, writeKV } from "./kv-buffer.js";
 
 /** Bytes one cached position takes over all attention layers (f32 keys and values). */
 export function kvBytesPerPosition(config: DecoderConfig): number {
@@ -81,12 +79,11 @@ export class SequenceKV {
     if (need > this.limit)
       throw new GenerationError(`SequenceKV: ${need} positions exceed this sequence's reservation of ${this.limit}`);
     if (need <= this.capacityValue) return;
-    const grown = Math.ceil(Math.max(need, this.capacityValue * 2) / CAPACITY_QUANTUM) * CAPACITY_QUANTUM;
-    const next = Math.max(need, Math.min(grown, this.limit));
+    const next = grownCapacity(need, this.capacityValue, this.limit);
     for (const list of [this.keys, this.values]) {
       for (const [i, old] of list.entries()) {
         if (old === null) continue;
-        list[i] = this.grow(old, next);
+        list[i] = growKVBuffer(old, this.lengthValue, next);
       }
     }
     this.capacityValue = next;
@@ -105,17 +102,10 @@ export class SequenceKV {
     ] as const) {
       let buffer = list[layer];
       if (buffer === null) {
-        buffer = keep(Tensor.zeros([1, H, cap, d]));
+        buffer = newKVBuffer(1, H, cap, d);
         list[layer] = buffer;
       }
-      const shape: CopyShape = {
-        shape: [H, count, d],
-        srcOffset: src.offset,
-        srcStrides: [src.headStride, src.tokenStride, 1],
-        dstOffset: this.lengthValue * d,
-        dstStrides: [cap * d, d, 1],
-      };
-      kernel("copy")(argOf(src.tensor) as StorageArray, argOf(buffer) as StorageArray, shape);
+      writeKV(buffer, this.lengthValue, src.tensor, src.offset, [src.headStride, src.tokenStride], count);
     }
   }
 
@@ -142,22 +132,6 @@ export class SequenceKV {
         list[i] = null;
       }
     this.capacityValue = 0;
-  }
-
-  private grow(old: Tensor, capacity: number): Tensor {
-    const { heads: H, headDim: d } = this;
-    const fresh = keep(Tensor.zeros([1, H, capacity, d]));
-    const oldCap = old.shape[2];
-    if (this.lengthValue > 0)
-      kernel("copy")(argOf(old) as StorageArray, argOf(fresh) as StorageArray, {
-        shape: [H, this.lengthValue * d],
-        srcOffset: 0,
-        srcStrides: [oldCap * d, 1],
-        dstOffset: 0,
-        dstStrides: [capacity * d, 1],
-      });
-    old.dispose();
-    return fresh;
   }
 
   private checkLive(): void {

@@ -67,7 +67,9 @@ export interface AttentionShape {
 /**
  * Decode attention over ragged per-sequence caches (attentionDecodeRagged): `batch` sequences, one query row each.
  * Sequence b's keys and values are its own arrays [kvHeads][capacities[b]][headDim], of which the first
- * lengths[b] positions are read (0 ≤ lengths[b] ≤ capacities[b]).
+ * lengths[b] positions are read (0 ≤ lengths[b] ≤ capacities[b]). Only those are touched, so an array may end
+ * after the last head's lengths[b] positions ((kvHeads − 1)·capacities[b]·headDim + lengths[b]·headDim elements):
+ * a view that starts inside a buffer (a left-padded row's first real position) is valid.
  */
 export interface RaggedDecodeShape {
   batch: number;

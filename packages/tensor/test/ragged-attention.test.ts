@@ -133,6 +133,34 @@ for (const backend of ["js", "wasm"] as const) {
         else for (let i = 0; i < out.length; i++) expect(Math.abs(out[i] - old[i])).toBeLessThan(1e-6);
       },
     );
+
+    it("skips each row's first `start` positions (left padding) in place: equals attention over [start, length)", () => {
+      // Odd sizes and starts, including start = length (nothing visible: zeros) and start 0.
+      const starts = [2, 0, 0, 36, 17, 129, 9, 1];
+      const q = new T.Tensor(qData, [lengths.length, H, 1, D]);
+      const withStart = caches(seqs).map((c, b) => (c ? { ...c, start: starts[b] } : null));
+      const out = T.noGrad(() => T.raggedDecodeAttention(q, withStart)).toFloat32Array();
+      const shifted = seqs.map((s, b) => {
+        const n = s.length - starts[b];
+        const part = (x: Float32Array) => {
+          const y = new Float32Array(Hkv * s.capacity * D);
+          for (let h = 0; h < Hkv; h++)
+            y.set(x.subarray((h * s.capacity + starts[b]) * D, (h * s.capacity + s.length) * D), h * s.capacity * D);
+          return y;
+        };
+        return { keys: part(s.keys), values: part(s.values), capacity: s.capacity, length: n };
+      });
+      const ref = reference(qData, shifted, 1 / Math.sqrt(D));
+      for (let i = 0; i < ref.length; i++) expect(Math.abs(out[i] - ref[i])).toBeLessThan(2e-6);
+      // The same bits as the kernel run on a copy of the visible positions alone.
+      expect(out).toEqual(T.noGrad(() => T.raggedDecodeAttention(q, caches(shifted))).toFloat32Array());
+      expect(() =>
+        T.raggedDecodeAttention(
+          q,
+          withStart.map((c) => (c ? { ...c, start: c.length + 1 } : null)),
+        ),
+      ).toThrow(/start \d+ is outside \[0, length/);
+    });
   });
 }
 

@@ -90,11 +90,15 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   );
 }
 
-/** One sequence's cache for `raggedDecodeAttention`: keys and values [1, Hkv, capacity, D], positions [0, length) attended. */
+/**
+ * One sequence's cache for `raggedDecodeAttention`: keys and values [1, Hkv, capacity, D], positions
+ * [start, length) attended (`start` default 0: the positions before it are padding, e.g. a left-padded row).
+ */
 export interface RaggedKV {
   keys: Tensor;
   values: Tensor;
   length: number;
+  start?: number;
 }
 
 /**
@@ -137,6 +141,9 @@ export function raggedDecodeAttention(
       throw new ShapeError(
         `raggedDecodeAttention: cache ${b} length ${length} is outside [0, capacity ${keys.shape[2]}]`,
       );
+    const start = c.start ?? 0;
+    if (!(Number.isInteger(start) && start >= 0 && start <= length))
+      throw new ShapeError(`raggedDecodeAttention: cache ${b} start ${start} is outside [0, length ${length}]`);
   }
   if (Hkv === 0) return zeros(q.shape);
   if (H % Hkv !== 0)
@@ -144,9 +151,10 @@ export function raggedDecodeAttention(
   const scale = options.scale ?? 1 / Math.sqrt(D);
   if (!hasKernel("attentionDecodeRagged")) {
     const pieces = caches.map((c, b) => {
-      if (c === null || c.length === 0) return zeros([1, H, 1, D]);
+      const start = c?.start ?? 0;
+      if (c === null || c.length === start) return zeros([1, H, 1, D]);
       const row = narrow(q, 0, b, b + 1);
-      return attention(row, narrow(c.keys, 2, 0, c.length), narrow(c.values, 2, 0, c.length), { scale });
+      return attention(row, narrow(c.keys, 2, start, c.length), narrow(c.values, 2, start, c.length), { scale });
     });
     return concat(pieces, 0);
   }
@@ -157,9 +165,12 @@ export function raggedDecodeAttention(
   const lengths: number[] = [];
   const capacities: number[] = [];
   for (const c of caches) {
-    keys.push(c ? f32(c.keys) : (argOf(qf) as Float32Array));
-    values.push(c ? f32(c.values) : (argOf(qf) as Float32Array));
-    lengths.push(c?.length ?? 0);
+    // A padded row's keys start `start` positions into its buffer: the kernel reads that offset view with the
+    // buffer's head stride (capacity), so the leading padding is skipped without a copy.
+    const skip = (c?.start ?? 0) * D;
+    keys.push(c ? f32(c.keys).subarray(skip) : (argOf(qf) as Float32Array));
+    values.push(c ? f32(c.values).subarray(skip) : (argOf(qf) as Float32Array));
+    lengths.push(c ? c.length - (c.start ?? 0) : 0);
     capacities.push(c?.keys.shape[2] ?? 0);
   }
   const out = Tensor.empty(q.shape);

@@ -121,6 +121,11 @@ function checkCount(op: string, name: string, v: number): void {
     throw new ShapeError(`${op}: ${name} must be a non-negative integer, got ${v}`);
 }
 
+/** Elements a ragged-decode sequence's key (or value) array must hold: every head's first n positions. */
+function raggedSpan(kvHeads: number, capacity: number, n: number, dim: number): number {
+  return (kvHeads - 1) * capacity * dim + n * dim;
+}
+
 function checkLength(op: string, name: string, arr: ArrayLike<number>, need: number): void {
   if (arr.length < need) throw new ShapeError(`${op}: ${name} has ${arr.length} elements, needs at least ${need}`);
 }
@@ -1063,8 +1068,8 @@ class Kernels implements WasmKernels {
       checkCount(op, "capacities[b]", cap);
       if (n > cap) throw new ShapeError(`${op}: sequence ${b} has length ${n} > capacity ${cap}`);
       if (n > 0) {
-        checkLength(op, `keys[${b}]`, keys[b], kvHeads * cap * dim);
-        checkLength(op, `values[${b}]`, values[b], kvHeads * cap * dim);
+        checkLength(op, `keys[${b}]`, keys[b], raggedSpan(kvHeads, cap, n, dim));
+        checkLength(op, `values[${b}]`, values[b], raggedSpan(kvHeads, cap, n, dim));
       }
       maxLen = Math.max(maxLen, n);
       work += n * heads * dim;
@@ -1083,7 +1088,7 @@ class Kernels implements WasmKernels {
       const addresses: number[] = [];
       for (let b = 0; b < batch; b++) {
         const n = lengths[b];
-        const len = kvHeads * capacities[b] * dim;
+        const len = raggedSpan(kvHeads, capacities[b], n, dim);
         addresses.push(n > 0 ? f.stage(keys[b], len, "in") : 0, n > 0 ? f.stage(values[b], len, "in") : 0);
       }
       // After every stage: an allocation that grows the memory detaches earlier views.
