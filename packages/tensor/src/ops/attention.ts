@@ -149,7 +149,10 @@ export function raggedDecodeAttention(
   if (H % Hkv !== 0)
     throw new ShapeError(`raggedDecodeAttention: ${H} query heads is not a multiple of ${Hkv} kv heads`);
   const scale = options.scale ?? 1 / Math.sqrt(D);
-  if (!hasKernel("attentionDecodeRagged")) {
+  // A row that starts past its buffer's first position is passed to the kernel as an offset view of its host
+  // array; device buffers (webgpu) have no such view, so those rows go through the composed path.
+  const offsetViews = caches.some((c) => (c?.start ?? 0) > 0);
+  if (!hasKernel("attentionDecodeRagged") || (offsetViews && !q.storage.backend.hostVisible)) {
     const pieces = caches.map((c, b) => {
       const start = c?.start ?? 0;
       if (c === null || c.length === start) return zeros([1, H, 1, D]);
@@ -168,8 +171,8 @@ export function raggedDecodeAttention(
     // A padded row's keys start `start` positions into its buffer: the kernel reads that offset view with the
     // buffer's head stride (capacity), so the leading padding is skipped without a copy.
     const skip = (c?.start ?? 0) * D;
-    keys.push(c ? f32(c.keys).subarray(skip) : (argOf(qf) as Float32Array));
-    values.push(c ? f32(c.values).subarray(skip) : (argOf(qf) as Float32Array));
+    keys.push(c ? (skip ? f32(c.keys).subarray(skip) : f32(c.keys)) : (argOf(qf) as Float32Array));
+    values.push(c ? (skip ? f32(c.values).subarray(skip) : f32(c.values)) : (argOf(qf) as Float32Array));
     lengths.push(c ? c.length - (c.start ?? 0) : 0);
     capacities.push(c?.keys.shape[2] ?? 0);
   }

@@ -98,6 +98,20 @@ if (!reportMissing(suite)) {
       }
     });
 
+    it("generateAsync of a left-padded batch (decode rows starting past their cache's first position) equals js", async () => {
+      const prompts = greedyFixture.cases.slice(0, 3).map((c, i) => c.prompt_ids.slice(0, 4 + 3 * i));
+      const options = { greedy: true, maxNewTokens: 10, stopTokenIds: [] };
+      const want = generate(await loadOn("js"), prompts, options);
+      const gpuModel = await loadOn("webgpu");
+      T.setBackend("webgpu");
+      try {
+        const got = await generateAsync(gpuModel, prompts, options);
+        expect(got.map((g) => g.tokenIds)).toEqual(want.map((w) => w.tokenIds));
+      } finally {
+        T.setBackend("js");
+      }
+    });
+
     const seq = 32;
     const batch = 2;
     const batchIds = () => {
