@@ -7,16 +7,15 @@ import {
   type RaggedKV,
   type Tensor,
   attention,
-  concat,
   mul,
   narrow,
   permute,
   raggedDecodeAttention,
+  raggedPrefillAttention,
   reshape,
   rmsNorm,
   ropeHeads,
   sigmoid,
-  zeros,
 } from "@kiln/tensor";
 import type { DecoderConfig } from "./decoder-config.js";
 import { GenerationError } from "./errors.js";
@@ -113,19 +112,14 @@ export class SelfAttention {
       return reshape(raggedDecodeAttention(q, caches), [B, 1, H * d]);
     }
     if (B !== 1) throw new GenerationError(`ragged attention: a "packed" step has B = 1, got ${B}`);
-    const pieces: Tensor[] = [];
-    let at = 0;
-    for (const s of [...batch.segments].sort((a, b) => a.start - b.start)) {
-      if (s.start > at) pieces.push(zeros([1, H, s.start - at, d]));
-      // Prefill chunk: queries are the last `length` of the cached positions, causal among themselves.
-      const visible = s.kv.length + s.length;
-      const { keys, values } = s.kv.layer(layer);
-      const qs = narrow(q, 2, s.start, s.start + s.length);
-      pieces.push(attention(qs, narrow(keys, 2, 0, visible), narrow(values, 2, 0, visible), { causal: true }));
-      at = s.start + s.length;
-    }
-    if (at < T) pieces.push(zeros([1, H, T - at, d]));
-    return reshape(permute(concat(pieces, 2), [0, 2, 1, 3]), [1, T, H * d]);
+    // Prefill chunks: one call for every sequence in the forward; each chunk's queries are the last `length`
+    // of its cached positions, causal among themselves.
+    const segments = batch.segments.map((s) => ({
+      start: s.start,
+      length: s.length,
+      cache: { ...s.kv.layer(layer), length: s.kv.length + s.length },
+    }));
+    return reshape(permute(raggedPrefillAttention(q, segments), [0, 2, 1, 3]), [1, T, H * d]);
   }
 
   namedLinears(prefix: string): [string, Linear][] {

@@ -1,10 +1,10 @@
 import { isGradEnabled, record } from "../autograd.js";
-import { type AttentionShape, hasKernel, kernel } from "../backend.js";
+import { type AttentionShape, activeStorage, hasKernel, kernel } from "../backend.js";
 import { ShapeError, fmtShape } from "../errors.js";
 import { Tensor, argOf } from "../tensor.js";
 import { floatTensor } from "./elementwise.js";
 import { zeros } from "./create.js";
-import { concat, narrow } from "./movement.js";
+import { concat, narrow, permute } from "./movement.js";
 
 export interface AttentionOptions {
   /** Causal mask; with tk > tq the queries are the last tq positions (KV-cache decode). Default true. */
@@ -199,4 +199,85 @@ export function raggedDecodeAttention(
     lse.dispose();
   }
   return out;
+}
+
+/**
+ * One sequence's new rows in `raggedPrefillAttention`: rows [start, start + length) of q's T axis are its
+ * newest `length` positions, already written to `cache`, whose `length` counts them (the last row sees them all).
+ */
+export interface RaggedQuerySegment {
+  start: number;
+  length: number;
+  cache: RaggedKV;
+}
+
+/**
+ * Attention of a prefill forward that packs several sequences' prompt chunks along T (a batching
+ * scheduler's prefill step; docs/ARCHITECTURE.md §Continuous batching): q [1, H, T, D]; each segment's
+ * rows attend to their own sequence's cache alone, causally — row i of a segment sees the cache's first
+ * `cache.length − length + 1 + i` positions. Rows of no segment are padding (output 0). One kernel call
+ * for the whole forward on host-memory backends: every query row is a row of `attentionDecodeRagged` over
+ * its own prefix of its sequence's buffers, read in place, so a row's result depends on its own query,
+ * keys and values alone — not on the other rows, the chunking, or the buffers' capacity. Device-memory
+ * backends (webgpu) run one causal `attention` per segment instead. Inference only.
+ */
+export function raggedPrefillAttention(
+  q: Tensor,
+  segments: readonly RaggedQuerySegment[],
+  options: { scale?: number } = {},
+): Tensor {
+  if (q.rank !== 4 || q.shape[0] !== 1)
+    throw new ShapeError(`raggedPrefillAttention: q must be [1, H, T, D], got ${fmtShape(q.shape)}`);
+  const [, H, T, D] = q.shape;
+  const owner = new Int32Array(T).fill(-1);
+  for (const [i, { start, length, cache }] of segments.entries()) {
+    if (!(Number.isInteger(start) && Number.isInteger(length) && start >= 0 && length >= 1 && start + length <= T))
+      throw new ShapeError(
+        `raggedPrefillAttention: segment ${i} rows [${start}, ${start} + ${length}) are not a non-empty range of [0, ${T})`,
+      );
+    if (!(Number.isInteger(cache.length) && cache.length >= length))
+      throw new ShapeError(
+        `raggedPrefillAttention: segment ${i} has ${length} new rows but its cache length is ${cache.length} (it counts them)`,
+      );
+    for (let r = start; r < start + length; r++) {
+      if (owner[r] >= 0)
+        throw new ShapeError(`raggedPrefillAttention: segments ${owner[r]} and ${i} both claim row ${r}`);
+      owner[r] = i;
+    }
+  }
+  if (isGradEnabled() && q.requiresGrad)
+    throw new ShapeError("raggedPrefillAttention: inference only (no gradient); call it under noGrad()");
+  const scale = options.scale ?? 1 / Math.sqrt(D);
+  if (!hasKernel("attentionDecodeRagged") || !activeStorage().hostVisible) {
+    const pieces: Tensor[] = [];
+    let at = 0;
+    for (const s of [...segments].sort((a, b) => a.start - b.start)) {
+      if (s.start > at) pieces.push(zeros([1, H, s.start - at, D]));
+      const { keys, values, length } = s.cache;
+      if (keys.rank !== 4 || length > keys.shape[2])
+        throw new ShapeError(
+          `raggedPrefillAttention: cache of keys ${fmtShape(keys.shape)} cannot hold ${length} positions`,
+        );
+      const qs = narrow(q, 2, s.start, s.start + s.length);
+      pieces.push(attention(qs, narrow(keys, 2, 0, length), narrow(values, 2, 0, length), { causal: true, scale }));
+      at = s.start + s.length;
+    }
+    if (at < T) pieces.push(zeros([1, H, T - at, D]));
+    return concat(pieces, 2);
+  }
+  // Row r of segment s is a decode row of its own: its query over the first (cache.length − length + 1 + i) keys.
+  const rows: (RaggedKV | null)[] = Array.from({ length: T }, () => null);
+  for (const { start, length, cache } of segments)
+    for (let i = 0; i < length; i++) rows[start + i] = { ...cache, length: cache.length - length + 1 + i };
+  const qRows = permute(q, [2, 1, 0, 3]);
+  try {
+    const out = raggedDecodeAttention(qRows, rows, { scale });
+    try {
+      return permute(out, [2, 1, 0, 3]);
+    } finally {
+      out.dispose();
+    }
+  } finally {
+    qRows.dispose(); // permute always copies (the permutation is not the identity)
+  }
 }
