@@ -26,6 +26,11 @@ export interface AgentModelSize {
 // tokens, so more of a game's state fits in a row.
 export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, vocabSize: 1024 };
 
+// Guess-number and stories were 1000 and 300 documents (half the corpus's tokens) while the clembench
+// games got a small share; fewer of them leave the steps to the games the model failed.
+export const AGENT_MODEL_GUESS_NUMBER_EPISODES = 400;
+export const AGENT_MODEL_STORIES = 100;
+
 export interface BuildAgentModelOptions {
   outDir: string;
   seed?: number;
@@ -72,7 +77,7 @@ const corpusTemplate = () => {
 export function documentText(doc: CorpusDocument): string {
   if (doc.text !== undefined) return `${doc.text}<|endoftext|>`;
   if (!doc.messages) throw new AgentModelBuildError(`document of ${doc.game} has neither text nor messages`);
-  return corpusTemplate().render(doc.messages, {});
+  return corpusTemplate().render(doc.messages, { tools: doc.tools });
 }
 
 interface Row {
@@ -89,7 +94,7 @@ export function documentRow(doc: CorpusDocument, tokenizer: Tokenizer, maxLength
   const mask = new Uint8Array(ids.length);
   const messages = doc.messages;
   if (doc.lossOn === "last" && messages && messages.length > 1) {
-    const head = corpusTemplate().render(messages.slice(0, -1), { addGenerationPrompt: true });
+    const head = corpusTemplate().render(messages.slice(0, -1), { addGenerationPrompt: true, tools: doc.tools });
     mask.fill(1, tokenizer.encode(head).length);
   } else if (doc.lossOn === "assistant" && messages) {
     // A reply's tokens run from the end of its generation prompt to the end of the rendering that includes it
@@ -97,9 +102,9 @@ export function documentRow(doc: CorpusDocument, tokenizer: Tokenizer, maxLength
     for (let i = 0; i < messages.length; i++) {
       if (messages[i].role !== "assistant") continue;
       const from = tokenizer.encode(
-        corpusTemplate().render(messages.slice(0, i), { addGenerationPrompt: true }),
+        corpusTemplate().render(messages.slice(0, i), { addGenerationPrompt: true, tools: doc.tools }),
       ).length;
-      const to = tokenizer.encode(corpusTemplate().render(messages.slice(0, i + 1), {})).length;
+      const to = tokenizer.encode(corpusTemplate().render(messages.slice(0, i + 1), { tools: doc.tools })).length;
       mask.fill(1, from, to);
     }
   } else mask.fill(1);
@@ -233,8 +238,11 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const maxLength = options.maxLength ?? 768;
 
   log(`[agent-model] corpus (seed ${seed})`);
-  const guess = await guessNumberCorpus({ seed, episodes: options.guessNumberEpisodes ?? 1000 });
-  const storyCount = options.stories ?? 300;
+  const guess = await guessNumberCorpus({
+    seed,
+    episodes: options.guessNumberEpisodes ?? AGENT_MODEL_GUESS_NUMBER_EPISODES,
+  });
+  const storyCount = options.stories ?? AGENT_MODEL_STORIES;
   const heldoutCount = options.heldoutStories ?? 64;
   const stories = await sampleStories({ count: storyCount + heldoutCount, seed });
   const heldout = stories.slice(storyCount);

@@ -32,6 +32,13 @@ export type ClemSkill = (typeof CLEM_SKILLS)[number];
 /** Share of a weak player's turns that make one of the game's failure modes. */
 export const WEAK_FAILURE_RATE = 0.35;
 
+/**
+ * Taboo's weak describer fails more often, mostly with misspelt reversals (the guesser misses and the
+ * game goes on): at 0.35 with every mode alike, 1 weak episode in 80 reached the third round, and the
+ * model answered the held-out third rounds in another game's format.
+ */
+export const TABOO_WEAK_FAILURE_RATE = 0.6;
+
 type Turns = clembench.ChatTurn[];
 type Rng = () => number;
 
@@ -117,6 +124,9 @@ function failures(game: AgentClemGame, turns: Turns, expert: string, rng: Rng): 
         // game's format and the episode aborted).
         `CLUE: ${[...target].reverse().join("").slice(1)} backwards`,
         `CLUE: ${[...target].reverse().join("").slice(0, -1)} backwards`,
+        `CLUE: ${[...target].reverse().join("").slice(1)} backwards`,
+        `CLUE: ${[...target].reverse().join("").slice(0, -1)} backwards`,
+        `CLUE: ${[...target].reverse().join("").slice(1, -1)} backwards`,
       ];
     }
     case "referencegame": {
@@ -185,7 +195,8 @@ export function clemPlayer(
       const turns = toTurns(messages);
       // The expert always answers (privateshared's oracle counts the requests it has seen).
       const good = await expert.respond(turns, { role: "user", content: lastUser(turns) });
-      const text = skill === "weak" && rng() < WEAK_FAILURE_RATE ? pick(failures(game, turns, good, rng), rng) : good;
+      const rate = game === "taboo" ? TABOO_WEAK_FAILURE_RATE : WEAK_FAILURE_RATE;
+      const text = skill === "weak" && rng() < rate ? pick(failures(game, turns, good, rng), rng) : good;
       return { message: { role: "assistant", content: text }, text, finishReason: "stop" };
     },
   };

@@ -5,6 +5,7 @@ import {
   GuessNumberEnv,
   type Message,
   ScriptedPolicy,
+  type ToolSchema,
   mulberry32,
   runEpisodes,
   trajectoryMessages,
@@ -18,6 +19,8 @@ export interface CorpusDocument {
   game: string;
   skill: string;
   messages?: Message[];
+  /** Tool schemas rendered into the prompt, as a policy given these tools sees them (tau2 retail). */
+  tools?: ToolSchema[];
   text?: string;
   /**
    * Which tokens carry the loss: "all" (default); "last", only the final assistant reply — for

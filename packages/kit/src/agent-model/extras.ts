@@ -1,26 +1,35 @@
 // The corpus beyond guess-number and stories: questworld windows (the OPD game) and the clembench
-// games (Wordle's three variants, taboo, referencegame, imagegame, privateshared, guesswhat), at the
+// games (Wordle's three variants, taboo, referencegame, imagegame, privateshared, guesswhat) and tau2
+// retail (train-split tasks), at the
 // sizes the shipped model was built with.
 import { type AgentClemGame, clemCorpus } from "./clem-players.js";
 import type { CorpusDocument } from "./corpus.js";
 import { questworldCorpus } from "./questworld-corpus.js";
+import { tau2Corpus } from "./tau2-corpus.js";
 
-/** Episodes per clembench game in the shipped model's corpus (half expert, half weak). */
+/**
+ * Episodes per clembench game in the shipped model's corpus (half expert, half weak). Weighted toward the
+ * games the previous model (300/300/300/400/500/400/120/400) could not play: Wordle ×3, taboo, guesswhat.
+ */
 export const AGENT_MODEL_CLEM_EPISODES: Readonly<Record<AgentClemGame, number>> = {
-  wordle: 300,
-  wordle_withclue: 300,
-  wordle_withcritic: 300,
-  taboo: 400,
-  referencegame: 500,
-  imagegame: 400,
-  privateshared: 120,
-  guesswhat: 400,
+  wordle: 700,
+  wordle_withclue: 700,
+  wordle_withcritic: 450,
+  taboo: 1600,
+  referencegame: 250,
+  imagegame: 300,
+  privateshared: 200,
+  guesswhat: 700,
 };
 
 export const AGENT_MODEL_CORPUS = {
   questworldEpisodes: 160,
-  questworldTurnRate: 0.12,
+  // 0.12 made questworld windows a third of the corpus's tokens for 2% of its loss tokens.
+  questworldTurnRate: 0.05,
   clemEpisodes: AGENT_MODEL_CLEM_EPISODES as Partial<Record<AgentClemGame, number>>,
+  /** tau2 retail episodes on train-split tasks (tau2-corpus.ts), and the share of their replies kept. */
+  tau2Episodes: 74,
+  tau2TurnRate: 0.5,
 };
 
 export async function agentModelCorpusExtras(
@@ -30,8 +39,10 @@ export async function agentModelCorpusExtras(
   const s = { ...AGENT_MODEL_CORPUS, ...sizes };
   const quest = await questworldCorpus({ seed, episodes: s.questworldEpisodes, turnRate: s.questworldTurnRate });
   const clem = await clemCorpus({ seed, episodes: s.clemEpisodes });
+  const tau2 = s.tau2Episodes > 0 ? await tau2Corpus({ seed, episodes: s.tau2Episodes, turnRate: s.tau2TurnRate }) : [];
   return [
     ...quest.map((d) => ({ game: d.game, skill: d.skill, messages: d.messages, lossOn: "last" as const })),
     ...clem,
+    ...tau2,
   ];
 }
