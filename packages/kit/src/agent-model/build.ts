@@ -30,11 +30,13 @@ export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, he
 // games got a small share; fewer of them leave the steps to the games the model failed.
 export const AGENT_MODEL_GUESS_NUMBER_EPISODES = 400;
 export const AGENT_MODEL_STORIES = 100;
+/** Steps of the shipped build: about one pass over its corpus. */
+export const AGENT_MODEL_STEPS = 850;
 
 export interface BuildAgentModelOptions {
   outDir: string;
   seed?: number;
-  /** Optimizer steps (default 400). */
+  /** Optimizer steps (default AGENT_MODEL_STEPS). */
   steps?: number;
   /** Packed rows of `maxLength` tokens per step (default 5). */
   batchSize?: number;
@@ -233,7 +235,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const log = options.log ?? ((line: string) => console.log(line));
   const seed = options.seed ?? 0;
   const size = { ...AGENT_MODEL_SIZE, ...options.size };
-  const steps = options.steps ?? 400;
+  const steps = options.steps ?? AGENT_MODEL_STEPS;
   const batchSize = options.batchSize ?? 5;
   const maxLength = options.maxLength ?? 768;
 

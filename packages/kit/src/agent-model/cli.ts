@@ -2,18 +2,18 @@
 import { defineCommand } from "../cli/args.js";
 import { onInterrupt, shellQuote } from "../cli/interrupt.js";
 import { withDirLocks } from "../dir-lock.js";
-import { buildAgentModel } from "./build.js";
+import { AGENT_MODEL_STEPS, buildAgentModel } from "./build.js";
 import { agentModelCorpusExtras } from "./extras.js";
 
 export const agentModelCommand = defineCommand({
   name: "agent-model",
   summary: "build the embedded agent model from nothing",
   description:
-    "Scripted-player transcripts (guess-number, questworld, eight clembench games) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 30 minutes on two CPU cores with the defaults.",
+    "Scripted-player transcripts (guess-number, questworld, eight clembench games, tau2 retail) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 50 minutes on two CPU cores with the defaults.",
   options: {
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
-    steps: { type: "integer", default: 400, min: 1, description: "training steps" },
+    steps: { type: "integer", default: AGENT_MODEL_STEPS, min: 1, description: "training steps" },
     backend: { type: "string", choices: ["wasm", "native", "js"], default: "wasm", description: "tensor backend" },
     "no-progress": { type: "boolean", description: "no progress bar" },
   },
