@@ -1,4 +1,4 @@
-// `pnpm bench repro-batching [--json] [--rounds N] [--threads N] [--tasks N]`: what continuous batching
+// `pnpm bench repro-batching [--json] [--rounds N] [--threads N] [--tasks N] [--skip-before]`: what continuous batching
 // saves `kiln repro oel`, on one representative piece of it — the base row's test-split evaluation
 // (tau2 retail's first `heldout.oelTasks` test tasks × `eval.trials` greedy trials, ≤ rollout.maxTurns
 // replies of ≤ rollout.maxTokens tokens, the scripted customer; reproConfig()'s sizes) on the embedded
@@ -70,14 +70,19 @@ async function evaluation(policy: LocalPolicy, concurrency: number): Promise<str
 
 const policy = (batching: boolean) =>
   new LocalPolicy({ model, tokenizer, chatTemplate, ...(batching ? {} : { batching: false as const }) });
+const skipBefore = argv.includes("--skip-before");
 const contenders = [
-  {
-    name: `before (batching off, concurrency ${ROLLOUT_CONCURRENCY})`,
-    policy: policy(false),
-    concurrency: ROLLOUT_CONCURRENCY,
-  },
-  { name: "scheduler, concurrency 1", policy: policy(true), concurrency: 1 },
   { name: `scheduler, concurrency ${ROLLOUT_CONCURRENCY}`, policy: policy(true), concurrency: ROLLOUT_CONCURRENCY },
+  { name: "scheduler, concurrency 1", policy: policy(true), concurrency: 1 },
+  ...(skipBefore
+    ? []
+    : [
+        {
+          name: `before (batching off, concurrency ${ROLLOUT_CONCURRENCY})`,
+          policy: policy(false),
+          concurrency: ROLLOUT_CONCURRENCY,
+        },
+      ]),
 ];
 const samples = contenders.map(() => ({ wall: [] as number[], cpu: [] as number[], tokens: "" }));
 const loadBefore = load();
@@ -99,12 +104,10 @@ const median = (xs: number[]) => {
 };
 const rep = new BenchReporter("repro-batching");
 const what = `kiln repro oel's base test-split evaluation: ${test.length} tau2 retail test tasks × ${c.eval.trials} trials, ≤${c.rollout.maxTurns} replies × ≤${c.rollout.maxTokens} tokens, agent model, ${choice.backend}`;
-const [before, one, many] = samples;
-const same = many.tokens === one.tokens && many.tokens === before.tokens;
-for (const [peer, s] of [
-  [contenders[1].name, one],
-  [contenders[0].name, before],
-] as const) {
+const [many, ...peers] = samples;
+const same = peers.every((p) => p.tokens === many.tokens);
+for (const [i, s] of peers.entries()) {
+  const peer = contenders[i + 1].name;
   const rounds = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(", ");
   rep.add({
     case: "repro oel evaluation",
@@ -114,7 +117,7 @@ for (const [peer, s] of [
     kiln: median(many.wall),
     peer,
     peer_value: median(s.wall),
-    note: `${what}; ${ROUNDS} interleaved rounds, kiln [${rounds(many.wall)}] peer [${rounds(s.wall)}]; trajectories identical across all three: ${same}; ${loadBefore} → ${load()}`,
+    note: `${what}; ${ROUNDS} interleaved rounds, kiln [${rounds(many.wall)}] peer [${rounds(s.wall)}]; trajectories identical across all contenders: ${same}; ${loadBefore} → ${load()}`,
   });
   rep.add({
     case: "repro oel evaluation",

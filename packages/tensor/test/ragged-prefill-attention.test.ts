@@ -176,7 +176,7 @@ describe("raggedPrefillAttention input checks", () => {
       /segments 0 and 1 both claim row/,
     );
     expect(() => T.raggedPrefillAttention(q, [{ ...segs[2], cache: { ...segs[2].cache, length: 4 } }])).toThrow(
-      /cache length is 4/,
+      /cache holds 4 positions/,
     );
     const tooLong = { ...segs[0], cache: { ...segs[0].cache, length: chunks[0].capacity + 1 } };
     expect(() => T.noGrad(() => T.raggedPrefillAttention(q, [tooLong]))).toThrow(/outside \[0, capacity/);

@@ -203,7 +203,8 @@ export function raggedDecodeAttention(
 
 /**
  * One sequence's new rows in `raggedPrefillAttention`: rows [start, start + length) of q's T axis are its
- * newest `length` positions, already written to `cache`, whose `length` counts them (the last row sees them all).
+ * newest `length` positions, already written to `cache`, whose `length` counts them (the last row sees them all;
+ * every row skips positions before `cache.start`).
  */
 export interface RaggedQuerySegment {
   start: number;
@@ -235,9 +236,9 @@ export function raggedPrefillAttention(
       throw new ShapeError(
         `raggedPrefillAttention: segment ${i} rows [${start}, ${start} + ${length}) are not a non-empty range of [0, ${T})`,
       );
-    if (!(Number.isInteger(cache.length) && cache.length >= length))
+    if (!(Number.isInteger(cache.length) && cache.length - (cache.start ?? 0) >= length))
       throw new ShapeError(
-        `raggedPrefillAttention: segment ${i} has ${length} new rows but its cache length is ${cache.length} (it counts them)`,
+        `raggedPrefillAttention: segment ${i} has ${length} new rows but its cache holds ${cache.length - (cache.start ?? 0)} positions (it counts them)`,
       );
     for (let r = start; r < start + length; r++) {
       if (owner[r] >= 0)
@@ -253,13 +254,14 @@ export function raggedPrefillAttention(
     let at = 0;
     for (const s of [...segments].sort((a, b) => a.start - b.start)) {
       if (s.start > at) pieces.push(zeros([1, H, s.start - at, D]));
-      const { keys, values, length } = s.cache;
+      const { keys, values, length, start = 0 } = s.cache;
       if (keys.rank !== 4 || length > keys.shape[2])
         throw new ShapeError(
           `raggedPrefillAttention: cache of keys ${fmtShape(keys.shape)} cannot hold ${length} positions`,
         );
       const qs = narrow(q, 2, s.start, s.start + s.length);
-      pieces.push(attention(qs, narrow(keys, 2, 0, length), narrow(values, 2, 0, length), { causal: true, scale }));
+      const [k, v] = [keys, values].map((t) => narrow(t, 2, start, length));
+      pieces.push(attention(qs, k, v, { causal: true, scale }));
       at = s.start + s.length;
     }
     if (at < T) pieces.push(zeros([1, H, T - at, D]));
