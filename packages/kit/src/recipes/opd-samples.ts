@@ -93,6 +93,9 @@ export function viewPolicy(policy: Policy, view: MessageView, id = policy.id): P
   };
 }
 
+/** A teacher's prompt for turn `turn` of `trajectory`, built from the student's (viewed) prompt `messages`. */
+export type TeacherPrompt = (messages: Message[], trajectory: Trajectory, turn: number) => Message[];
+
 /**
  * Teacher-score every turn that carries tokens and sampler log-probs (run the student with
  * `params.logprobs: true`). Turns without them are skipped and counted. `view` is applied to the
@@ -108,6 +111,11 @@ export async function scoreWithTeacher(
     topLogprobs?: number;
     /** Score only the turns this keeps (default all); the others are neither scored nor counted as skipped. */
     include?: (trajectory: Trajectory, turn: number) => boolean;
+    /**
+     * The teacher's prompt for a turn, from the student's viewed prompt: privileged information the
+     * student did not see (OpdOptions.teacherPrompt). Default: the student's prompt as it is.
+     */
+    teacherPrompt?: TeacherPrompt;
   } = {},
 ): Promise<{ samples: OpdSample[]; skipped: number }> {
   if (!teacher.score) throw new RecipeError(`OPD teacher "${teacher.id}" has no score(): it cannot score tokens`);
@@ -123,8 +131,9 @@ export async function scoreWithTeacher(
       }
       const before = messagesBeforeTurn(traj, turn.index);
       const scoreOptions = options.topLogprobs === undefined ? undefined : { topLogprobs: options.topLogprobs };
+      const viewed = options.view ? options.view(before) : before;
       const scores: TokenScores = await teacher.score(
-        options.view ? options.view(before) : before,
+        options.teacherPrompt ? options.teacherPrompt(viewed, traj, turn.index) : viewed,
         ids,
         traj.tools,
         scoreOptions,

@@ -37,6 +37,7 @@ import {
   advantageStats,
   packEpisodeTurns,
   scoreWithTeacher,
+  type TeacherPrompt,
   viewPolicy,
 } from "./opd-samples.js";
 import { type OpdConfig, opdTinyConfig, stageForward } from "./presets.js";
@@ -94,6 +95,12 @@ export interface OpdOptions extends RecipeIo {
    * cores this is what bounds a questworld round.
    */
   turnsPerRound?: number;
+  /**
+   * The teacher's prompt for a student turn (scoreWithTeacher's teacherPrompt): privileged
+   * information the student does not see, rebuilt from what the rollout recorded (e.g. questworld's
+   * expert note from the turn's state). Default: the teacher scores the student's own prompt.
+   */
+  teacherPrompt?: TeacherPrompt;
 }
 
 /** A round's view of the seed's objective on its own samples (kit README, "OPD"). */
@@ -247,6 +254,7 @@ export async function runOpdRounds(
       const { samples, skipped } = await scoreWithTeacher(rollouts.trajectories, teacher, {
         include: chosen ? (t, turn) => chosen.has(`${t.episodeId}\u0000${turn}`) : undefined,
         view: options.view,
+        teacherPrompt: options.teacherPrompt,
         topLogprobs: fullDistribution ? (config.objective.teacherTopK ?? 20) : undefined,
       });
       const focus = options.focusTurn;

@@ -31,6 +31,9 @@ export interface QuestworldTeacherSettings {
   microBatchSize: number;
 }
 
+export const OPD_TEACHERS = ["privileged", "sft", "scaffold"] as const;
+export type OpdTeacher = (typeof OPD_TEACHERS)[number];
+
 export interface ReproConfig {
   seed: number;
   arp: ArpConfig;
@@ -39,14 +42,22 @@ export interface ReproConfig {
   /** What OPD plays: questworld (Core-3 from the quest-2 wall) or guess-number. */
   opdEnv: "questworld" | "guess-number";
   /**
-   * OPD's teacher when --teacher names no directory: "sft" = the base after ARP's phase A (trained
-   * in the run, opd-teacher.ts), "scaffold" = the base with the environment's note in its prompt.
+   * OPD's teacher when --teacher names no directory (all trained or built in the run, opd-teacher.ts):
+   * "privileged" (questworld only) = the base after SFT to act on the expert planner's next call
+   * shown in its prompt, given that note for every state it plays or scores; "sft" = the base after
+   * SFT on expert turns (questworld) or ARP's phase A (guess-number); "scaffold" = the base with the
+   * environment's note in its prompt.
    */
-  opdTeacher: "sft" | "scaffold";
+  opdTeacher: OpdTeacher;
   /** Questworld OPD (opdEnv "questworld"). */
   opdQuestworld: {
     /** The "sft" teacher: the base after SFT on expert turns from the wall (opd-teacher.ts). */
     teacher: QuestworldTeacherSettings;
+    /**
+     * The "privileged" teacher: the base after SFT to act on the expert's note, on states mixed-skill
+     * players visit from the wall (`episodes` of them, `maxTurns` turns each; opd-teacher.ts).
+     */
+    privilegedTeacher: QuestworldTeacherSettings;
     /** Assistant turns per evaluated agent (rollouts take opd.rollout.maxTurns). */
     evalTurns: number;
     /** Student turns teacher-scored and trained on per round: a seeded draw from the round's rollouts. */
@@ -264,7 +275,12 @@ export const REPRO_QUICK: ConfigOverrides<ReproConfig> = {
     oelTasks: 2,
     oelBaseSeed: 200_000,
   },
-  opdQuestworld: { teacher: { episodes: 1, maxTurns: 2, epochs: 1, r: 2, alpha: 4 }, evalTurns: 2, turnsPerRound: 8 },
+  opdQuestworld: {
+    teacher: { episodes: 1, maxTurns: 2, epochs: 1, r: 2, alpha: 4 },
+    privilegedTeacher: { episodes: 1, maxTurns: 2, epochs: 1, r: 2, alpha: 4 },
+    evalTurns: 2,
+    turnsPerRound: 8,
+  },
   staticScore: { maxTexts: 3, windowTokens: 32 },
   arpClem: { instancesPerGame: 1, staticInstances: 1, maxTokens: 8, maxTurns: 3 },
 };
@@ -293,6 +309,7 @@ export function reproConfig(seed = 42): ReproConfig {
       // teacher-scored turns.
       opdQuestworld: {
         teacher: { episodes: 3, maxTurns: 22, epochs: 2, lr: 4e-3, r: 16, alpha: 32, microBatchSize: 8 },
+        privilegedTeacher: { episodes: 6, maxTurns: 24, epochs: 3, lr: 1e-2, r: 16, alpha: 32, microBatchSize: 4 },
         evalTurns: 24,
         turnsPerRound: 32,
       },

@@ -13,10 +13,10 @@ import { type OpdEvaluation, type OpdRoundDiagnostics, runOpdRounds } from "../r
 import type { OpdConfig } from "../recipes/presets.js";
 import { type PhaseEval, evaluatePhase, phaseFromScores } from "../recipes/recipe-run.js";
 import type { ReproIo } from "./arp-repro.js";
-import type { ReproConfig } from "./config.js";
+import { OPD_TEACHERS, type ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
-import { questworldSftTeacherSource, sftTeacherSource } from "./opd-teacher.js";
+import { questworldPrivilegedTeacherSource, questworldSftTeacherSource, sftTeacherSource } from "./opd-teacher.js";
 import type { OpdReproSetup } from "./opd-setup.js";
 import { questworldReproSetup } from "./questworld-setup.js";
 import { type ReproEpisodeError, type ReproResult, secondsSince } from "./output.js";
@@ -73,7 +73,12 @@ export async function runOpdArm(
   io: ReproIo,
   /** A separate teacher model (same tokenizer); default: the student with the setup's scaffold note. */
   teacherSource?: ModelSource,
+  /** The teacher sees the setup's privileged information (setup.privileged) at play and when it scores. */
+  privileged = false,
 ): Promise<OpdArm> {
+  const priv = privileged ? setup.privileged : undefined;
+  if (privileged && !priv) throw new ReproError(`${setup.name} has no privileged teacher`);
+  if (priv && !teacherSource) throw new ReproError("a privileged teacher needs a teacher model (teacherSource)");
   const { model, codec } = await source.load();
   let teacherModel: Policy | undefined;
   const seconds: Record<string, number> = {};
@@ -104,6 +109,7 @@ export async function runOpdArm(
     codec,
     makeEnv: setup.makeEnv,
     teacher: (student) => teacherModel ?? scaffoldedTeacher(student, setup.note),
+    teacherPrompt: priv?.teacherPrompt,
     starts: setup.starts,
     view: setup.view,
     focusTurn: setup.focusTurn,
@@ -121,7 +127,10 @@ export async function runOpdArm(
       if (round === 0) {
         // The teacher at the base: the same weights with the scaffold note in the system prompt.
         const t0 = performance.now();
-        const t = await setup.evaluate(teacherModel ?? scaffoldedTeacher(policy, setup.note));
+        const t =
+          priv && teacherModel
+            ? await priv.evaluateTeacher(teacherModel)
+            : await setup.evaluate(teacherModel ?? scaffoldedTeacher(policy, setup.note));
         teacher = phaseFromScores("teacher", t.scores, {
           success: t.success,
           errors: t.errors,
@@ -338,8 +347,15 @@ export async function reproOpd(
   const setup =
     io.setup ?? (config.opdEnv === "questworld" ? questworldReproSetup(config) : guessNumberOpdSetup(config));
   const dir = io.dir ?? join(io.out ?? "runs", io.ablation ? `repro-opd-${io.ablation}` : "repro-opd");
-  if (config.opdTeacher !== "sft" && config.opdTeacher !== "scaffold")
-    throw new ReproError(`opdTeacher must be "sft" or "scaffold", got "${config.opdTeacher}"`);
+  if (!(OPD_TEACHERS as readonly string[]).includes(config.opdTeacher))
+    throw new ReproError(`opdTeacher must be one of ${OPD_TEACHERS.join(", ")}, got "${config.opdTeacher}"`);
+  // "privileged" (questworld): the base taught in the run to act on the expert planner's
+  // note, scoring the student's tokens with the note for the student's own state.
+  const privileged = config.opdTeacher === "privileged" && !io.teacher;
+  if (privileged && (config.opdEnv !== "questworld" || !setup.privileged))
+    throw new ReproError(
+      `opdTeacher "privileged" has no privileged information for ${setup.name}; use opdTeacher=sft, opdTeacher=scaffold or --teacher DIR`,
+    );
   // "sft": a teacher trained in the run — ARP's phase A on guess-number, the expert's wall turns on questworld.
   const sftTeacher = () =>
     config.opdEnv === "questworld" && !io.setup
@@ -347,26 +363,40 @@ export async function reproOpd(
       : setup.name === "guess-number"
         ? sftTeacherSource(source, config, io)
         : undefined;
-  const trained = config.opdTeacher === "sft" && !io.teacher ? sftTeacher() : undefined;
+  const trained = privileged
+    ? questworldPrivilegedTeacherSource(source, config, io)
+    : config.opdTeacher === "sft" && !io.teacher
+      ? sftTeacher()
+      : undefined;
   if (config.opdTeacher === "sft" && !io.teacher && !trained)
     throw new ReproError(
       `opdTeacher "sft" has no trained teacher for ${setup.name}; use opdTeacher=scaffold or --teacher DIR`,
     );
   const teacherSource = io.teacher ?? trained;
   const teacherLabel = teacherSource
-    ? `teacher (${io.teacher ? io.teacher.label : config.opdEnv === "questworld" ? "base + SFT on expert wall turns" : "base + ARP phase A"})`
+    ? `teacher (${
+        io.teacher
+          ? io.teacher.label
+          : privileged
+            ? "base + SFT to act on the expert's note, with the note"
+            : config.opdEnv === "questworld"
+              ? "base + SFT on expert wall turns"
+              : "base + ARP phase A"
+      })`
     : undefined;
   const objective = config.opd.objective;
   const notes = [
-    teacherSource
-      ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), so its row is what the rounds distil towards.`
-      : `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
+    privileged && teacherSource
+      ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), playing and scoring with the expert planner's next call for the state in its prompt (the student never sees it), so its row is what the rounds distil towards.`
+      : teacherSource
+        ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), so its row is what the rounds distil towards.`
+        : `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
     objective.divergence === "sampled"
       ? `Objective: the sampled-token advantage −(log q − log p_teacher), clamp ${objective.clamp}, ${objective.objective}, early-turn weight ${objective.earlyTurnWeight}.`
       : `Objective: ${objective.divergence === "reverse_kl" ? "reverse" : "forward"} KL to the teacher's top-${objective.teacherTopK} distribution (plus a tail bucket) at every sampled position, early-turn weight ${objective.earlyTurnWeight}.`,
   ];
   if (!io.ablation) {
-    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, teacherSource);
+    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, teacherSource, privileged);
     const wall = wallPassTable(arm, setup.seedWall);
     const diagnostics = opdDiagnosticsTable(arm, objective.clamp, setup.focusLabel);
     return {
@@ -416,7 +446,7 @@ export async function reproOpd(
     (opd.objective as unknown as Record<string, number | string>)[a.key] = a.value;
     // The clamp bounds the sampled-token advantage: that ablation runs the seed's objective.
     if (io.ablation === "clamp") opd.objective.divergence = "sampled";
-    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, teacherSource);
+    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, teacherSource, privileged);
     for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
     finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });
     errors.push(...phaseErrors(arm.phases, `${a.label}: `));

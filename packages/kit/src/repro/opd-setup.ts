@@ -2,6 +2,7 @@
 // (guess-number in opd-repro.ts, questworld in questworld-setup.ts) can build one without an import cycle.
 import type { EpisodeLimits, EpisodeSpec, Environment, Message, Policy, Trajectory } from "@kiln/rollout";
 import type { OpdEvaluation } from "../recipes/opd.js";
+import type { TeacherPrompt } from "../recipes/opd-samples.js";
 
 /** What OPD plays and how a policy is scored (questworld's Core-3, or guess-number). */
 export interface OpdReproSetup {
@@ -24,6 +25,15 @@ export interface OpdReproSetup {
   /** The turns the round diagnostics single out (questworld: turns at the wall), and their name. */
   focusTurn?: (trajectory: Trajectory, turn: number) => boolean;
   focusLabel?: string;
+  /**
+   * A privileged-information teacher (questworld: the expert planner's next call as a note): how
+   * its prompt is built for a student turn from what the rollout recorded, and how it is evaluated
+   * with the note computed from each episode's live state. Used when opdTeacher is "privileged".
+   */
+  privileged?: {
+    teacherPrompt: TeacherPrompt;
+    evaluateTeacher: (teacher: Policy) => Promise<OpdEvaluation>;
+  };
   /** The seed card's wall row, per phase ("0/3" …), printed beside kiln's wall counts. */
   seedWall?: { source: string; byPhase: Record<string, string>; claims: string[] };
 }

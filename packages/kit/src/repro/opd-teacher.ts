@@ -11,6 +11,7 @@ import { sftObjective } from "../trainer/objectives/index.js";
 import { train } from "../trainer/trainer.js";
 import type { Model } from "@kiln/models";
 import { questworldCorpus } from "../agent-model/questworld-corpus.js";
+import { questworldPrivilegedCorpus } from "../agent-model/questworld-privileged.js";
 import { expertSourceEpisodes } from "./arp-repro.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
@@ -118,6 +119,76 @@ export function questworldSftTeacherSource(
           stage: "teacher-sft",
           adapter,
           data: docs.map((d) => ({ messages: d.messages })),
+          objective: sftObjective(model, codec),
+          config: {
+            lr: t.lr,
+            microBatchSize: t.microBatchSize,
+            gradAccum: 1,
+            epochs: t.epochs,
+            schedule: "cosine",
+            warmupRatio: 0.05,
+            weightDecay: 0,
+            maxGradNorm: 1,
+            seed: config.seed,
+          },
+          progress: options.progress === false ? null : undefined,
+        });
+        mergeAdapter(adapter, { scale: 1, dtype: "f32" });
+        return { model, codec };
+      })();
+      return trained;
+    },
+  };
+}
+
+/**
+ * Questworld's privileged-information teacher (`opdTeacher=privileged`): `base` + LoRA SFT on
+ * questworldPrivilegedCorpus — players of mixed skill walk wall-start episodes, every state they
+ * visit is labelled with the expert planner's call, shown to the model as a note before its reply
+ * — merged in f32. At play and when it scores the student's tokens the note is the planner's call
+ * for that state (questworld-privileged.ts), so it is the student's model with information the
+ * student lacks, the family of OEL's teacher (kit README, "OPD on questworld").
+ */
+export function questworldPrivilegedTeacherSource(
+  base: ModelSource,
+  config: ReproConfig,
+  options: { progress?: boolean; log?: (line: string) => void } = {},
+): ModelSource {
+  const t = config.opdQuestworld.privilegedTeacher;
+  for (const [name, v] of Object.entries(t))
+    if (!(typeof v === "number" && Number.isFinite(v) && v > 0))
+      throw new ReproError(
+        `opdQuestworld.privilegedTeacher.${name} must be a positive number, got ${JSON.stringify(v)}`,
+      );
+  let trained: Promise<{ model: Model; codec: ChatCodec }> | undefined;
+  return {
+    label: `base + SFT to act on the expert's note (${t.episodes} mixed-skill wall episodes, seed ${config.seed})`,
+    load() {
+      trained ??= (async () => {
+        const { model, codec } = await base.load();
+        const docs = await questworldPrivilegedCorpus({
+          seed: config.seed,
+          episodes: t.episodes,
+          maxTurns: t.maxTurns,
+        });
+        if (docs.length === 0) throw new ReproError("OPD questworld privileged teacher: no state to train on");
+        const offPath = docs.filter((d) => !d.playerAgreed).length;
+        options.log?.(
+          `[kiln repro opd] teacher: SFT of the base on ${docs.length} noted questworld states (${offPath} where the player did not make the expert's call)`,
+        );
+        const adapter = attachLora(model, {
+          r: t.r,
+          alpha: t.alpha,
+          dropout: 0,
+          useRslora: false,
+          targetModules: "all-linear",
+          seed: config.seed,
+          name: "teacher-privileged",
+        });
+        await train({
+          stage: "teacher-privileged",
+          adapter,
+          data: docs.map((d) => ({ messages: d.messages, lossOnLastReply: true })),
           objective: sftObjective(model, codec),
           config: {
             lr: t.lr,

@@ -4,6 +4,11 @@
 // model's corpus carries (QUESTWORLD_SCAFFOLD_NOTE).
 import { QUESTWORLD_SCAFFOLD_NOTE } from "../agent-model/questworld-corpus.js";
 import { atQuestworldWall, questworldOpdSetup } from "../agent-model/questworld-opd.js";
+import {
+  privilegedQuestworldEnv,
+  privilegedTeacherFactory,
+  questworldTeacherPrompt,
+} from "../agent-model/questworld-privileged.js";
 import type { ReproConfig } from "./config.js";
 import type { OpdReproSetup } from "./opd-setup.js";
 
@@ -28,7 +33,8 @@ export function questworldReproSetup(config: ReproConfig): OpdReproSetup {
   });
   return {
     name: `questworld Core-3 from the quest-2 wall (seeds ${s.seeds.join(", ")})`,
-    makeEnv: s.makeEnv,
+    // Rollouts record the expert's next call per state (info.expertNext) for the privileged teacher.
+    makeEnv: privilegedQuestworldEnv,
     view: s.view,
     evaluate: (policy) => s.evaluate(policy),
     starts: s.starts,
@@ -41,5 +47,9 @@ export function questworldReproSetup(config: ReproConfig): OpdReproSetup {
     focusTurn: atQuestworldWall,
     focusLabel: "wall turns",
     seedWall: QUESTWORLD_SEED_WALL,
+    privileged: {
+      teacherPrompt: questworldTeacherPrompt,
+      evaluateTeacher: (teacher) => s.evaluate(privilegedTeacherFactory(teacher)),
+    },
   };
 }

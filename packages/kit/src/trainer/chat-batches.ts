@@ -17,6 +17,11 @@ export interface ChatCodec {
 export interface Conversation {
   messages: Message[];
   tools?: ToolSchema[];
+  /**
+   * Train on the last assistant reply only (default: every assistant reply). For windowed contexts
+   * whose earlier replies are someone else's calls, e.g. OPD's privileged-teacher SFT set.
+   */
+  lossOnLastReply?: boolean;
 }
 
 function padId(codec: ChatCodec): number {
@@ -57,7 +62,10 @@ export function conversationBatch(
   truncationSide: "left" | "right" = "right",
 ): SftBatch {
   if (conversations.length === 0) throw new RecipeError("conversationBatch: no conversations to collate");
-  const rendered = conversations.map((c) => renderConversation(codec, c, maxLength, truncationSide));
+  const rendered = conversations.map((c) => {
+    const r = renderConversation(codec, c, maxLength, truncationSide);
+    return c.lossOnLastReply ? { ids: r.ids, assistantMask: lastSpanMask(r.assistantMask) } : r;
+  });
   // The collator and the label rule live beside the loss (@kiln/losses collateSft).
   return collateSft(
     rendered.map((r) => ({ ids: r.ids, mask: r.assistantMask })),
