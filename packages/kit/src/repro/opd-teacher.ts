@@ -4,7 +4,7 @@
 // first load, with the ARP table's own SFT settings, seed and expert episodes, so `repro all`
 // and `repro opd` distil towards the same model that the ARP table reports as "A SFT".
 import { attachLora, mergeAdapter } from "@kiln/lora";
-import type { ChatCodec } from "../trainer/chat-batches.js";
+import type { ChatCodec, Conversation } from "../trainer/chat-batches.js";
 import { stageForward } from "../recipes/presets.js";
 import { holdoutSplit, successOnlySftSet } from "../recipes/sft-set.js";
 import { sftObjective } from "../trainer/objectives/index.js";
@@ -106,35 +106,15 @@ export function questworldSftTeacherSource(
         });
         if (docs.length === 0) throw new ReproError("OPD questworld teacher: the expert made no call to train on");
         options.log?.(`[kiln repro opd] teacher: SFT of the base on ${docs.length} expert questworld turns`);
-        const adapter = attachLora(model, {
-          r: t.r,
-          alpha: t.alpha,
-          dropout: 0,
-          useRslora: false,
-          targetModules: "all-linear",
-          seed: config.seed,
-          name: "teacher-sft",
-        });
-        await train({
-          stage: "teacher-sft",
-          adapter,
-          data: docs.map((d) => ({ messages: d.messages })),
-          objective: sftObjective(model, codec),
-          config: {
-            lr: t.lr,
-            microBatchSize: t.microBatchSize,
-            gradAccum: 1,
-            epochs: t.epochs,
-            schedule: "cosine",
-            warmupRatio: 0.05,
-            weightDecay: 0,
-            maxGradNorm: 1,
-            seed: config.seed,
-          },
-          progress: options.progress === false ? null : undefined,
-        });
-        mergeAdapter(adapter, { scale: 1, dtype: "f32" });
-        return { model, codec };
+        return loraSftMerged(
+          model,
+          codec,
+          t,
+          config.seed,
+          "teacher-sft",
+          docs.map((d) => ({ messages: d.messages })),
+          options,
+        );
       })();
       return trained;
     },
@@ -176,37 +156,58 @@ export function questworldPrivilegedTeacherSource(
         options.log?.(
           `[kiln repro opd] teacher: SFT of the base on ${docs.length} noted questworld states (${offPath} where the player did not make the expert's call)`,
         );
-        const adapter = attachLora(model, {
-          r: t.r,
-          alpha: t.alpha,
-          dropout: 0,
-          useRslora: false,
-          targetModules: "all-linear",
-          seed: config.seed,
-          name: "teacher-privileged",
-        });
-        await train({
-          stage: "teacher-privileged",
-          adapter,
-          data: docs.map((d) => ({ messages: d.messages, lossOnLastReply: true })),
-          objective: sftObjective(model, codec),
-          config: {
-            lr: t.lr,
-            microBatchSize: t.microBatchSize,
-            gradAccum: 1,
-            epochs: t.epochs,
-            schedule: "cosine",
-            warmupRatio: 0.05,
-            weightDecay: 0,
-            maxGradNorm: 1,
-            seed: config.seed,
-          },
-          progress: options.progress === false ? null : undefined,
-        });
-        mergeAdapter(adapter, { scale: 1, dtype: "f32" });
-        return { model, codec };
+        return loraSftMerged(
+          model,
+          codec,
+          t,
+          config.seed,
+          "teacher-privileged",
+          docs.map((d) => ({ messages: d.messages, lossOnLastReply: true })),
+          options,
+        );
       })();
       return trained;
     },
   };
+}
+
+/** The questworld teachers' training: a fresh all-linear LoRA, SFT on `data` with `sizes`, merged in f32. */
+async function loraSftMerged(
+  model: Model,
+  codec: ChatCodec,
+  sizes: { r: number; alpha: number; lr: number; microBatchSize: number; epochs: number },
+  seed: number,
+  name: string,
+  data: Conversation[],
+  options: { progress?: boolean },
+): Promise<{ model: Model; codec: ChatCodec }> {
+  const adapter = attachLora(model, {
+    r: sizes.r,
+    alpha: sizes.alpha,
+    dropout: 0,
+    useRslora: false,
+    targetModules: "all-linear",
+    seed,
+    name,
+  });
+  await train({
+    stage: name,
+    adapter,
+    data,
+    objective: sftObjective(model, codec),
+    config: {
+      lr: sizes.lr,
+      microBatchSize: sizes.microBatchSize,
+      gradAccum: 1,
+      epochs: sizes.epochs,
+      schedule: "cosine",
+      warmupRatio: 0.05,
+      weightDecay: 0,
+      maxGradNorm: 1,
+      seed,
+    },
+    progress: options.progress === false ? null : undefined,
+  });
+  mergeAdapter(adapter, { scale: 1, dtype: "f32" });
+  return { model, codec };
 }
