@@ -1,9 +1,11 @@
 // raggedPrefillAttention (the batching scheduler's prefill attention): several sequences' prompt chunks
 // packed along T, each chunk's rows causal over its own sequence's cache, in one call. Checked against a
-// float64 reference on inputs drawn afresh each run (the seed is in every failure message), against causal
-// `attention` run per chunk (the path the scheduler took before), and for row independence: a row's bits do
-// not depend on the other sequences in the call, on how its prompt was chunked, or on its buffer's capacity.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// float64 reference on inputs drawn afresh each run (the seed is in every failure message), bit for bit against
+// causal `attention` run per chunk over copies of its cached keys (what it computes, on views of the buffers),
+// and for independence: a chunk's bits do not depend on the other sequences in the call, on where its rows sit
+// in q, or on its buffer's capacity. Backends js, wasm and (where it loads) native, whose chunks of 16 rows or
+// more run their products on BLAS.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as T from "../src/index.js";
 import { randomArray } from "./helpers.js";
 
@@ -99,11 +101,39 @@ const chunks = makeChunks(sizes, 1, seed);
 const qData = randomArray(H * T_ROWS * D, -1, 1, seed + 99);
 const why = `seed ${seed}`;
 
-for (const backend of ["js", "wasm"] as const) {
+let nativeLoaded = false;
+beforeAll(async () => {
+  try {
+    await T.initBackend("native", { threads: 1, activate: false });
+    nativeLoaded = true;
+  } catch (err) {
+    if (process.env.KILN_NATIVE === "required") throw err;
+    console.log(`raggedPrefillAttention suite: native NOT RUN (${(err as Error).message.split("\n")[0]})`);
+  }
+});
+afterAll(() => {
+  if (nativeLoaded) T.disposeNativeBackend();
+});
+
+/** The chunk's keys and values moved into buffers of `capacity` positions (zeros after its own). */
+function recapacitated(c: Chunk, capacity: number): Chunk {
+  const move = (a: Float32Array) => {
+    const out = new Float32Array(Hkv * capacity * D);
+    for (let g = 0; g < Hkv; g++)
+      out.set(a.subarray(g * c.capacity * D, (g * c.capacity + c.past + c.length) * D), g * capacity * D);
+    return out;
+  };
+  return { ...c, capacity, keys: move(c.keys), values: move(c.values) };
+}
+
+for (const backend of ["js", "wasm", "native"] as const) {
   describe(`raggedPrefillAttention on ${backend}`, () => {
     beforeAll(async () => {
-      if (backend !== "js") await T.initBackend(backend, { threads: 2 });
-      T.setBackend(backend);
+      if (backend === "wasm") await T.initBackend(backend, { threads: 2 });
+      if (backend !== "native" || nativeLoaded) T.setBackend(backend);
+    });
+    beforeEach((ctx) => {
+      if (backend === "native" && !nativeLoaded) ctx.skip();
     });
     afterAll(() => T.setBackend("js"));
     const q = () => new T.Tensor(qData, [1, H, T_ROWS, D]);
@@ -125,27 +155,39 @@ for (const backend of ["js", "wasm"] as const) {
           ).toBe(true);
     });
 
-    it("gives each chunk the bits it gets alone, and each row the bits it gets in another chunking", () => {
+    it("gives each chunk the bits it gets alone, at another row offset, and in a buffer of another capacity", () => {
       const all = run(q(), segments(chunks));
       for (const [k, c] of chunks.entries()) {
+        const mine = rowsOf(all, T_ROWS, c.start, c.length);
         const alone = run(new T.Tensor(rowsOf(qData, T_ROWS, c.start, c.length), [1, H, c.length, D]), [
           { ...segments([c])[0], start: 0 },
         ]);
-        expect(alone, `chunk ${k}, ${why}`).toEqual(rowsOf(all, T_ROWS, c.start, c.length));
+        expect(alone, `chunk ${k}, ${why}`).toEqual(mine);
+        // Three padding rows before it, and its keys in a buffer 37 positions larger.
+        const shifted = new Float32Array(H * (c.length + 3) * D);
+        for (let h = 0; h < H; h++)
+          shifted.set(
+            rowsOf(qData, T_ROWS, c.start, c.length).subarray(h * c.length * D, (h + 1) * c.length * D),
+            (h * (c.length + 3) + 3) * D,
+          );
+        const moved = run(new T.Tensor(shifted, [1, H, c.length + 3, D]), [
+          { ...segments([recapacitated(c, c.capacity + 37)])[0], start: 3 },
+        ]);
+        expect(rowsOf(moved, c.length + 3, 3, c.length), `chunk ${k} moved, ${why}`).toEqual(mine);
       }
-      // The 19-row chunk cut in two (rows 0–7 with past 33, rows 8–18 with past 41) in a call of its own.
-      const c = chunks[2];
-      const first = { ...segments([c])[0], start: 0, length: 8 };
-      first.cache = { ...first.cache, length: c.past + 8 };
-      const head = run(new T.Tensor(rowsOf(qData, T_ROWS, c.start, 8), [1, H, 8, D]), [first]);
-      const tail = run(new T.Tensor(rowsOf(qData, T_ROWS, c.start + 8, 11), [1, H, 11, D]), [
-        { ...segments([c])[0], start: 0, length: 11 },
-      ]);
-      expect(head, why).toEqual(rowsOf(all, T_ROWS, c.start, 8));
-      expect(tail, why).toEqual(rowsOf(all, T_ROWS, c.start + 8, 11));
     });
 
-    it("agrees with causal attention run per chunk (the earlier path)", () => {
+    it("a prompt chunk of 128 rows over 300 cached keys (the BLAS path on native) matches the reference", () => {
+      const big = makeChunks([[128, 300 - 128]], 0, seed + 7);
+      const qBig = randomArray(H * 128 * D, -1, 1, seed + 8);
+      const out = run(new T.Tensor(qBig, [1, H, 128, D]), segments(big));
+      const ref = reference(qBig, big, 128, 1 / Math.sqrt(D));
+      let worst = 0;
+      for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(out[i] - ref[i]));
+      expect(worst, why).toBeLessThan(2e-6);
+    });
+
+    it("equals causal attention run per chunk over copies of its keys, bit for bit", () => {
       const out = run(q(), segments(chunks));
       for (const [k, c] of chunks.entries()) {
         const [seg] = segments([c]);
@@ -157,9 +199,7 @@ for (const backend of ["js", "wasm"] as const) {
             { causal: true },
           ),
         ).toFloat32Array();
-        const mine = rowsOf(out, T_ROWS, c.start, c.length);
-        for (let i = 0; i < old.length; i++)
-          expect(Math.abs(mine[i] - old[i]), `chunk ${k}, ${why}`).toBeLessThan(1e-6);
+        expect(rowsOf(out, T_ROWS, c.start, c.length), `chunk ${k}, ${why}`).toEqual(old);
       }
     });
   });

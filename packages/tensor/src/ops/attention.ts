@@ -1,10 +1,10 @@
 import { isGradEnabled, record } from "../autograd.js";
 import { type AttentionShape, activeStorage, hasKernel, kernel } from "../backend.js";
 import { ShapeError, fmtShape } from "../errors.js";
-import { Tensor, argOf } from "../tensor.js";
+import { Tensor, argOf, tidy } from "../tensor.js";
 import { floatTensor } from "./elementwise.js";
 import { zeros } from "./create.js";
-import { concat, narrow, permute } from "./movement.js";
+import { concat, narrow } from "./movement.js";
 
 export interface AttentionOptions {
   /** Causal mask; with tk > tq the queries are the last tq positions (KV-cache decode). Default true. */
@@ -216,11 +216,15 @@ export interface RaggedQuerySegment {
  * Attention of a prefill forward that packs several sequences' prompt chunks along T (a batching
  * scheduler's prefill step; docs/ARCHITECTURE.md §Continuous batching): q [1, H, T, D]; each segment's
  * rows attend to their own sequence's cache alone, causally — row i of a segment sees the cache's first
- * `cache.length − length + 1 + i` positions. Rows of no segment are padding (output 0). One kernel call
- * for the whole forward on host-memory backends: every query row is a row of `attentionDecodeRagged` over
- * its own prefix of its sequence's buffers, read in place, so a row's result depends on its own query,
- * keys and values alone — not on the other rows, the chunking, or the buffers' capacity. Device-memory
- * backends (webgpu) run one causal `attention` per segment instead. Inference only.
+ * `cache.length − length + 1 + i` positions. Rows of no segment are padding (output 0). Each segment is one
+ * causal `attention` of its rows over its cache, read in place on host-memory backends (per kv head, a view
+ * of the buffer: no copy of the cached keys), so its products run on the backend's tiled attention (BLAS on
+ * native) — a prompt chunk of 128 rows over 4k cached keys is a GEMM, not 128 dot-product scans. A segment's
+ * result is what `attention` gives that chunk alone over its cached keys: it depends on its own queries,
+ * keys and values and on its shape (rows, keys), never on the other segments, where its rows sit in q, or
+ * the buffers' capacity. (It is not row-by-row independent of the chunking: a GEMM's summation order may
+ * follow the tile shape; the scheduler cuts a prompt at multiples of its chunk length in the sequence's own
+ * positions, so a sequence's chunks are the same whatever shares its steps.) Inference only.
  */
 export function raggedPrefillAttention(
   q: Tensor,
@@ -249,37 +253,101 @@ export function raggedPrefillAttention(
   if (isGradEnabled() && q.requiresGrad)
     throw new ShapeError("raggedPrefillAttention: inference only (no gradient); call it under noGrad()");
   const scale = options.scale ?? 1 / Math.sqrt(D);
-  if (!hasKernel("attentionDecodeRagged") || !activeStorage().hostVisible) {
+  const inPlace = activeStorage().hostVisible;
+  return tidy(() => {
     const pieces: Tensor[] = [];
     let at = 0;
-    for (const s of [...segments].sort((a, b) => a.start - b.start)) {
+    for (const [i, s] of [...segments.entries()].sort(([, a], [, b]) => a.start - b.start)) {
       if (s.start > at) pieces.push(zeros([1, H, s.start - at, D]));
-      const { keys, values, length, start = 0 } = s.cache;
-      if (keys.rank !== 4 || length > keys.shape[2])
-        throw new ShapeError(
-          `raggedPrefillAttention: cache of keys ${fmtShape(keys.shape)} cannot hold ${length} positions`,
-        );
       const qs = narrow(q, 2, s.start, s.start + s.length);
-      const [k, v] = [keys, values].map((t) => narrow(t, 2, start, length));
-      pieces.push(attention(qs, k, v, { causal: true, scale }));
+      pieces.push(inPlace ? causalOverCache(qs, s.cache, scale, i) : causalOverCopies(qs, s.cache, scale, i));
       at = s.start + s.length;
     }
-    if (at < T) pieces.push(zeros([1, H, T - at, D]));
-    return concat(pieces, 2);
-  }
-  // Row r of segment s is a decode row of its own: its query over the first (cache.length − length + 1 + i) keys.
-  const rows: (RaggedKV | null)[] = Array.from({ length: T }, () => null);
-  for (const { start, length, cache } of segments)
-    for (let i = 0; i < length; i++) rows[start + i] = { ...cache, length: cache.length - length + 1 + i };
-  const qRows = permute(q, [2, 1, 0, 3]);
+    if (at < T || pieces.length === 0) pieces.push(zeros([1, H, T - at, D]));
+    return pieces.length === 1 ? pieces[0] : concat(pieces, 2);
+  });
+}
+
+/** The cache's kv heads and positions [start, length), checked against q's heads H and head dim D. */
+function cacheExtent(cache: RaggedKV, H: number, D: number, segment: number) {
+  const { keys, values, length, start = 0 } = cache;
+  if (
+    keys.rank !== 4 ||
+    keys.shape[0] !== 1 ||
+    keys.shape[3] !== D ||
+    values.rank !== 4 ||
+    values.shape.some((n, i) => n !== keys.shape[i])
+  )
+    throw new ShapeError(
+      `raggedPrefillAttention: segment ${segment} has keys ${fmtShape(keys.shape)} / values ${fmtShape(values.shape)}, expected [1, Hkv, capacity, ${D}] both`,
+    );
+  const [, Hkv, capacity] = keys.shape;
+  if (length > capacity)
+    throw new ShapeError(
+      `raggedPrefillAttention: segment ${segment} cache length ${length} is outside [0, capacity ${capacity}]`,
+    );
+  if (!(Number.isInteger(start) && start >= 0 && start <= length))
+    throw new ShapeError(`raggedPrefillAttention: segment ${segment} start ${start} is outside [0, length ${length}]`);
+  if (H % Hkv !== 0)
+    throw new ShapeError(`raggedPrefillAttention: ${H} query heads is not a multiple of ${Hkv} kv heads`);
+  return { Hkv, capacity, start, keyCount: length - start };
+}
+
+/** Device memory (webgpu): the segment's keys and values copied out of the buffers, then `attention`. */
+function causalOverCopies(qs: Tensor, cache: RaggedKV, scale: number, segment: number): Tensor {
+  const { start } = cacheExtent(cache, qs.shape[1], qs.shape[3], segment);
+  const [k, v] = [cache.keys, cache.values].map((t) => narrow(t, 2, start, cache.length));
+  return attention(qs, k, v, { causal: true, scale });
+}
+
+/**
+ * Host memory: qs [1, H, L, D] causal over the cache, one `attentionForward` per kv head on views of the
+ * buffers (a head's positions are contiguous; heads sit `capacity` positions apart). Per kv head the shape is
+ * { heads: H/Hkv, kvHeads: 1, tq: L, tk: keys }: the kernel runs each (batch, head) on its own, so this gives
+ * the bits of one call over all heads of a contiguous copy — `attention(qs, narrow(keys), narrow(values))`.
+ */
+function causalOverCache(qs: Tensor, cache: RaggedKV, scale: number, segment: number): Tensor {
+  const [, H, L, D] = qs.shape;
+  const { Hkv, capacity, start, keyCount } = cacheExtent(cache, H, D, segment);
+  const group = H / Hkv;
+  const qf = floatTensor("raggedPrefillAttention", qs);
+  const [kf, vf] = [cache.keys, cache.values].map((t) => floatTensor("raggedPrefillAttention", t));
+  const out = Tensor.empty([1, H, L, D]);
+  const lse = Tensor.empty([group * L]);
+  const shape: AttentionShape = {
+    batch: 1,
+    heads: group,
+    kvHeads: 1,
+    tq: L,
+    tk: keyCount,
+    headDim: D,
+    scale,
+    causal: true,
+  };
   try {
-    const out = raggedDecodeAttention(qRows, rows, { scale });
-    try {
-      return permute(out, [2, 1, 0, 3]);
-    } finally {
-      out.dispose();
+    for (let g = 0; g < Hkv; g++) {
+      // Taken afresh per call: a kernel that grows a non-shared wasm memory detaches earlier views.
+      const [qa, ka, va, oa, la] = [qf, kf, vf, out, lse].map((t) => argOf(t) as Float32Array);
+      const rows = [g * group * L * D, (g + 1) * group * L * D] as const;
+      const kv0 = (g * capacity + start) * D;
+      kernel("attentionForward")(
+        qa.subarray(...rows),
+        ka.subarray(kv0, kv0 + keyCount * D),
+        va.subarray(kv0, kv0 + keyCount * D),
+        null,
+        oa.subarray(...rows),
+        la,
+        shape,
+      );
     }
   } finally {
-    qRows.dispose(); // permute always copies (the permutation is not the identity)
+    lse.dispose();
+    for (const [t, from] of [
+      [qf, qs],
+      [kf, cache.keys],
+      [vf, cache.values],
+    ] as const)
+      if (t !== from) t.dispose();
   }
+  return out;
 }
