@@ -184,104 +184,174 @@ export function makeTiledAttention(
     Math.max(1, Math.min(s.tq, Math.max(BLOCK, Math.floor(tileElements / Math.max(1, s.tk)))));
   /** Row r of a block starting at query i0 sees keys j < vis0 + r (the wasm side clamps to [0, end]). */
   const firstVisible = (i0: number, s: AttentionShape, end: number) => (s.causal ? i0 + (s.tk - s.tq) + 1 : end);
+  /** The (batch, head, query block) tiles of one call, in the order the products run. */
+  const tilesOf = (s: AttentionShape) => {
+    const { batch, heads, kvHeads, tq, headDim: d } = s;
+    const group = heads / kvHeads;
+    const blk = blockRows(s);
+    const list: { kOff: number; qOff: number; row: number; rows: number; end: number; vis0: number }[] = [];
+    for (let b = 0; b < batch; b++)
+      for (let h = 0; h < heads; h++) {
+        const kOff = (b * kvHeads + Math.floor(h / group)) * s.tk * d;
+        for (let i0 = 0; i0 < tq; i0 += blk) {
+          const rows = Math.min(blk, tq - i0);
+          const end = keyEnd(i0 + rows - 1, s);
+          list.push({
+            kOff,
+            qOff: ((b * heads + h) * tq + i0) * d,
+            row: (b * heads + h) * tq + i0,
+            rows,
+            end,
+            vis0: firstVisible(i0, s, end),
+          });
+        }
+      }
+    return { list, blk };
+  };
+  // The softmax-side work of tile i runs on a worker (tiles.start) while this thread runs BLAS products of the
+  // tiles next to it, with two score buffers in turn; every product and every accumulation into dk/dv runs in
+  // the same order as one tile after the other, so the results do not depend on the thread count.
   return {
     forward(q, k, v, out, lse, s) {
       if (!tiles.owns(q, k, v, out, lse)) return false;
-      const { batch, heads, kvHeads, tq, headDim: d, scale } = s;
-      const group = heads / kvHeads;
-      const blk = blockRows(s);
-      const tile = tiles.scratch(blk * s.tk);
+      const { headDim: d, scale } = s;
+      const { list, blk } = tilesOf(s);
+      const buffers = [tiles.scratch(blk * s.tk), tiles.scratch(blk * s.tk)];
+      /** The tile whose softmax is running, its buffer and the wait for it. */
+      let running: { i: number; wait: () => void } | null = null;
+      const finish = (r: { i: number; wait: () => void }) => {
+        r.wait();
+        const t = list[r.i];
+        matmul(
+          buffers[r.i & 1].subarray(0, t.rows * t.end),
+          v.subarray(t.kOff, t.kOff + t.end * d),
+          out.subarray(t.qOff, t.qOff + t.rows * d),
+          {
+            batch: 1,
+            m: t.rows,
+            n: d,
+            k: t.end,
+          },
+        );
+      };
       try {
-        for (let b = 0; b < batch; b++)
-          for (let h = 0; h < heads; h++) {
-            const kOff = (b * kvHeads + Math.floor(h / group)) * s.tk * d;
-            for (let i0 = 0; i0 < tq; i0 += blk) {
-              const rows = Math.min(blk, tq - i0);
-              const end = keyEnd(i0 + rows - 1, s);
-              const qOff = ((b * heads + h) * tq + i0) * d;
-              const row = (b * heads + h) * tq + i0;
-              if (end <= 0) {
-                out.fill(0, qOff, qOff + rows * d);
-                lse.fill(Number.NEGATIVE_INFINITY, row, row + rows);
-                continue;
-              }
-              const S = tile.subarray(0, rows * end);
-              matmul(q.subarray(qOff, qOff + rows * d), k.subarray(kOff, kOff + end * d), S, {
-                batch: 1,
-                m: rows,
-                n: end,
-                k: d,
-                transB: true,
-              });
-              tiles.softmax(S, rows, end, scale, firstVisible(i0, s, end), lse.subarray(row, row + rows));
-              matmul(S, v.subarray(kOff, kOff + end * d), out.subarray(qOff, qOff + rows * d), {
-                batch: 1,
-                m: rows,
-                n: d,
-                k: end,
-              });
-            }
+        for (let i = 0; i < list.length; i++) {
+          const t = list[i];
+          if (t.end <= 0) {
+            out.fill(0, t.qOff, t.qOff + t.rows * d);
+            lse.fill(Number.NEGATIVE_INFINITY, t.row, t.row + t.rows);
+            continue;
           }
+          const S = buffers[i & 1].subarray(0, t.rows * t.end);
+          matmul(q.subarray(t.qOff, t.qOff + t.rows * d), k.subarray(t.kOff, t.kOff + t.end * d), S, {
+            batch: 1,
+            m: t.rows,
+            n: t.end,
+            k: d,
+            transB: true,
+          });
+          const previous = running;
+          previous?.wait();
+          running = {
+            i,
+            wait: tiles.start.softmax(S, t.rows, t.end, scale, t.vis0, lse.subarray(t.row, t.row + t.rows)),
+          };
+          if (previous) finish(previous);
+        }
+        if (running) finish(running);
       } finally {
-        tiles.release(tile);
+        running?.wait();
+        tiles.release(buffers[1]);
+        tiles.release(buffers[0]);
       }
       return true;
     },
 
     backward(q, k, v, out, lse, dOut, dq, dk, dv, s) {
       if (!tiles.owns(q, k, v, out, lse, dOut, dq, dk, dv)) return false;
-      const { batch, heads, kvHeads, tq, headDim: d, scale } = s;
-      const group = heads / kvHeads;
-      const blk = blockRows(s);
-      const P = tiles.scratch(blk * s.tk);
-      const dP = tiles.scratch(blk * s.tk);
+      const { headDim: d, scale } = s;
+      const { list, blk } = tilesOf(s);
+      const P = [tiles.scratch(blk * s.tk), tiles.scratch(blk * s.tk)];
+      const dP = [tiles.scratch(blk * s.tk), tiles.scratch(blk * s.tk)];
       tiles.zero(dk);
       tiles.zero(dv);
+      /** The tile whose dS is being computed and the wait for it. */
+      let running: { i: number; wait: () => void } | null = null;
+      let wait: (() => void) | null = null;
+      // dQ = dS·K and dK += dSᵀ·Q of a tile once its dS is done.
+      const finish = (r: { i: number; wait: () => void }) => {
+        r.wait();
+        const t = list[r.i];
+        const dS = dP[r.i & 1].subarray(0, t.rows * t.end);
+        matmul(dS, k.subarray(t.kOff, t.kOff + t.end * d), dq.subarray(t.qOff, t.qOff + t.rows * d), {
+          batch: 1,
+          m: t.rows,
+          n: d,
+          k: t.end,
+        });
+        matmul(dS, q.subarray(t.qOff, t.qOff + t.rows * d), dk.subarray(t.kOff, t.kOff + t.end * d), {
+          batch: 1,
+          m: t.end,
+          n: d,
+          k: t.rows,
+          transA: true,
+          accumulate: true,
+        });
+      };
       try {
-        for (let b = 0; b < batch; b++)
-          for (let h = 0; h < heads; h++) {
-            const kOff = (b * kvHeads + Math.floor(h / group)) * s.tk * d;
-            for (let i0 = 0; i0 < tq; i0 += blk) {
-              const rows = Math.min(blk, tq - i0);
-              const end = keyEnd(i0 + rows - 1, s);
-              const qOff = ((b * heads + h) * tq + i0) * d;
-              const row = (b * heads + h) * tq + i0;
-              if (end <= 0) {
-                dq.fill(0, qOff, qOff + rows * d);
-                continue;
-              }
-              const Pt = P.subarray(0, rows * end);
-              const dPt = dP.subarray(0, rows * end);
-              const qBlk = q.subarray(qOff, qOff + rows * d);
-              const dOBlk = dOut.subarray(qOff, qOff + rows * d);
-              const kSlice = k.subarray(kOff, kOff + end * d);
-              const vSlice = v.subarray(kOff, kOff + end * d);
-              matmul(qBlk, kSlice, Pt, { batch: 1, m: rows, n: end, k: d, transB: true });
-              tiles.probs(Pt, rows, end, scale, firstVisible(i0, s, end), lse.subarray(row, row + rows));
-              matmul(Pt, dOBlk, dv.subarray(kOff, kOff + end * d), {
-                batch: 1,
-                m: end,
-                n: d,
-                k: rows,
-                transA: true,
-                accumulate: true,
-              });
-              matmul(dOBlk, vSlice, dPt, { batch: 1, m: rows, n: end, k: d, transB: true });
-              tiles.dscores(Pt, dPt, dOBlk, out.subarray(qOff, qOff + rows * d), rows, end, d, scale);
-              matmul(dPt, kSlice, dq.subarray(qOff, qOff + rows * d), { batch: 1, m: rows, n: d, k: end });
-              matmul(dPt, qBlk, dk.subarray(kOff, kOff + end * d), {
-                batch: 1,
-                m: end,
-                n: d,
-                k: rows,
-                transA: true,
-                accumulate: true,
-              });
-            }
+        for (let i = 0; i < list.length; i++) {
+          const t = list[i];
+          if (t.end <= 0) {
+            dq.fill(0, t.qOff, t.qOff + t.rows * d);
+            continue;
           }
+          const Pt = P[i & 1].subarray(0, t.rows * t.end);
+          const dPt = dP[i & 1].subarray(0, t.rows * t.end);
+          const qBlk = q.subarray(t.qOff, t.qOff + t.rows * d);
+          const dOBlk = dOut.subarray(t.qOff, t.qOff + t.rows * d);
+          const kSlice = k.subarray(t.kOff, t.kOff + t.end * d);
+          const vSlice = v.subarray(t.kOff, t.kOff + t.end * d);
+          matmul(qBlk, kSlice, Pt, { batch: 1, m: t.rows, n: t.end, k: d, transB: true });
+          // Starting the exp waits for the previous tile's dS (one worker job at a time).
+          const previous = running;
+          previous?.wait();
+          wait = tiles.start.probs(Pt, t.rows, t.end, scale, t.vis0, lse.subarray(t.row, t.row + t.rows));
+          matmul(dOBlk, vSlice, dPt, { batch: 1, m: t.rows, n: t.end, k: d, transB: true });
+          if (previous) finish(previous);
+          running = null;
+          wait();
+          wait = null;
+          matmul(Pt, dOBlk, dv.subarray(t.kOff, t.kOff + t.end * d), {
+            batch: 1,
+            m: t.end,
+            n: d,
+            k: t.rows,
+            transA: true,
+            accumulate: true,
+          });
+          running = {
+            i,
+            wait: tiles.start.dscores(
+              Pt,
+              dPt,
+              dOBlk,
+              out.subarray(t.qOff, t.qOff + t.rows * d),
+              t.rows,
+              t.end,
+              d,
+              scale,
+            ),
+          };
+        }
+        if (running) finish(running);
+        running = null;
       } finally {
-        tiles.release(dP);
-        tiles.release(P);
+        wait?.();
+        running?.wait();
+        tiles.release(dP[1]);
+        tiles.release(dP[0]);
+        tiles.release(P[1]);
+        tiles.release(P[0]);
       }
       return true;
     },

@@ -58,18 +58,16 @@ const STREAM_PARALLEL_ELEMENTS = 1 << 18;
 /** RoPE is lighter still: in place on 512×1024 values split was 20% slower. */
 const ROPE_PARALLEL_ELEMENTS = 1 << 20;
 
+/**
+ * Streaming kernels on resident arrays (elementwise binary ops, strided copies, bf16 conversion; RMSNorm and
+ * RoPE when every operand is resident) split across threads from this many elements: with nothing to copy
+ * into the heap first, a worker round trip (~10–30 µs) pays for itself from about this size (the 512×256
+ * activations of the reference decoder: 131 K elements).
+ */
+const RESIDENT_STREAM_PARALLEL_ELEMENTS = 1 << 16;
+
 type Exports = Record<Exclude<WorkerOp, "">, (...args: number[]) => void> &
-  Record<
-    | "zero_fill"
-    | "binary2d"
-    | "copy4d"
-    | "bf16_widen"
-    | "bf16_round"
-    | "attn_tile_softmax"
-    | "attn_tile_probs"
-    | "attn_tile_dscores",
-    (...args: number[]) => void
-  >;
+  Record<"zero_fill", (...args: number[]) => void>;
 
 /** Op codes of the module's binary2d (scripts/wat/elementwise.mjs BINARY_OPS). */
 const BINARY2D_OPS: Record<string, number> = { add: 0, sub: 1, mul: 2, div: 3 };
@@ -132,6 +130,8 @@ function checkLength(op: string, name: string, arr: ArrayLike<number>, need: num
 
 class Kernels implements WasmKernels {
   private disposed = false;
+  /** The wait for a job started with startOnWorker and not yet joined. */
+  private pending: (() => void) | null = null;
   /** Benchmark probe only (bench/gemm-split.ts, bench/rows-split.ts): "never" keeps every call on the calling thread. */
   split: "auto" | "never" = "auto";
 
@@ -145,6 +145,7 @@ class Kernels implements WasmKernels {
 
   /** Runs `op(...argsFor(t))` on threads t = 0 (the caller) .. parts-1 (workers t-1) and waits for all. */
   private runOnThreads(op: WorkerOp, parts: number, argsFor: (t: number) => number[]): void {
+    if (parts > 1) this.settle();
     for (let t = 1; t < parts; t++) this.pool!.start(t - 1, op, argsFor(t));
     let error: unknown = null;
     try {
@@ -161,6 +162,35 @@ class Kernels implements WasmKernels {
       }
     }
     if (error) throw error;
+  }
+
+  /**
+   * Starts `op(...args)` on the first worker and returns the function that waits for it; without workers it
+   * runs here and now and the returned function does nothing. Until that wait, the caller may run anything
+   * that does not use the workers (BLAS calls): the two overlap. Every call that splits across the workers
+   * waits for a pending job first.
+   */
+  private startOnWorker(op: WorkerOp, args: number[]): () => void {
+    if (!this.pool || this.split === "never") {
+      this.exports[op as Exclude<WorkerOp, "">](...args);
+      return () => {};
+    }
+    this.settle();
+    this.pool.start(0, op, args);
+    let joined = false;
+    const join = () => {
+      if (joined) return;
+      joined = true;
+      this.pending = null;
+      this.pool!.join(0);
+    };
+    this.pending = join;
+    return join;
+  }
+
+  /** Waits for a job started by startOnWorker, if any. */
+  private settle(): void {
+    this.pending?.();
   }
 
   /** Static split of rows [0, rows) into at most `parts` ranges (sizes rounded up to `align`). */
@@ -234,20 +264,46 @@ class Kernels implements WasmKernels {
     if (sa[1] > 1 || sb[1] > 1) return false;
     if (out.length < size || lastIndex(0, n, sa) >= a.length || lastIndex(0, n, sb) >= b.length)
       throw new ShapeError(`binary ${op}: an operand is shorter than its strides over [${shape.join(", ")}] reach`);
-    this.exports.binary2d(
-      code,
-      a.byteOffset,
-      b.byteOffset,
-      out.byteOffset,
-      n[0],
-      n[1],
-      sa[0],
-      sa[1],
-      sb[0],
-      sb[1],
-      0,
-      n[0],
-    );
+    const [rows, inner] = n;
+    const parts = this.partsFor(size, RESIDENT_STREAM_PARALLEL_ELEMENTS, size, 1);
+    if (parts > 1 && rows === 1) {
+      // One long row (same-shape operands merge into one): split its columns, each part a row of its own.
+      const per = alignUp(Math.ceil(inner / parts), 16);
+      const ranges: [number, number][] = [];
+      for (let c0 = 0; c0 < inner; c0 += per) ranges.push([c0, Math.min(inner, c0 + per)]);
+      this.runOnThreads("binary2d", ranges.length, (t) => {
+        const [c0, c1] = ranges[t];
+        return [
+          code,
+          a.byteOffset + c0 * sa[1] * 4,
+          b.byteOffset + c0 * sb[1] * 4,
+          out.byteOffset + c0 * 4,
+          1,
+          c1 - c0,
+          0,
+          sa[1],
+          0,
+          sb[1],
+          0,
+          1,
+        ];
+      });
+    } else {
+      this.splitRows("binary2d", rows, Math.min(parts, rows), 1, (r0, r1) => [
+        code,
+        a.byteOffset,
+        b.byteOffset,
+        out.byteOffset,
+        rows,
+        inner,
+        sa[0],
+        sa[1],
+        sb[0],
+        sb[1],
+        r0,
+        r1,
+      ]);
+    }
     return true;
   }
 
@@ -286,23 +342,32 @@ class Kernels implements WasmKernels {
       dstOffset < 0
     )
       throw new ShapeError(`copy: the strides over [${shape.join(", ")}] reach past the source or destination`);
-    this.exports.copy4d(
-      x.byteOffset + srcOffset * es,
-      out.byteOffset + dstOffset * es,
-      es,
-      n[0],
-      n[1],
-      n[2],
-      n[3],
-      ss[0] * es,
-      ss[1] * es,
-      ss[2] * es,
-      ss[3] * es,
-      ds[0] * es,
-      ds[1] * es,
-      ds[2] * es,
-      ds[3] * es,
+    // Threads take ranges of the outermost dim longer than 1 (the run itself for one contiguous copy).
+    const d = Math.max(
+      0,
+      n.findIndex((len) => len > 1),
     );
+    const parts = this.partsFor(size, RESIDENT_STREAM_PARALLEL_ELEMENTS, n[d], d === 3 ? 16 : 1);
+    const src = x.byteOffset + srcOffset * es;
+    const dst = out.byteOffset + dstOffset * es;
+    this.splitRows("copy4d", n[d], parts, d === 3 ? 16 : 1, (i0, i1) => {
+      const len = n.slice();
+      len[d] = i1 - i0;
+      return [
+        src + i0 * ss[d] * es,
+        dst + i0 * ds[d] * es,
+        es,
+        ...len,
+        ss[0] * es,
+        ss[1] * es,
+        ss[2] * es,
+        ss[3] * es,
+        ds[0] * es,
+        ds[1] * es,
+        ds[2] * es,
+        ds[3] * es,
+      ];
+    });
     return true;
   }
 
@@ -319,7 +384,14 @@ class Kernels implements WasmKernels {
     if (this.disposed || !this.heap.owns(src) || !this.heap.owns(dst)) return false;
     checkLength("bf16 conversion", "source", src, n);
     checkLength("bf16 conversion", "destination", dst, n);
-    if (n > 0) this.exports[mode === "widen" ? "bf16_widen" : "bf16_round"](src.byteOffset, dst.byteOffset, 0, n);
+    if (n === 0) return true;
+    const parts = this.partsFor(n, RESIDENT_STREAM_PARALLEL_ELEMENTS, n, 8);
+    this.splitRows(mode === "widen" ? "bf16_widen" : "bf16_round", n, parts, 8, (i0, i1) => [
+      src.byteOffset,
+      dst.byteOffset,
+      i0,
+      i1,
+    ]);
     return true;
   }
 
@@ -342,6 +414,23 @@ class Kernels implements WasmKernels {
       this.exports.attn_tile_probs(S.byteOffset, rows, end, scale, vis0, lse.byteOffset),
     dscores: (P, dP, dOut, out, rows, end, d, scale) =>
       this.exports.attn_tile_dscores(P.byteOffset, dP.byteOffset, dOut.byteOffset, out.byteOffset, rows, end, d, scale),
+    start: {
+      softmax: (S, rows, end, scale, vis0, lse) =>
+        this.startOnWorker("attn_tile_softmax", [S.byteOffset, rows, end, scale, vis0, lse.byteOffset]),
+      probs: (S, rows, end, scale, vis0, lse) =>
+        this.startOnWorker("attn_tile_probs", [S.byteOffset, rows, end, scale, vis0, lse.byteOffset]),
+      dscores: (P, dP, dOut, out, rows, end, d, scale) =>
+        this.startOnWorker("attn_tile_dscores", [
+          P.byteOffset,
+          dP.byteOffset,
+          dOut.byteOffset,
+          out.byteOffset,
+          rows,
+          end,
+          d,
+          scale,
+        ]),
+    },
   };
 
   /** The heap these kernels run on (the wasm backend allocates resident tensors from it). */
@@ -503,7 +592,13 @@ class Kernels implements WasmKernels {
       const pw = f.stage(w, dim, "in");
       const po = f.stage(out, x.length, "out");
       const pr = f.stage(rstd, rows, "out");
-      const parts = this.partsFor(x.length, STREAM_PARALLEL_ELEMENTS, rows, 1);
+      const resident = this.heap.owns(x) && this.heap.owns(out);
+      const parts = this.partsFor(
+        x.length,
+        resident ? RESIDENT_STREAM_PARALLEL_ELEMENTS : STREAM_PARALLEL_ELEMENTS,
+        rows,
+        1,
+      );
       this.splitRows("rmsnorm", rows, parts, 1, (r0, r1) => [px, pw, po, pr, dim, eps, zeroCentered ? 1 : 0, r0, r1]);
     });
   }
@@ -694,7 +789,8 @@ class Kernels implements WasmKernels {
       const pc = f.stage(cos, tableLen, "in");
       const ps = f.stage(sin, tableLen, "in");
       const units = batch * heads;
-      const parts = this.partsFor(n, ROPE_PARALLEL_ELEMENTS, units, 1);
+      const resident = this.heap.owns(x) && this.heap.owns(out);
+      const parts = this.partsFor(n, resident ? RESIDENT_STREAM_PARALLEL_ELEMENTS : ROPE_PARALLEL_ELEMENTS, units, 1);
       // The forward reads the [B][T][H][D] side, the backward writes it.
       const srcBthd = headsLast && sign === 1 ? 1 : 0;
       const dstBthd = headsLast && sign === -1 ? 1 : 0;

@@ -151,4 +151,24 @@ export interface AttentionTiles {
     d: number,
     scale: number,
   ): void;
+  /**
+   * `softmax`, `probs` and `dscores` started on a worker thread where the kernels have one, returning the wait
+   * for it; the caller goes on meanwhile (with BLAS products: the two overlap). Without workers they run at
+   * once and the wait does nothing. One job at a time: starting another, or any kernel that splits across the
+   * workers, waits for the previous one first.
+   */
+  start: {
+    softmax(S: Float32Array, rows: number, end: number, scale: number, vis0: number, lse: Float32Array): () => void;
+    probs(S: Float32Array, rows: number, end: number, scale: number, vis0: number, lse: Float32Array): () => void;
+    dscores(
+      P: Float32Array,
+      dP: Float32Array,
+      dOut: Float32Array,
+      out: Float32Array,
+      rows: number,
+      end: number,
+      d: number,
+      scale: number,
+    ): () => void;
+  };
 }

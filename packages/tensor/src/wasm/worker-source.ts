@@ -28,6 +28,13 @@ export const WORKER_OPS = [
   "rope",
   "rmsnorm_bwd",
   "attn_decode_ragged",
+  "binary2d",
+  "copy4d",
+  "bf16_widen",
+  "bf16_round",
+  "attn_tile_softmax",
+  "attn_tile_probs",
+  "attn_tile_dscores",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 export const MAX_ARGS = 32;

@@ -3,7 +3,7 @@
 // in one line and its tests are reported as skipped; with KILN_NATIVE=required (set by setups that
 // install OpenBLAS) a missing BLAS fails instead.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadBlas, loadOneDnn } from "../../src/backends/native/blas.js";
+import { type BlasLibrary, loadBlas, loadOneDnn } from "../../src/backends/native/blas.js";
 import * as T from "../../src/index.js";
 import { expectClose, randomArray } from "../helpers.js";
 
@@ -232,6 +232,48 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
       }
     expect(used.widen).toBeGreaterThan(0);
     if (modes.includes("onednn")) expect(used.round).toBeGreaterThan(0);
+  });
+
+  it("with two threads, small and k ≤ 16 products run on one BLAS thread, switched only on a change", () => {
+    // A recording stand-in for the library: which thread count each sgemm ran under.
+    let current = 2;
+    const calls: string[] = [];
+    const fake: BlasLibrary = {
+      ...gemm.blas,
+      sgemm: (...args: unknown[]) => void calls.push(`${args[3]}×${args[4]}×${args[5]}@${current}`),
+      setThreads: (t: number) => {
+        calls.push(`set ${t}`);
+        current = t;
+        return true;
+      },
+    };
+    const two = new T.NativeGemm(fake, { threads: 2 });
+    const run = (m: number, n: number, k: number) =>
+      two.matmul(new Float32Array(m * k), new Float32Array(k * n), new Float32Array(m * n), { batch: 1, m, n, k });
+    run(512, 256, 256);
+    run(128, 128, 64);
+    run(128, 64, 128);
+    run(512, 688, 16);
+    run(512, 256, 256);
+    expect(calls).toEqual([
+      "512×256×256@2",
+      "set 1",
+      "128×128×64@1",
+      "128×64×128@1",
+      "512×688×16@1",
+      "set 2",
+      "512×256×256@2",
+    ]);
+    calls.length = 0;
+    const one = new T.NativeGemm(fake, { threads: 1 });
+    current = 1;
+    one.matmul(new Float32Array(64 * 64), new Float32Array(64 * 64), new Float32Array(64 * 64), {
+      batch: 1,
+      m: 64,
+      n: 64,
+      k: 64,
+    });
+    expect(calls).toEqual(["64×64×64@1"]);
   });
 
   it("skinny f32 products (decode: m < 4) go to wasm's GEMV and give the same values", () => {

@@ -180,6 +180,51 @@ describe("GEMM-tiled attention with the module's softmax tiles", () => {
         expect(maxAbs(dv, want.dv)).toBeLessThan(1e-5);
       });
 
+  // With a worker, each tile's softmax / exp / dS runs there while this thread runs the neighbouring tiles'
+  // products (here the module's GEMM, which runs these small ones on the calling thread): the products and the
+  // dk/dv sums keep their order, so every output must equal the one-thread run bit for bit.
+  it("with two threads the tiles overlap the products and give the one-thread bits", async () => {
+    const two = await createWasmKernels({ threads: 2 });
+    try {
+      const shape = { batch: 2, heads: 4, kvHeads: 2, tq: 40, tk: 40, dim: 16, causal: true };
+      const kvHeads = shape.kvHeads;
+      const qLen = shape.batch * shape.heads * shape.tq * shape.dim;
+      const kvLen = shape.batch * kvHeads * shape.tk * shape.dim;
+      const inputs = [
+        randomF32(qLen, next, 2),
+        randomF32(kvLen, next, 2),
+        randomF32(kvLen, next),
+        randomF32(qLen, next),
+      ];
+      const s: BackendAttentionShape = { ...shape, headDim: shape.dim, scale: 0.25 };
+      const run = (kk: WasmKernels, tileElements: number) => {
+        const res = (src: ArrayLike<number> | number) => {
+          const n = typeof src === "number" ? src : src.length;
+          const a = new Float32Array(kk.wasmHeap.buffer(), kk.wasmHeap.alloc(n * 4, false), n);
+          if (typeof src === "number") a.fill(Number.NaN);
+          else a.set(src);
+          return a;
+        };
+        const [q, k, v, dout] = inputs.map(res);
+        const [out, lse, dq, dk, dv] = [res(qLen), res(qLen / shape.dim), res(qLen), res(kvLen), res(kvLen)];
+        const tiled = makeTiledAttention(kk.matmul.bind(kk), kk.attentionTiles, tileElements);
+        expect(tiled.forward(q, k, v, out, lse, s)).toBe(true);
+        expect(tiled.backward(q, k, v, out, lse, dout, dq, dk, dv, s)).toBe(true);
+        return { out, lse, dq, dk, dv, ref: attentionRef(q, k, v, dout, shape) };
+      };
+      for (const tileElements of [16 * 40, 1 << 18]) {
+        const one = run(kernels, tileElements);
+        const both = run(two, tileElements);
+        for (const key of ["out", "lse", "dq", "dk", "dv"] as const)
+          expect(Array.from(both[key]), `${key}, tiles of ${tileElements}`).toEqual(Array.from(one[key]));
+        expect(maxAbs(both.out, one.ref.out)).toBeLessThan(1e-5);
+        expect(maxAbs(both.dk, one.ref.dk)).toBeLessThan(1e-4);
+      }
+    } finally {
+      two.dispose();
+    }
+  });
+
   it("declines (returns false, writes nothing) when an array is not resident", () => {
     const tiled = makeTiledAttention(kernels.matmul.bind(kernels), kernels.attentionTiles);
     const s = { batch: 1, heads: 1, kvHeads: 1, tq: 2, tk: 2, headDim: 2, scale: 1, causal: true };

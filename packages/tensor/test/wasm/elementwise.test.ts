@@ -201,3 +201,100 @@ describe("bf16 conversion on resident arrays", () => {
     expect(Array.from(got)).toEqual(want);
   });
 });
+
+// Above RESIDENT_STREAM_PARALLEL_ELEMENTS (64 Ki) these kernels split their walk across the workers: by
+// rows, by the columns of one long row, by the outermost dim of a copy (or the run of a contiguous one),
+// by ranges of a conversion. Nothing is reduced, so the result must still equal js bit for bit.
+describe("binary, copy and bf16 conversion split across two threads", () => {
+  let k2: T.WasmKernels;
+  beforeAll(async () => {
+    k2 = await T.createWasmKernels({ threads: 2 });
+  });
+  afterAll(() => k2.dispose());
+  const f32 = (n: number, values?: ArrayLike<number>) => {
+    const a = new Float32Array(k2.wasmHeap.buffer(), k2.wasmHeap.alloc(n * 4 + 64, false), n);
+    if (values) a.set(values);
+    else a.fill(Number.NaN);
+    return a;
+  };
+  const u16 = (n: number) => new Uint16Array(k2.wasmHeap.buffer(), k2.wasmHeap.alloc(n * 2 + 64, false), n);
+
+  const cases: [string, number[], number[], number[]][] = [
+    ["same shape, one long row of odd length", [70_001], [70_001], [70_001]],
+    ["row broadcast over 512 rows", [512, 257], [512, 257], [257]],
+    ["column broadcast", [300, 301], [300, 301], [300, 1]],
+    ["scalar", [2, 65_537], [2, 65_537], []],
+  ];
+  for (const op of ["add", "mul", "div"] as const)
+    for (const [name, out, as, bs] of cases)
+      it(`binary ${op}: ${name}`, () => {
+        const size = (s: number[]) => s.reduce((p, d) => p * d, 1);
+        const a = f32(size(as), randomArray(size(as), -3, 3, 11));
+        const b = f32(size(bs), randomArray(size(bs), 0.5, 3, 12));
+        const aStrides = broadcast(as, out);
+        const bStrides = broadcast(bs, out);
+        const got = f32(size(out));
+        expect(k2.binaryResident(op, a, b, got, out, aStrides, bStrides)).toBe(true);
+        const want = new Float32Array(size(out));
+        T.referenceKernel("binary")(op, a, b, want, { shape: out, aStrides, bStrides });
+        expect(bits(got)).toEqual(bits(want));
+      });
+
+  const copies: [string, number, number, T.CopyShape][] = [
+    [
+      "heads permute [4,128,4,64] → [4,4,128,64]",
+      131_072,
+      131_072,
+      {
+        shape: [4, 4, 128, 64],
+        srcOffset: 0,
+        srcStrides: [32768, 64, 256, 1],
+        dstOffset: 0,
+        dstStrides: strides([4, 4, 128, 64]),
+      },
+    ],
+    [
+      "one contiguous run (odd length)",
+      100_003,
+      100_003,
+      { shape: [100_003], srcOffset: 0, srcStrides: [1], dstOffset: 0, dstStrides: [1] },
+    ],
+    [
+      "transpose [300, 257] (strided inner) at offsets",
+      77_200,
+      77_110,
+      { shape: [257, 300], srcOffset: 99, srcStrides: [1, 257], dstOffset: 9, dstStrides: [300, 1] },
+    ],
+  ];
+  for (const [name, nSrc, nDst, shape] of copies)
+    it(`copy f32 and 16-bit: ${name}`, () => {
+      const x = f32(nSrc, randomArray(nSrc, -1, 1, 13));
+      const got = f32(nDst, new Float32Array(nDst).fill(5));
+      const want = new Float32Array(nDst).fill(5);
+      expect(
+        k2.copyResident(x, got, shape.shape, shape.srcOffset, shape.srcStrides, shape.dstOffset, shape.dstStrides),
+      ).toBe(true);
+      T.referenceKernel("copy")(x, want, shape);
+      expect(bits(got)).toEqual(bits(want));
+      const x16 = u16(nSrc);
+      for (let i = 0; i < nSrc; i++) x16[i] = (i * 37 + 11) % 60000;
+      const got16 = u16(nDst).fill(3);
+      const want16 = new Uint16Array(nDst).fill(3);
+      expect(
+        k2.copyResident(x16, got16, shape.shape, shape.srcOffset, shape.srcStrides, shape.dstOffset, shape.dstStrides),
+      ).toBe(true);
+      T.referenceKernel("copy")(x16, want16, shape);
+      expect(Array.from(got16)).toEqual(Array.from(want16));
+    });
+
+  it("bf16 widen and round of 100,003 elements", () => {
+    const n = 100_003;
+    const x = f32(n, randomArray(n, -1e3, 1e3, 14));
+    const rounded = u16(n);
+    expect(k2.bf16Resident("round", x, rounded, n)).toBe(true);
+    expect(Array.from(rounded)).toEqual(Array.from(x, (v) => T.f32ToBf16Bits(v)));
+    const widened = f32(n);
+    expect(k2.bf16Resident("widen", rounded, widened, n)).toBe(true);
+    expect(Array.from(new Uint32Array(widened.slice().buffer))).toEqual(Array.from(rounded, (b) => (b << 16) >>> 0));
+  });
+});

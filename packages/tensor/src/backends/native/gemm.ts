@@ -40,7 +40,25 @@ export interface Bf16Converter {
   free(a: Float32Array | Uint16Array): void;
 }
 
+/**
+ * Products below this many flops run on one BLAS thread even when the backend has more: OpenBLAS's second
+ * thread costs more to start than it saves there. Measured with bench/blas-threads.ts (OpenBLAS 0.3.21,
+ * SkylakeX, quiet machine, real-time priority): the attention tiles 128×128×64 and 128×64×128 (2 MFLOP) took
+ * 0.83–0.88× one thread's speed on two; 256×256×512 (67 MFLOP) gained 1.34×, 512×256×256 1.61×.
+ */
+export const BLAS_PARALLEL_FLOPS = 1 << 24;
+/**
+ * Products whose inner dimension k is at most this (the rank-r up-projections of LoRA, u·Bᵀ) run on one
+ * thread whatever their size: 512×256×16 ran at 0.72× and 512×688×16 at 0.84× on two threads.
+ */
+export const BLAS_SKINNY_K = 16;
+
 export interface NativeGemmOptions {
+  /**
+   * The BLAS thread count the backend set (default 1). With more than one, small and skinny products are run
+   * on one thread (see BLAS_PARALLEL_FLOPS): the library's count is switched around those calls.
+   */
+  threads?: number;
   /** Converts bf16 weights and activations with SIMD where the arrays allow (see Bf16Converter). */
   converter?: Bf16Converter | null;
   /** f32 elements of the widening scratch (default 4 Mi = 16 MiB); B slices are sized to fit it. */
@@ -135,6 +153,9 @@ export class NativeGemm {
   private aBf16: Uint16Array = new Uint16Array(0);
   private readonly scratchElements: number;
   readonly bf16Gemm: Bf16Gemm;
+  /** The library's thread count now (switched per call between `threads` and 1). */
+  private blasThreads: number;
+  readonly threads: number;
 
   constructor(
     readonly blas: BlasLibrary,
@@ -142,6 +163,8 @@ export class NativeGemm {
   ) {
     this.scratchElements = Math.max(options.scratchElements ?? 4 * 2 ** 20, 1);
     this.bf16Gemm = options.bf16Gemm ?? "widen";
+    this.threads = Math.max(1, options.threads ?? 1);
+    this.blasThreads = this.threads;
     if (this.bf16Gemm === "onednn" && !options.onednn)
       throw new ShapeError('NativeGemm: bf16Gemm "onednn" needs a loaded oneDNN library');
   }
@@ -206,6 +229,7 @@ export class NativeGemm {
     rows: number,
     cols: number,
   ): void {
+    this.useThreads(rows, cols, s.k);
     this.blas.sgemm(
       CBLAS_ROW_MAJOR,
       s.transA ? CBLAS_TRANS : CBLAS_NO_TRANS,
@@ -222,6 +246,16 @@ export class NativeGemm {
       at(out, cOff),
       s.n,
     );
+  }
+
+  /** One BLAS thread for a small or skinny product, all of them otherwise (a library call only on a change). */
+  private useThreads(m: number, n: number, k: number): void {
+    if (this.threads === 1) return;
+    const want = k <= BLAS_SKINNY_K || 2 * m * n * k < BLAS_PARALLEL_FLOPS ? 1 : this.threads;
+    if (want !== this.blasThreads) {
+      this.blas.setThreads(want);
+      this.blasThreads = want;
+    }
   }
 
   private ensureScratch(elements: number): Float32Array {
@@ -256,6 +290,9 @@ export class NativeGemm {
       else for (let i = 0; i < len; i++) dstBits[i] = bits[src + i] << 16;
       return k;
     }
+    // A slice of every column is the whole k × n block, contiguous: one conversion call instead of one per row
+    // (a row per call cost ~2 µs each, 11,933 calls and ~45 ms per LoRA step with the JS around them).
+    if (w === n && conv?.widen(bits.subarray(off, off + k * n), dst, k * n)) return w;
     for (let r = 0; r < k; r++) {
       const src = off + r * n + c0;
       const d = r * w;

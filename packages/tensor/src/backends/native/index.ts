@@ -179,6 +179,7 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
         }
       : null;
   const next = new NativeGemm(blas, {
+    threads: threadsApplied ? threads : 1,
     converter,
     bf16Gemm,
     onednn,
