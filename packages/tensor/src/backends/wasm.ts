@@ -66,6 +66,9 @@ export async function initWasmBackend(options: BaseBackendOptions): Promise<void
     binary: (op, a, b, out, s) => {
       if (!k.binaryResident(op, a, b, out, s.shape, s.aStrides, s.bStrides)) jsKernels.binary(op, a, b, out, s);
     },
+    binaryScalar: (op, x, s, out, n, scalarLeft) => {
+      if (!k.binaryScalarResident(op, x, s, out, n, scalarLeft)) jsKernels.binaryScalar(op, x, s, out, n, scalarLeft);
+    },
     copy: (x, out, s) => {
       if (!k.copyResident(x, out, s.shape, s.srcOffset, s.srcStrides, s.dstOffset, s.dstStrides))
         jsKernels.copy(x, out, s);

@@ -8,6 +8,8 @@ import { MemoryCounter, type MemoryInfo, sizeClassBytes, sizeClassOf } from "../
 const PAGE = 65536;
 /** Byte address of the i32 work-queue counter of a dynamically split GEMM (inside the unused first KiB). */
 export const WORK_COUNTER = 64;
+/** Byte address of the f32 scalar operand of binaryScalar (also inside the unused first KiB). */
+export const SCALAR_SLOT = 128;
 const ALIGN = 64;
 
 export const alignUp = (n: number, a = ALIGN): number => Math.ceil(n / a) * a;

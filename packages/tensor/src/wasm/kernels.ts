@@ -4,7 +4,7 @@ import type { KlRowsShape, RaggedDecodeShape, RopeShape } from "../backend.js";
 import { BackendError, IndexError, ShapeError } from "../errors.js";
 import { decodeBase64 } from "./base64.js";
 import { relaxedSimdSupported, sharedMemorySupported, wasmSimdSupported } from "./features.js";
-import { CallFrame, INITIAL_DATA_BYTES, WORK_COUNTER, WasmHeap, alignUp, pagesFor } from "./heap.js";
+import { CallFrame, INITIAL_DATA_BYTES, SCALAR_SLOT, WORK_COUNTER, WasmHeap, alignUp, pagesFor } from "./heap.js";
 import {
   ATTN_QB,
   GEMM_FLAG_ACCUMULATE,
@@ -264,7 +264,47 @@ class Kernels implements WasmKernels {
     if (sa[1] > 1 || sb[1] > 1) return false;
     if (out.length < size || lastIndex(0, n, sa) >= a.length || lastIndex(0, n, sb) >= b.length)
       throw new ShapeError(`binary ${op}: an operand is shorter than its strides over [${shape.join(", ")}] reach`);
-    const [rows, inner] = n;
+    this.binary2d(code, a.byteOffset, b.byteOffset, out.byteOffset, n[0], n[1], sa, sb);
+    return true;
+  }
+
+  /**
+   * `binaryScalar` on resident arrays for add/sub/mul/div with a scalar that is an f32 value (then the module's
+   * f32 arithmetic gives the js kernel's bits: a double result of two f32 operands rounds to the same f32).
+   * Returns false (nothing done) otherwise.
+   */
+  binaryScalarResident(
+    op: string,
+    x: Float32Array,
+    s: number,
+    out: Float32Array,
+    n: number,
+    scalarLeft: boolean,
+  ): boolean {
+    const code = BINARY2D_OPS[op];
+    if (code === undefined || this.disposed || Math.fround(s) !== s) return false;
+    if (!this.heap.owns(x) || !this.heap.owns(out)) return false;
+    checkLength(`binaryScalar ${op}`, "x", x, n);
+    checkLength(`binaryScalar ${op}`, "out", out, n);
+    if (n === 0) return true;
+    this.heap.f32()[SCALAR_SLOT >>> 2] = s;
+    if (scalarLeft) this.binary2d(code, SCALAR_SLOT, x.byteOffset, out.byteOffset, 1, n, [0, 0], [0, 1]);
+    else this.binary2d(code, x.byteOffset, SCALAR_SLOT, out.byteOffset, 1, n, [0, 1], [0, 0]);
+    return true;
+  }
+
+  /** binary2d over rows [0, rows) of `inner` elements, split across threads (rows, or the columns of one row). */
+  private binary2d(
+    code: number,
+    a: number,
+    b: number,
+    out: number,
+    rows: number,
+    inner: number,
+    sa: readonly number[],
+    sb: readonly number[],
+  ): void {
+    const size = rows * inner;
     const parts = this.partsFor(size, RESIDENT_STREAM_PARALLEL_ELEMENTS, size, 1);
     if (parts > 1 && rows === 1) {
       // One long row (same-shape operands merge into one): split its columns, each part a row of its own.
@@ -273,27 +313,14 @@ class Kernels implements WasmKernels {
       for (let c0 = 0; c0 < inner; c0 += per) ranges.push([c0, Math.min(inner, c0 + per)]);
       this.runOnThreads("binary2d", ranges.length, (t) => {
         const [c0, c1] = ranges[t];
-        return [
-          code,
-          a.byteOffset + c0 * sa[1] * 4,
-          b.byteOffset + c0 * sb[1] * 4,
-          out.byteOffset + c0 * 4,
-          1,
-          c1 - c0,
-          0,
-          sa[1],
-          0,
-          sb[1],
-          0,
-          1,
-        ];
+        return [code, a + c0 * sa[1] * 4, b + c0 * sb[1] * 4, out + c0 * 4, 1, c1 - c0, 0, sa[1], 0, sb[1], 0, 1];
       });
     } else {
       this.splitRows("binary2d", rows, Math.min(parts, rows), 1, (r0, r1) => [
         code,
-        a.byteOffset,
-        b.byteOffset,
-        out.byteOffset,
+        a,
+        b,
+        out,
         rows,
         inner,
         sa[0],
@@ -304,7 +331,6 @@ class Kernels implements WasmKernels {
         r1,
       ]);
     }
-    return true;
   }
 
   /**

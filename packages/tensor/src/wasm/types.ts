@@ -90,6 +90,18 @@ export interface WasmKernels
     aStrides: readonly number[],
     bStrides: readonly number[],
   ): boolean;
+  /**
+   * `binaryScalar` (kernel-contract.ts) on resident arrays for add/sub/mul/div with an f32-representable scalar
+   * (the js kernel's bits); false (nothing done) otherwise.
+   */
+  binaryScalarResident(
+    op: string,
+    x: Float32Array,
+    s: number,
+    out: Float32Array,
+    n: number,
+    scalarLeft: boolean,
+  ): boolean;
   /** `copy` (kernel-contract.ts) on resident arrays of one element type, rank ≤ 4 after merging dims; false otherwise. */
   copyResident(
     x: Float32Array | Int32Array | Uint16Array,

@@ -3,7 +3,14 @@
 // in one line and its tests are reported as skipped; with KILN_NATIVE=required (set by setups that
 // install OpenBLAS) a missing BLAS fails instead.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BlasLibrary, loadBlas, loadOneDnn } from "../../src/backends/native/blas.js";
+import {
+  type BlasLibrary,
+  ONEDNN_LOAD_ENV,
+  OPENBLAS_LOAD_ENV,
+  loadBlas,
+  loadOneDnn,
+  withLoadEnv,
+} from "../../src/backends/native/blas.js";
 import * as T from "../../src/index.js";
 import { expectClose, randomArray } from "../helpers.js";
 
@@ -58,6 +65,36 @@ function extent(batch: number, stride: number, size: number): number {
 function randomBits(n: number, seed: number, toBits: (x: number) => number): Uint16Array {
   return Uint16Array.from(randomArray(n, -2, 2, seed), toBits);
 }
+
+describe("environment while a native library loads", () => {
+  it("defaults unset variables and removes pinned ones only during the load, keeping what the user set", () => {
+    const names = ["KILN_TEST_DEFAULTED", "KILN_TEST_USER_SET", "KILN_TEST_REMOVED"];
+    const before = names.map((n) => process.env[n]);
+    try {
+      delete process.env.KILN_TEST_DEFAULTED;
+      process.env.KILN_TEST_USER_SET = "7";
+      process.env.KILN_TEST_REMOVED = "Haswell";
+      const seen = withLoadEnv({ KILN_TEST_DEFAULTED: "18", KILN_TEST_USER_SET: "18" }, ["KILN_TEST_REMOVED"], () =>
+        names.map((n) => process.env[n]),
+      );
+      expect(seen).toEqual(["18", "7", undefined]);
+      expect(names.map((n) => process.env[n])).toEqual([undefined, "7", "Haswell"]);
+      expect(() =>
+        withLoadEnv({ KILN_TEST_DEFAULTED: "18" }, [], () => {
+          throw new Error("load failed");
+        }),
+      ).toThrow("load failed");
+      expect(process.env.KILN_TEST_DEFAULTED).toBeUndefined();
+      expect(OPENBLAS_LOAD_ENV.OPENBLAS_THREAD_TIMEOUT).toBe("18");
+      expect(ONEDNN_LOAD_ENV.OMP_WAIT_POLICY).toBe("passive");
+    } finally {
+      names.forEach((n, i) => {
+        if (before[i] === undefined) delete process.env[n];
+        else process.env[n] = before[i];
+      });
+    }
+  });
+});
 
 describe.skipIf(unavailable !== null)("native GEMM", () => {
   let gemm: T.NativeGemm;

@@ -287,6 +287,25 @@ describe("binary, copy and bf16 conversion split across two threads", () => {
       expect(Array.from(got16)).toEqual(Array.from(want16));
     });
 
+  it("binaryScalar: f32 scalars on either side, one thread and split, equal js; other scalars fall back", () => {
+    for (const n of [37, 70_001]) {
+      const x = f32(n, randomArray(n, 0.5, 3, 15));
+      for (const op of ["add", "sub", "mul", "div"] as const)
+        for (const left of [false, true]) {
+          const s = Math.fround(-1.7);
+          const got = f32(n);
+          expect(k2.binaryScalarResident(op, x, s, got, n, left)).toBe(true);
+          const want = new Float32Array(n);
+          T.referenceKernel("binaryScalar")(op, x, s, want, n, left);
+          expect(bits(got), `${op} ${left ? "s∘x" : "x∘s"} n=${n}`).toEqual(bits(want));
+        }
+      // 0.1 is no f32: the js kernel rounds x·0.1 once from double, which f32 arithmetic need not match.
+      expect(k2.binaryScalarResident("mul", x, 0.1, f32(n), n, false)).toBe(false);
+      expect(k2.binaryScalarResident("pow", x, 2, f32(n), n, false)).toBe(false);
+      expect(k2.binaryScalarResident("mul", new Float32Array(n), 2, f32(n), n, false)).toBe(false);
+    }
+  });
+
   it("bf16 widen and round of 100,003 elements", () => {
     const n = 100_003;
     const x = f32(n, randomArray(n, -1e3, 1e3, 14));

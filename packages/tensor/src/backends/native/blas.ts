@@ -151,23 +151,47 @@ export interface LoadBlasOptions {
 
 const PINNING_VARIABLES = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"] as const;
 
+/**
+ * Environment set while a library loads (it reads it then) where the user has not set it, restored right
+ * after. OpenBLAS's idle threads spin (sched_yield) for 2^28 cycles after each call before they sleep, so
+ * between BLAS calls they took the second core from the wasm worker: with 2^18 (~0.1 ms) the decoder step on
+ * two threads went from 225–259 to 177–184 ms and the LoRA step from 220–227 to 180–188 (interleaved rounds at
+ * real-time priority, 2026-12-02). oneDNN's OpenMP threads spin the same way (libgomp's default wait policy):
+ * passive took its 2-thread LoRA step from 170–195 to 143 ms.
+ */
+export const OPENBLAS_LOAD_ENV = { OPENBLAS_THREAD_TIMEOUT: "18" } as const;
+export const ONEDNN_LOAD_ENV = { OMP_WAIT_POLICY: "passive" } as const;
+
+/** Runs `load` with `defaults` in the environment where unset (and `remove` removed), then restores it. */
+export function withLoadEnv<T>(defaults: Record<string, string>, remove: readonly string[], load: () => T): T {
+  const saved = new Map<string, string | undefined>();
+  for (const name of remove) {
+    if (process.env[name] === undefined) continue;
+    saved.set(name, process.env[name]);
+    delete process.env[name];
+  }
+  for (const [name, value] of Object.entries(defaults)) {
+    if (process.env[name] !== undefined) continue;
+    saved.set(name, undefined);
+    process.env[name] = value;
+  }
+  try {
+    return load();
+  } finally {
+    for (const [name, value] of saved) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+}
+
 /** Loads the first CBLAS that opens and exports cblas_sgemm; throws NativeBackendUnavailableError saying why not. */
 export async function loadBlas(options: LoadBlasOptions = {}): Promise<BlasLibrary> {
   const koffi = await loadKoffi();
   const explicit = options.library ?? process.env.KILN_BLAS;
   const list = explicit ? [{ path: explicit, vendor: vendorOf(explicit) }] : candidates();
-  const saved = new Map<string, string>();
-  if (options.ignoreOpenblasEnv) {
-    for (const name of PINNING_VARIABLES) {
-      const value = process.env[name];
-      if (value !== undefined) {
-        saved.set(name, value);
-        delete process.env[name];
-      }
-    }
-  }
   const failures: string[] = [];
-  try {
+  const loaded = withLoadEnv(OPENBLAS_LOAD_ENV, options.ignoreOpenblasEnv ? PINNING_VARIABLES : [], () => {
     for (const { path, vendor } of list) {
       let lib: KoffiLib;
       try {
@@ -183,9 +207,9 @@ export async function loadBlas(options: LoadBlasOptions = {}): Promise<BlasLibra
       }
       return bind(lib, path, vendor, sgemm as unknown as Sgemm);
     }
-  } finally {
-    for (const [name, value] of saved) process.env[name] = value;
-  }
+    return null;
+  });
+  if (loaded) return loaded;
   const where = explicit ? `KILN_BLAS/library ${explicit}` : "no CBLAS library found";
   throw new NativeBackendUnavailableError(
     `native backend unavailable: ${where} (${failures.length ? failures[0] : "nothing to try"}${
@@ -228,7 +252,7 @@ export async function loadOneDnn(library?: string): Promise<OneDnnLibrary | stri
   for (const p of tried) {
     let lib: KoffiLib;
     try {
-      lib = koffi.load(p);
+      lib = withLoadEnv(ONEDNN_LOAD_ENV, [], () => koffi.load(p));
     } catch {
       continue;
     }
