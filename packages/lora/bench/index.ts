@@ -3,7 +3,7 @@
 // one thread at full speed (OpenBLAS's pinning variables removed, tooling/src/peer.ts), with a bf16
 // base (oneDNN's bf16 GEMMs where present) and with an f32 base. kiln-native (BLAS GEMMs) runs on
 // one thread like the peer (and on two, against the same one-thread peer), with bf16 weights widened
-// to f32 ("widen") and through oneDNN's bf16 GEMM ("onednn", what the bf16 peer does); kiln wasm on
+// to f32 ("widen") and through oneDNN's bf16 GEMM ("onednn", what the bf16 peer does; on one thread and two); kiln wasm on
 // two threads and one. Configurations run in interleaved rounds (the machine may be shared) and each
 // value is the median over rounds.
 import { spawnSync } from "node:child_process";
@@ -44,6 +44,7 @@ const configs: Record<string, () => Sample | null> = {
   "native-1t": kilnRun("native", 1),
   "native-2t": kilnRun("native", 2),
   "native-onednn-1t": kilnRun("native", 1, "onednn"),
+  "native-onednn-2t": kilnRun("native", 2, "onednn"),
   "wasm-2t": kilnRun("wasm", 2),
   "wasm-1t": kilnRun("wasm", 1),
   "torch-bf16": torchRun("bfloat16"),
@@ -83,6 +84,11 @@ const rows: [string, keyof typeof peers, string][] = [
     "native-onednn-1t",
     "torch-bf16",
     "kiln-native 1 thread, oneDNN bf16 GEMMs (activations rounded to bf16, as the peer)",
+  ],
+  [
+    "native-onednn-2t",
+    "torch-bf16",
+    "kiln-native 2 threads (peer 1 thread), oneDNN bf16 GEMMs (activations rounded to bf16, as the peer)",
   ],
   ["wasm-2t", "torch-bf16", "kiln wasm 2 threads"],
   ["wasm-1t", "torch-bf16", "kiln wasm 1 thread"],
