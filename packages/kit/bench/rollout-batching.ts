@@ -365,7 +365,15 @@ if (!argv.includes("--skip-llama-cpp")) await llamaCppBatched(32, 64);
 
 // --- kiln serve, 16 clients ---------------------------------------------------------------------
 if (!argv.includes("--skip-serve")) {
-  const serve = await startServe({ dir, backend, port: 0, maxConcurrency: 16, modelId: "agent" });
+  // The worker's backend gets the in-process side's thread count (else its own default, 2 here).
+  const serve = await startServe({
+    dir,
+    backend,
+    port: 0,
+    maxConcurrency: 16,
+    modelId: "agent",
+    ...(threadsArg === undefined ? {} : { threads: threadsArg }),
+  });
   try {
     const http = new HttpPolicy({ baseUrls: [serve.server.url], model: "agent" });
     const local = new LocalPolicy({ model: agent, tokenizer });

@@ -24,6 +24,8 @@ export interface ServeWorkerInit {
   /** `--chat-template`: "chatml" or a Jinja file, for models that ship none. */
   chatTemplate?: string;
   backend: string;
+  /** The backend's threads (default its own). */
+  threads?: number;
   /** `max_tokens` when a chat request gives none (capped by the room left in the context). */
   defaultMaxTokens: number;
   /** Sequences decoded together: the server's `--max-concurrency` (`--max-num-seqs`). Default 16. */
@@ -39,6 +41,8 @@ export interface ServeWorkerInfo {
   contextLength: number;
   vocabSize: number;
   hasChatTemplate: boolean;
+  /** The worker's backend as initBackend describes it (name, BLAS and threads on native). */
+  backendLine: string;
 }
 
 /** Parameters as they cross the thread boundary (no signal, no callback). */
@@ -76,8 +80,14 @@ async function main(): Promise<void> {
   let model: Awaited<ReturnType<typeof loadLocalModel>>["model"];
   let tokenizer: Awaited<ReturnType<typeof loadLocalModel>>["tokenizer"];
   let template: ChatTemplate | null = null;
+  let backendLine = "kiln backend: js";
   try {
-    if (init.backend !== "js") await initBackend(init.backend as Parameters<typeof initBackend>[0]);
+    if (init.backend !== "js")
+      backendLine = (
+        await initBackend(init.backend as Parameters<typeof initBackend>[0], {
+          ...(init.threads !== undefined ? { threads: init.threads } : {}),
+        })
+      ).line;
     ({ model, tokenizer } = await loadLocalModel(init.dir, init.adapters));
     // A base model without a template is still served: /v1/completions works, chat answers 400.
     if (init.chatTemplate !== undefined || tokenizer.chatTemplate !== null)
@@ -227,7 +237,7 @@ async function main(): Promise<void> {
       });
     }
   });
-  reply({ type: "ready", info: { contextLength, vocabSize, hasChatTemplate: template !== null } });
+  reply({ type: "ready", info: { contextLength, vocabSize, hasChatTemplate: template !== null, backendLine } });
 }
 
 // No top-level await: the CJS build of this entry cannot have one. main() reports its own

@@ -36,6 +36,8 @@ export interface ServeOptions {
   chatTemplate?: string;
   /** Tensor backend in the worker (default "wasm"). */
   backend?: string;
+  /** The worker backend's threads (`--threads`; default the backend's own: min(2, cores) for wasm/native). */
+  threads?: number;
   /**
    * The names clients may send as `model`, the first the main one (vLLM's `--served-model-name`);
    * any other name is a 404 `model_not_found`. Default: `[modelId ?? dir]`.
@@ -199,6 +201,7 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
     ...(options.adapters?.length ? { adapters: options.adapters } : {}),
     ...(options.chatTemplate ? { chatTemplate: options.chatTemplate } : {}),
     backend: options.backend ?? "wasm",
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
     defaultMaxTokens: options.defaultMaxTokens ?? 256,
     // The server admits this many requests at once; the worker decodes them as one batch.
     maxNumSeqs: maxConcurrency,

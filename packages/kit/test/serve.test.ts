@@ -211,7 +211,24 @@ describe("kiln serve", () => {
     expect(await runCli(["serve", modelDir, "--port", "70000"])).toBe(2);
     expect(await runCli(["serve", modelDir, "--api-key="])).toBe(2);
     expect(await runCli(["serve", modelDir, "--chat-template", join(tmp, "missing.jinja")])).toBe(2);
+    expect(await runCli(["serve", modelDir, "--threads", "0"])).toBe(2);
+    expect(err.mock.calls.flat().join(" ")).toMatch(/--threads must be at least 1, got 0/);
     err.mockRestore();
+  });
+
+  it("threads reach the worker's backend (native, where it loads)", async (ctx) => {
+    let served: ServeHandle;
+    try {
+      served = await startServe({ dir: modelDir, port: 0, backend: "native", threads: 1, warn: () => {} });
+    } catch (e) {
+      if (process.env.KILN_NATIVE === "required") throw e;
+      return ctx.skip();
+    }
+    try {
+      expect(served.info.backendLine).toMatch(/^kiln backend: native \(.*\b1 thread\b/);
+    } finally {
+      await served.close();
+    }
   });
 });
 

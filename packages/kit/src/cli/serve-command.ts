@@ -64,6 +64,11 @@ export const serveCommand = defineCommand({
       default: "wasm",
       description: "tensor backend of the model worker",
     },
+    threads: {
+      type: "integer",
+      min: 1,
+      description: "threads of the worker's backend (default: the backend's own, min(2, cores))",
+    },
   },
   examples: [
     "kiln serve packages/kit/data/agent-model --port 8000",
@@ -98,6 +103,7 @@ export const serveCommand = defineCommand({
       maxConcurrency: values["max-concurrency"],
       maxQueue: values["max-queue"],
       backend: values.backend,
+      ...(values.threads !== undefined ? { threads: values.threads } : {}),
       ...(maxTokensLimit !== undefined ? { maxTokensLimit } : {}),
       ...(maxModelLen !== undefined ? { maxModelLen } : {}),
       ...(apiKey !== undefined ? { apiKey } : {}),
