@@ -177,6 +177,11 @@ export interface ArpOptions extends RecipeIo {
   corruptTurn?: TurnCorruption;
   /** An episode's SFT documents (default: its whole conversation; e.g. privateshared's player views). */
   sftDocuments?: (t: Trajectory) => Conversation[];
+  /**
+   * The run's in-process generation (probe, rollouts, evaluations): LocalPolicy's batching scheduler (the
+   * default) or, with false, one plain generate per reply. Same greedy episodes either way; the cost differs.
+   */
+  batching?: false;
 }
 
 export interface ArpTrainingGame {
@@ -286,6 +291,7 @@ export async function runArp(options: ArpOptions): Promise<ArpResult> {
     tokenizer: codec.tokenizer,
     chatTemplate: codec.template,
     defaults: params,
+    ...(options.batching === false ? { batching: false as const } : {}),
   });
   const evalSpecs = episodeSpecs(config.eval.episodes, config.eval.baseSeed, "eval");
   const phases: PhaseEval[] = [];

@@ -1,9 +1,12 @@
 // ARP judged as its seed cards judge it: clemscore (clembench's clemeval, kiln's exact port) over held-out
 // instances of every game the embedded agent model plays, and statscore (the same formula over the static
 // benchmarks kiln ships: BBH, EQ-Bench). Each phase's policy plays every selected episode greedily through
-// ClemGameEnvironment, many at once: the in-process policy batches them
-// (docs/ARCHITECTURE.md §Continuous batching). The episodes' Aborted / Main Score become clemeval's score
-// rows, so the table is clemTable's. Δ vs base: clemscoreDelta (docs/NUMERICS.md §9.1).
+// ClemGameEnvironment, many at once, through the in-process policy: batched by its scheduler
+// (docs/ARCHITECTURE.md §Continuous batching) or, with `batching: false`, one plain generate per reply.
+// The episodes' Aborted / Main Score become clemeval's score rows, so the table is clemTable's. Δ vs base:
+// clemscoreDelta (docs/NUMERICS.md §9.1). A phase whose weights are bit-identical to an evaluated one's
+// (a stage that trained nothing) reuses that evaluation (PhaseEvalMemo): greedy decoding is deterministic.
+import { createHash } from "node:crypto";
 import { clembench } from "@kiln/benchmarks";
 import { LocalPolicy, type Model } from "@kiln/models";
 import { type Policy, type Trajectory, runEpisodes } from "@kiln/rollout";
@@ -51,6 +54,13 @@ export interface ArpClemConfig {
    * re-reading a longer conversation: most of a phase's evaluation time); an episode cut off counts as aborted.
    */
   turnCaps?: Record<string, number>;
+  /**
+   * Replies through the in-process policy's batching scheduler (true, the default) or one plain generate at
+   * a time (false): every reply the repro's ARP generates (these evaluations, and runArp's probe, rollouts and
+   * training-game evaluation). Either plays the same greedy episodes; they differ in cost (config.ts says which
+   * is cheaper).
+   */
+  batching?: boolean;
 }
 
 /** The turn cap of `game` under `config`: its own cap when it has one below maxTurns, else maxTurns. */
@@ -310,9 +320,70 @@ export async function clemPhaseEval(options: {
   };
 }
 
-/** A fresh greedy in-process policy over `model` (its weights as they are when it generates). */
-export function clemPolicy(id: string, model: Model, codec: ChatCodec): LocalPolicy {
-  return new LocalPolicy({ id, model, tokenizer: codec.tokenizer, chatTemplate: codec.template });
+/**
+ * A fresh greedy in-process policy over `model` (its weights as they are when it generates): batched by the
+ * scheduler unless `batching` is false (one plain generate per reply).
+ */
+export function clemPolicy(id: string, model: Model, codec: ChatCodec, batching = true): LocalPolicy {
+  return new LocalPolicy({
+    id,
+    model,
+    tokenizer: codec.tokenizer,
+    chatTemplate: codec.template,
+    ...(batching ? {} : { batching: false as const }),
+  });
+}
+
+/**
+ * A fingerprint of the weights `model` generates with (every parameter's name, dtype, shape and bits), or
+ * undefined while any linear has an enabled adapter (its output is not in the parameters).
+ */
+export function weightsDigest(model: Model): string | undefined {
+  for (const [, lin] of model.namedLinears()) if (lin.adapters.some((a) => a.enabled)) return undefined;
+  const hash = createHash("sha256");
+  for (const [name, t] of model.namedParameters()) {
+    hash.update(`${name}\u0000${t.dtype}\u0000${t.shape.join(",")}\u0000`);
+    const v = t.toFloat32Array();
+    hash.update(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  }
+  return hash.digest("hex");
+}
+
+/**
+ * Phase evaluations by the weights they ran on. A phase whose weights are bit-identical to an evaluated one's
+ * (a stage with no data merges a zero delta) gets that evaluation under its own name: the episodes are greedy
+ * and deterministic, so playing them again would give the same trajectories at the evaluation's full cost.
+ */
+export class PhaseEvalMemo<T> {
+  private readonly byDigest = new Map<string, { phase: string; value: T }>();
+  /** Phases that reused another's evaluation: phase → the phase whose evaluation it is. */
+  readonly reused: Record<string, string> = {};
+
+  async get(phase: string, model: Model, evaluate: () => Promise<T>, rename: (value: T) => T): Promise<T> {
+    const digest = weightsDigest(model);
+    const hit = digest === undefined ? undefined : this.byDigest.get(digest);
+    if (hit) {
+      this.reused[phase] = hit.phase;
+      return rename(hit.value);
+    }
+    const value = await evaluate();
+    if (digest !== undefined) this.byDigest.set(digest, { phase, value });
+    return value;
+  }
+}
+
+/** The same evaluation under another phase's name (clemeval's rows carry the phase as the model). */
+export function renameClemPhase(c: ClemPhase, phase: string): ClemPhase {
+  const rows = clemRows(phase, c.episodes);
+  const staticRows = clemRows(phase, c.staticEpisodes);
+  return {
+    ...c,
+    phase,
+    clem: c.episodes.length ? clembench.clemTable(rows).rows[0] : undefined,
+    stat: c.staticEpisodes.length ? clembench.clemTable(staticRows).rows[0] : undefined,
+    rows,
+    staticRows,
+  };
 }
 
 /** Paired Δ of a phase's clemscore (or statscore) against the base's. */

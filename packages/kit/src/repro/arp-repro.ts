@@ -8,7 +8,7 @@
 // the base — no retraining, so the `scale` ablation costs only evaluations.
 import { join } from "node:path";
 import { loadAdapter, mergeAdapter } from "@kiln/lora";
-import { LocalPolicy, type Model } from "@kiln/models";
+import type { Model } from "@kiln/models";
 import { GuessNumberEnv, ScriptedPolicy, type Trajectory, episodeSpecs } from "@kiln/rollout";
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { guessNumberDiagnose, guessPlayerScript } from "../agent-model/guess-number-players.js";
@@ -17,7 +17,16 @@ import type { ChatCodec } from "../trainer/chat-batches.js";
 import { type ArpResult, acquireExpertEpisodes, runArp } from "../recipes/arp.js";
 import { acquireClemEpisodes, clemArpTraining } from "./arp-games.js";
 import { type PhaseEval, evaluatePhase } from "../recipes/recipe-run.js";
-import { ARP_SEED_SOURCE, type ClemPhase, arpClemEpisodes, clemErrors, clemPhaseEval, clemPolicy } from "./arp-clem.js";
+import {
+  ARP_SEED_SOURCE,
+  type ClemPhase,
+  PhaseEvalMemo,
+  arpClemEpisodes,
+  clemErrors,
+  clemPhaseEval,
+  clemPolicy,
+  renameClemPhase,
+} from "./arp-clem.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
@@ -98,6 +107,8 @@ interface ArpRun {
   texts: string[];
   textSource: string;
   details: Record<string, unknown>;
+  /** Phases (and variant rows) whose weights were bit-identical to an evaluated one's: phase → that one. */
+  reusedEvaluations: Record<string, string>;
   evalVariant: (
     label: string,
     prepare: (model: Model) => Promise<void>,
@@ -147,13 +158,27 @@ export async function runArpWithStatic(
   const clemTraining = config.arpClem.games.length > 0 ? clemArpTraining(config.arpClem.games) : null;
   // Chosen (and every game name checked) before anything trains; every phase plays the same episodes.
   const clemEpisodes = arpClemEpisodes(config.arpClem);
-  const clemEval = (phase: string, m: Model, cc: ChatCodec) =>
-    clemPhaseEval({
+  // The static score and clemscore of a model; a phase with the same weights as an evaluated one reuses them.
+  const memo = new PhaseEvalMemo<{ static: StaticScore; clem: ClemPhase; seconds: { static: string; clem: string } }>();
+  const evalWeights = (phase: string, m: Model, cc: ChatCodec) =>
+    memo.get(
       phase,
-      policy: clemPolicy(`arp-clem-${phase}`, m, cc),
-      config: config.arpClem,
-      episodes: clemEpisodes,
-    });
+      m,
+      async () => {
+        const staticStart = phaseClock();
+        const st = staticScore(m, cc.tokenizer, texts, config.staticScore.windowTokens);
+        const staticTime = staticStart.elapsed();
+        const clemStart = phaseClock();
+        const clem = await clemPhaseEval({
+          phase,
+          policy: clemPolicy(`arp-clem-${phase}`, m, cc, config.arpClem.batching ?? true),
+          config: config.arpClem,
+          episodes: clemEpisodes,
+        });
+        return { static: st, clem, seconds: { static: staticTime, clem: clemStart.elapsed() } };
+      },
+      (e) => ({ ...e, clem: renameClemPhase(e.clem, phase) }),
+    );
   let mark = performance.now();
   let markCpu = process.cpuUsage();
   const sourceTrajectories = clemTraining
@@ -183,19 +208,18 @@ export async function runArpWithStatic(
     progress: io.progress,
     log,
     dpoReferenceModel,
+    ...(config.arpClem.batching === false ? { batching: false as const } : {}),
     onPhase: async (ev) => {
       const before = phaseClock(mark, markCpu).elapsed();
-      const staticStart = phaseClock();
-      const st = staticScore(model, codec.tokenizer, texts, config.staticScore.windowTokens);
-      const staticTime = staticStart.elapsed();
-      const clemStart = phaseClock();
-      const clem = await clemEval(ev.phase, model, codec);
-      const clemTime = clemStart.elapsed();
+      const e = await evalWeights(ev.phase, model, codec);
       const label = PHASE_LABELS[ev.phase] ?? (ev.phase === "final" ? `s = ${c.scale} · ΣΔ, fp32 merge` : ev.phase);
-      rows.push({ label, eval: ev, static: st, clem, seconds: secondsSince(mark) });
+      rows.push({ label, eval: ev, static: e.static, clem: e.clem, seconds: secondsSince(mark) });
+      const from = memo.reused[ev.phase];
       // Where a phase's time goes (wall / process CPU): sizing the repro needs it, and CPU time holds on a loaded machine.
       log(
-        `[kiln arp] time ${ev.phase}: data + training + training-game eval ${before}, static score ${staticTime}, clemscore+statscore ${clemTime}`,
+        from
+          ? `[kiln arp] time ${ev.phase}: data + training + training-game eval ${before}; weights bit-identical to ${from}'s: its static score and clemscore+statscore reused`
+          : `[kiln arp] time ${ev.phase}: data + training + training-game eval ${before}, static score ${e.seconds.static}, clemscore+statscore ${e.seconds.clem}`,
       );
       mark = performance.now();
       markCpu = process.cpuUsage();
@@ -206,12 +230,7 @@ export async function runArpWithStatic(
     const start = performance.now();
     const fresh = await source.load();
     await prepare(fresh.model);
-    const policy = new LocalPolicy({
-      id: `arp-${label}`,
-      model: fresh.model,
-      tokenizer: fresh.codec.tokenizer,
-      chatTemplate: fresh.codec.template,
-    });
+    const policy = clemPolicy(`arp-${label}`, fresh.model, fresh.codec, config.arpClem.batching ?? true);
     const r = await evaluatePhase({
       phase: label,
       makeEnv: clemTraining?.makeEvalEnv ?? setup.makeEnv,
@@ -221,9 +240,8 @@ export async function runArpWithStatic(
       limits: { maxTurns: c.rollout.maxTurns },
       base: rows[0].eval,
     });
-    const st = staticScore(fresh.model, fresh.codec.tokenizer, texts, config.staticScore.windowTokens);
-    const clem = await clemEval(label, fresh.model, fresh.codec);
-    return { label, eval: r.eval, static: st, clem, seconds: secondsSince(start), ...fresh };
+    const e = await evalWeights(label, fresh.model, fresh.codec);
+    return { label, eval: r.eval, static: e.static, clem: e.clem, seconds: secondsSince(start), ...fresh };
   };
   return {
     rows,
@@ -245,6 +263,7 @@ export async function runArpWithStatic(
       stages: result.stages,
       meanBf16DeltaLoss: result.meanBf16DeltaLoss,
     },
+    reusedEvaluations: memo.reused,
     evalVariant,
   };
 }
@@ -448,6 +467,11 @@ function rowDetails(r: ArpRow) {
 /** What the clemscore table's numbers are, under it. */
 function clemNotes(config: ReproConfig, rows: readonly ArpRow[], run: ArpRun): string[] {
   const k = config.arpClem;
+  const labelOf = (phase: string) => rows.find((r) => r.eval.phase === phase)?.label.trim() ?? phase;
+  const reused = Object.entries(run.reusedEvaluations).map(
+    ([phase, from]) =>
+      `${labelOf(phase)}: weights bit-identical to ${labelOf(from)}'s (its stage changed nothing), so its static score, clemscore and statscore are that row's evaluation, not a second run of the same greedy episodes.`,
+  );
   const episodes = rows[0]?.clem.episodes ?? [];
   const stopped = rows.flatMap((r) => [...r.clem.episodes, ...r.clem.staticEpisodes]).filter((e) => e.stopped).length;
   const caps = Object.entries(k.turnCaps ?? {})
@@ -456,6 +480,7 @@ function clemNotes(config: ReproConfig, rows: readonly ArpRow[], run: ArpRun): s
   return [
     `Seed card column: ${ARP_SEED_SOURCE}; the seed's D row is its s = 0.85 merge, it has no bf16 row. kiln's rows are its own embedded model and miniature training, not the seed's 7-8B models: compare the shape, not the level.`,
     `clemscore: clembench's clemeval as kiln ports it (clemTable over the episodes' Aborted / Main Score) on ${episodes.length} held-out episodes (${k.instancesPerGame || "all"} per game, spread over each game's held-out list: every fifth instance, never trained on) of ${k.games.join(", ")}; greedy, the agent in role 0 from the view its corpus was written in, the other roles the corpus's scripted partners, ${k.maxTokens} tokens per reply. A reply that calls a tool, or an episode past its game's turn limit (at most ${k.maxTurns}${caps}), counts as aborted (${stopped} such episodes over all rows).`,
+    ...reused,
     `Δ clemscore ± SE: the difference of the two clemscores; SE by pairing each episode's linearised contribution to the clemscore with the base's on the same episode and summing the per-game variances (docs/NUMERICS.md §9.1). The seed's claimed effects (A; the final merge) are checked as Δ > 2 SE.`,
     `statscore: the same formula over ${k.staticInstances || "all"} held-out instances each of ${k.staticGames.join(", ") || "no static benchmark"} (kiln ships no IFEval, CLadder or MMLU-Pro data, so those are not in it); NLL/token: ${run.texts.length} held-out texts (${run.textSource}), lower is better. "statscore preserved" reads as Δ statscore ≈ 0 and Δ NLL ≈ 0.`,
   ];

@@ -4,17 +4,24 @@
 import { clembench } from "@kiln/benchmarks";
 import type { Message, Policy } from "@kiln/rollout";
 import { pairedDelta } from "@kiln/rollout";
+import { attachLora } from "@kiln/lora";
+import { Tensor } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import { type ClemTableRow, arpClemTable, arpGamesTable, arpSeedsTable } from "../../src/repro/arp-clem-table.js";
 import {
   type ArpClemConfig,
   type ClemPhase,
+  PhaseEvalMemo,
   arpClemEpisodes,
   clemPhaseDelta,
   clemPhaseEval,
+  clemPolicy,
   clemTurnCap,
+  renameClemPhase,
   spreadIndices,
+  weightsDigest,
 } from "../../src/repro/arp-clem.js";
+import { tinyChat } from "../../src/recipes/tiny-chat.js";
 import { isHeldOutInstance } from "../../src/agent-model/clem-split.js";
 import { parseSeeds } from "../../src/repro/cli.js";
 import type { StaticScore } from "../../src/repro/static-score.js";
@@ -150,6 +157,75 @@ describe("a game's turn cap (arpClem.turnCaps)", () => {
   it("refuses a cap on a game the evaluation does not play, or one that is not a positive integer", () => {
     expect(() => arpClemEpisodes({ ...imagegame, turnCaps: { taboo: 3 } })).toThrow(/turnCaps\.taboo: not a game/);
     expect(() => arpClemEpisodes({ ...imagegame, turnCaps: { imagegame: 0 } })).toThrow(/positive integer, got 0/);
+  });
+});
+
+describe("a phase's evaluation, batched or one generate at a time, and reused for identical weights", () => {
+  const small: ArpClemConfig = { ...config, instancesPerGame: 1, maxTokens: 8, maxTurns: 3 };
+  const chat = () => {
+    const t = tinyChat({ seed: 7, std: 0.2 });
+    return { model: t.model, codec: { tokenizer: t.tokenizer, template: t.chatTemplate } };
+  };
+
+  it("the scheduler and plain generate play the same greedy episodes", async () => {
+    const { model, codec } = chat();
+    const episodes = arpClemEpisodes(small);
+    const play = (batching: boolean) =>
+      clemPhaseEval({ phase: "p", policy: clemPolicy("p", model, codec, batching), config: small, episodes });
+    const batched = await play(true);
+    const plain = await play(false);
+    expect(clemPolicy("p", model, codec, false).scheduler).toBeNull();
+    expect(clemPolicy("p", model, codec).scheduler).not.toBeNull();
+    expect(plain.episodes).toEqual(batched.episodes);
+    expect(plain.rows).toEqual(batched.rows);
+  });
+
+  it("weightsDigest: equal for equal weights, changed by one weight's bits or its dtype, none under an enabled adapter", () => {
+    const a = chat().model;
+    const b = chat().model;
+    const digest = weightsDigest(a);
+    expect(digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(weightsDigest(b)).toBe(digest);
+    const [, lin] = b.namedLinears()[0];
+    const w = lin.weight.toFloat32Array();
+    w[3] = Math.fround(w[3] + 1e-3);
+    lin.weight = new Tensor(w, lin.weight.shape);
+    expect(weightsDigest(b)).not.toBe(digest);
+    const c = chat().model;
+    const [, cl] = c.namedLinears()[0];
+    cl.weight = cl.weight.to("bf16");
+    expect(weightsDigest(c)).not.toBe(digest);
+    const d = chat().model;
+    const adapter = attachLora(d, { r: 2, alpha: 4, targetModules: ["q_proj"], seed: 1 });
+    expect(weightsDigest(d)).toBeUndefined();
+    adapter.detach();
+    expect(weightsDigest(d)).toBe(digest);
+  });
+
+  it("PhaseEvalMemo: identical weights reuse the evaluation under the new phase's name; other weights evaluate", async () => {
+    const { model } = chat();
+    const memo = new PhaseEvalMemo<{ phase: string; runs: number }>();
+    let runs = 0;
+    const evaluate = (phase: string) => async () => ({ phase, runs: ++runs });
+    const rename = (phase: string) => (v: { phase: string; runs: number }) => ({ ...v, phase });
+    expect(await memo.get("b2", model, evaluate("b2"), rename("b2"))).toEqual({ phase: "b2", runs: 1 });
+    expect(await memo.get("c", model, evaluate("c"), rename("c"))).toEqual({ phase: "c", runs: 1 });
+    expect(memo.reused).toEqual({ c: "b2" });
+    const [, lin] = model.namedLinears()[0];
+    lin.weight = lin.weight.to("bf16");
+    expect(await memo.get("bf16", model, evaluate("bf16"), rename("bf16"))).toEqual({ phase: "bf16", runs: 2 });
+    expect(memo.reused).toEqual({ c: "b2" });
+  });
+
+  it("renameClemPhase: the same episodes as another phase, its rows under the new name, paired Δ 0", async () => {
+    const episodes = arpClemEpisodes(config);
+    const good = await clemPhaseEval({ phase: "good", policy: knownQualityPolicy(), config, episodes });
+    const copy = renameClemPhase(good, "copy");
+    expect(copy.phase).toBe("copy");
+    expect(copy.episodes).toEqual(good.episodes);
+    expect(new Set(copy.rows.map((r) => r.model))).toEqual(new Set(["copy"]));
+    expect(copy.clem?.clemscore).toBe(good.clem?.clemscore);
+    expect(clemPhaseDelta(copy, good)).toMatchObject({ mean: 0, se: 0, n: 18 });
   });
 });
 
