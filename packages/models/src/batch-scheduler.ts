@@ -17,13 +17,17 @@
 //   2. each sequence attends to its own cache alone, with shapes that depend on its own length;
 //   3. prefill chunk boundaries are multiples of `prefillChunk` in the sequence's own positions, and
 //      the last prompt token always goes through a decode forward (which makes the first logits).
+// Rules 1 and 3 make a full prompt chunk's KV rows a function of the tokens up to its end, which is what
+// lets the prefix cache (prefix-cache.ts) hand a later prompt those rows instead of recomputing them: a hit
+// gives the same bits as a miss, so what the cache holds never shows in a trajectory.
 import { GenerationAbortedError } from "@kiln/rollout";
-import { Rng, Tensor, noGrad, tidy } from "@kiln/tensor";
+import { Rng, Tensor, getBackend, noGrad, parameterUpdateCount, tidy } from "@kiln/tensor";
 import type { CausalLM } from "./causal-lm.js";
 import { GenerationError } from "./errors.js";
 import { DecodeWidths } from "./decode-widths.js";
 import { type GenerationOutput, stopIdsFor } from "./generate.js";
 import type { RaggedSegment } from "./layer-context.js";
+import { type PrefixChunk, PrefixCache } from "./prefix-cache.js";
 import { RowDecoder } from "./row-decoder.js";
 import type { ScoreItem, TopLogprobs } from "./score.js";
 import { type SamplingParams, checkSamplingParams, logSoftmaxRow, topEntries } from "./sampling.js";
@@ -44,6 +48,12 @@ export interface BatchSchedulerOptions {
    * the same bits per row (DecodeWidths); `false` always pads to `maxNumSeqs`. Default true.
    */
   narrowDecode?: boolean;
+  /**
+   * Bytes the prefix cache may hold: KV rows of full prompt chunks that later prompts starting with the same
+   * tokens copy instead of prefilling (an episode's next turn). Least recently used chunks go first; 0 turns
+   * it off. Default 256 MiB.
+   */
+  prefixCacheBytes?: number;
 }
 
 export interface ScheduledGenerateOptions extends SamplingParams {
@@ -91,6 +101,16 @@ export interface SchedulerStats {
   prefillSteps: number;
   prefillRows: number;
   completed: number;
+  /** The prefix cache's cap and the bytes it holds (outside `kvBudgetBytes`). */
+  prefixCacheBytes: number;
+  prefixCachedBytes: number;
+  /** Sequences that started from cached rows, and the prompt positions copied instead of prefilled. */
+  prefixHits: number;
+  prefixReusedRows: number;
+  /** Chunks stored, dropped for room, and whole-cache drops because the weights changed. */
+  prefixInserts: number;
+  prefixEvictions: number;
+  prefixClears: number;
 }
 
 interface Sequence {
@@ -100,6 +120,9 @@ interface Sequence {
   /** Positions reserved in the budget. */
   reservation: number;
   kv: SequenceKV | null;
+  /** The cached chunk ending at `prefixEnd`, whose chain holds this sequence's positions [0, prefixEnd). */
+  prefixChunk: PrefixChunk | null;
+  prefixEnd: number;
   signal?: AbortSignal;
   cancelled?: () => boolean;
   fail: (err: unknown) => void;
@@ -124,6 +147,17 @@ interface PrefillPiece {
   row: number;
 }
 
+const objectIds = new WeakMap<object, number>();
+let nextObjectId = 0;
+function objectId(o: object): number {
+  let id = objectIds.get(o);
+  if (id === undefined) {
+    id = nextObjectId++;
+    objectIds.set(o, id);
+  }
+  return id;
+}
+
 const yieldToEventLoop: () => Promise<void> =
   typeof setImmediate === "function"
     ? () => new Promise((resolve) => setImmediate(resolve))
@@ -141,7 +175,12 @@ export class BatchScheduler {
   private loop: Promise<void> | null = null;
   private readonly decodeWidths: DecodeWidths;
   private readonly decodeWidthCounts: Record<number, number> = {};
+  private readonly prefixCache: PrefixCache;
+  /** What the cached rows were computed with (weights, adapters, backend); when it changes the cache is dropped. */
+  private prefixSignature = "";
   private counters = {
+    prefixHits: 0,
+    prefixReusedRows: 0,
     peakKvReservedBytes: 0,
     peakRunning: 0,
     decodeSteps: 0,
@@ -166,6 +205,7 @@ export class BatchScheduler {
     this.kvBudgetBytes = options.kvBudgetBytes ?? 2 ** 30;
     if (!(this.kvBudgetBytes > 0))
       throw new GenerationError(`BatchScheduler: kvBudgetBytes = ${this.kvBudgetBytes} must be positive`);
+    this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? 256 * 2 ** 20, this.prefillChunk);
     if (!model.supportsRaggedBatches)
       throw new GenerationError(
         `BatchScheduler: batched steps need softmax-attention layers only; this model has ${[...new Set(model.config.layerTypes)].join(", ")}`,
@@ -207,6 +247,8 @@ export class BatchScheduler {
         // The prompt and every generated token but the last are fed through the model.
         reservation: prompt.length + maxNew - 1,
         kv: null,
+        prefixChunk: null,
+        prefixEnd: 0,
         signal: options.signal,
         cancelled: options.cancelled,
         fail: reject,
@@ -239,6 +281,8 @@ export class BatchScheduler {
         prefillEnd: tokens.length - 1,
         reservation: tokens.length - 1,
         kv: null,
+        prefixChunk: null,
+        prefixEnd: 0,
         signal: options.signal,
         cancelled: options.cancelled,
         fail: reject,
@@ -260,7 +304,20 @@ export class BatchScheduler {
       waiting: this.waiting.length,
       ...this.counters,
       decodeWidths: { ...this.decodeWidthCounts },
+      prefixCacheBytes: this.prefixCache.capacityBytes,
+      prefixCachedBytes: this.prefixCache.heldBytes,
+      prefixInserts: this.prefixCache.counters.inserts,
+      prefixEvictions: this.prefixCache.counters.evictions,
+      prefixClears: this.prefixCache.counters.clears,
     };
+  }
+
+  /**
+   * Drops the prefix cache. The scheduler drops it by itself when an optimizer steps or the model's weight
+   * tensors, enabled adapters or backend change; code that rewrites weights in place by other means calls this.
+   */
+  clearPrefixCache(): void {
+    this.prefixCache.clear();
   }
 
   /** Resolves once nothing is queued or running. */
@@ -306,12 +363,14 @@ export class BatchScheduler {
 
   private async step(): Promise<void> {
     this.dropAborted();
+    this.checkPrefixSignature();
     this.admit();
     // Decoders are those whose whole context but the last token is cached when the step starts.
     const decoders = this.running.filter((s) => s.generate && s.kv && s.kv.length === s.tokens.length - 1);
     const forwards: { plan: PrefillPiece[]; logits: Tensor | null }[] = [];
     let decodeLogits: Tensor | null = null;
     const involved = new Set(decoders);
+    const stored: PrefixChunk[] = [];
     try {
       const width = decoders.length > 0 ? await this.decodeWidths.widthFor(decoders.length) : 0;
       for (const s of decoders) s.kv?.reserve(1);
@@ -323,12 +382,15 @@ export class BatchScheduler {
         for (const p of plan) involved.add(p.seq);
         forwards.push({ plan, logits: this.prefillForward(plan) });
         for (const p of plan) p.seq.kv?.advance(p.length);
+        for (const p of plan) this.storePrefix(p, stored);
       }
       if (decoders.length > 0) decodeLogits = this.decodeForward(decoders, width);
       for (const { plan, logits } of forwards)
         this.afterPrefill(plan, logits ? await logits.toFloat32ArrayAsync() : null);
       if (decodeLogits) this.afterDecode(decoders, await decodeLogits.toFloat32ArrayAsync());
     } catch (err) {
+      // Rows of a failed step are not trusted.
+      for (const chunk of stored) this.prefixCache.remove(chunk);
       for (const s of involved) this.finish(s, err);
     } finally {
       for (const { logits } of forwards) logits?.dispose();
@@ -353,9 +415,57 @@ export class BatchScheduler {
       this.reservedBytes += bytes;
       head.kv = new SequenceKV(this.model.config, head.reservation);
       this.running.push(head);
+      this.reusePrefix(head);
     }
     this.counters.peakRunning = Math.max(this.counters.peakRunning, this.running.length);
     this.counters.peakKvReservedBytes = Math.max(this.counters.peakKvReservedBytes, this.reservedBytes);
+  }
+
+  /** Copies the longest cached run of full chunks the sequence's prompt starts with into its fresh cache. */
+  private reusePrefix(seq: Sequence): void {
+    const kv = seq.kv as SequenceKV;
+    // A scoring request needs prefill logits from position promptLength - 1 on: chunks before it only.
+    const reusableEnd = seq.score ? Math.min(seq.prefillEnd, seq.score.promptLength - 1) : seq.prefillEnd;
+    const chain = this.prefixCache.lookup(seq.tokens, Math.floor(reusableEnd / this.prefillChunk));
+    // Chunk by chunk, as prefill would grow it: the buffers' capacities stay those of a miss.
+    for (const chunk of chain) kv.append(chunk.rows);
+    if (chain.length === 0) return;
+    seq.prefixChunk = chain[chain.length - 1];
+    seq.prefixEnd = chain.length * this.prefillChunk;
+    this.counters.prefixHits++;
+    this.counters.prefixReusedRows += seq.prefixEnd;
+  }
+
+  /** Stores a full prompt chunk a prefill forward just wrote, when its prefix is cached (never partial chunks). */
+  private storePrefix(piece: PrefillPiece, stored: PrefixChunk[]): void {
+    const { seq, start, length } = piece;
+    if (this.prefixCache.capacityBytes === 0 || length !== this.prefillChunk || seq.prefixEnd !== start) return;
+    if (start > 0 && !seq.prefixChunk) return;
+    const result = this.prefixCache.insert(seq.prefixChunk, seq.tokens, start, seq.kv as SequenceKV);
+    if (!result) return;
+    if (result.created) stored.push(result.chunk);
+    seq.prefixChunk = result.chunk;
+    seq.prefixEnd = start + length;
+  }
+
+  /** Drops the prefix cache when what its rows were computed with may have changed. */
+  private checkPrefixSignature(): void {
+    let s = `${getBackend()}|${parameterUpdateCount()}`;
+    for (const [, t] of this.model.namedParameters()) s += `|${objectId(t)}${t.dtype}`;
+    for (const [, l] of this.model.namedLinears())
+      for (const a of l.adapters) {
+        if (!a.enabled) continue;
+        s += `+${objectId(a)}`;
+        // LoRA layers (duck-typed: @kiln/lora depends on this package): their factors and scale.
+        const lora = a as unknown as { A?: object; B?: object; effectiveScaling?: number };
+        if (lora.A) s += `A${objectId(lora.A)}`;
+        if (lora.B) s += `B${objectId(lora.B)}`;
+        if (lora.effectiveScaling !== undefined) s += `s${lora.effectiveScaling}`;
+      }
+    if (s !== this.prefixSignature) {
+      this.prefixCache.clear();
+      this.prefixSignature = s;
+    }
   }
 
   private planPrefill(): PrefillPiece[] {

@@ -63,7 +63,8 @@ export {
   type SchedulerStats,
 } from "./batch-scheduler.js";
 export { DecodeWidths, linearsRowInvariant } from "./decode-widths.js";
-export { SequenceKV, kvBytesPerPosition, type KVSource } from "./sequence-kv.js";
+export { SequenceKV, kvBytesPerPosition, type KVRows, type KVSource } from "./sequence-kv.js";
+export { PrefixCache, type PrefixChunk, type PrefixCacheCounters } from "./prefix-cache.js";
 export { RowDecoder, type RowDecoderOptions } from "./row-decoder.js";
 export { LocalPolicy, toGeneration, type LocalPolicyOptions } from "./local-policy.js";
 export {

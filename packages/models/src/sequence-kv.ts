@@ -6,7 +6,7 @@
 // `free()` hands the memory back the moment the sequence ends. The scheduler reserves each
 // sequence's worst case (prompt + max new tokens) against its byte budget before admitting it, so
 // growth never fails for lack of budget.
-import type { Tensor } from "@kiln/tensor";
+import { type StorageArray, type Tensor, argOf, kernel } from "@kiln/tensor";
 import type { DecoderConfig } from "./decoder-config.js";
 import { GenerationError } from "./errors.js";
 import { grownCapacity, growKVBuffer, newKVBuffer, writeKV } from "./kv-buffer.js";
@@ -26,6 +26,13 @@ export interface KVSource {
   offset: number;
   headStride: number;
   tokenStride: number;
+}
+
+/** Some consecutive positions of a sequence's cache: per layer keys and values [1, Hkv, count, d], or null. */
+export interface KVRows {
+  count: number;
+  keys: (Tensor | null)[];
+  values: (Tensor | null)[];
 }
 
 export class SequenceKV {
@@ -120,6 +127,51 @@ export class SequenceKV {
     const values = this.values[layer];
     if (!keys || !values) throw new GenerationError(`SequenceKV: layer ${layer} holds no keys yet`);
     return { keys, values };
+  }
+
+  /**
+   * Copies of the cached positions [start, start + count) of every attention layer, as buffers [1, Hkv, count, d]
+   * (null for layers without a cache): what `append` takes back (the scheduler's prefix cache, prefix-cache.ts).
+   */
+  copyRows(start: number, count: number): KVRows {
+    this.checkLive();
+    if (!(Number.isInteger(start) && start >= 0 && count >= 1 && start + count <= this.lengthValue))
+      throw new GenerationError(
+        `SequenceKV: rows [${start}, ${start + count}) are not all cached (${this.lengthValue} are)`,
+      );
+    const { heads: H, headDim: d } = this;
+    const cap = this.capacityValue;
+    const copy = (buffer: Tensor | null) => {
+      if (buffer === null) return null;
+      const out = newKVBuffer(1, H, count, d);
+      kernel("copy")(argOf(buffer) as StorageArray, argOf(out) as StorageArray, {
+        shape: [H, count * d],
+        srcOffset: start * d,
+        srcStrides: [cap * d, 1],
+        dstOffset: 0,
+        dstStrides: [count * d, 1],
+      });
+      return out;
+    };
+    return { count, keys: this.keys.map(copy), values: this.values.map(copy) };
+  }
+
+  /** Appends the positions `rows` holds (from `copyRows`) at the current end, every layer, and counts them cached. */
+  append(rows: KVRows): void {
+    const n = rows.count;
+    this.reserve(n);
+    const d = this.headDim;
+    for (const [layer, keys] of rows.keys.entries()) {
+      const values = rows.values[layer];
+      if (!keys || !values) continue;
+      this.write(
+        layer,
+        { tensor: keys, offset: 0, headStride: n * d, tokenStride: d },
+        { tensor: values, offset: 0, headStride: n * d, tokenStride: d },
+        n,
+      );
+    }
+    this.advance(n);
   }
 
   /** Returns the memory to the backend; the sequence cannot be used afterwards. Idempotent. */

@@ -16,6 +16,16 @@ function parameterLabel(p: Tensor, index: number): string {
   return `${p.name !== undefined ? `"${p.name}"` : `#${index}`} ${fmtShape(p.shape)}`;
 }
 
+let parameterUpdates = 0;
+
+/**
+ * How many optimizer steps have run in this process (any optimizer, any parameters): caches of values computed
+ * from the weights (the batching scheduler's prefix cache) compare it to know the weights may have changed.
+ */
+export function parameterUpdateCount(): number {
+  return parameterUpdates;
+}
+
 export abstract class Optimizer {
   readonly params: Tensor[];
   lr: number;
@@ -46,6 +56,7 @@ export abstract class Optimizer {
 
   step(): void {
     this.stepCount++;
+    parameterUpdates++;
     const active = activeStorage();
     for (let i = 0; i < this.params.length; i++) {
       const p = this.params[i];
