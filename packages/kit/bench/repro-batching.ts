@@ -1,4 +1,4 @@
-// `pnpm bench repro-batching [--json] [--rounds N] [--threads N] [--tasks N] [--skip-before]`: what continuous batching
+// `pnpm bench repro-batching [--json] [--rounds N] [--threads N] [--tasks N] [--skip-before] [--no-prefix-cache]`: what continuous batching
 // saves `kiln repro oel`, on one representative piece of it — the base row's test-split evaluation
 // (tau2 retail's first `heldout.oelTasks` test tasks × `eval.trials` greedy trials, ≤ rollout.maxTurns
 // replies of ≤ rollout.maxTokens tokens, the scripted customer; reproConfig()'s sizes) on the embedded
@@ -9,7 +9,10 @@
 //  - the scheduler at the recipes' ROLLOUT_CONCURRENCY (16), which `kiln repro` runs.
 // Rows give the median wall seconds and CPU seconds (process.cpuUsage: every thread of this process) per
 // evaluation, and whether the trajectories are token for token the same; the load average before and
-// after is in each note. On a shared machine CPU seconds are the steadier figure.
+// after is in each note. On a shared machine CPU seconds are the steadier figure. Each evaluation starts
+// with an empty prefix cache, as one in `kiln repro oel` does (training steps between evaluations drop it):
+// it reuses rows within the evaluation only (an episode's earlier turns, the other trials' identical greedy
+// prompts), never the warm-up's. `--no-prefix-cache` runs the scheduler without one (prefixCacheBytes 0).
 import { loadavg } from "node:os";
 import { tau2 } from "@kiln/benchmarks";
 import { LocalPolicy, loadModel, loadTokenizer, ChatTemplate } from "@kiln/models";
@@ -55,6 +58,7 @@ const tasks: OelTask[] = test.map((t) => ({ id: t.id, seed: 0, memory: "", state
 
 const tokensOf = (ts: Trajectory[]) => JSON.stringify(ts.map((t) => t.turns.map((u) => u.completionTokenIds)));
 async function evaluation(policy: LocalPolicy, concurrency: number): Promise<string> {
+  policy.scheduler?.clearPrefixCache();
   const r = await passHatKEval({
     makeEnv,
     policy,
@@ -68,8 +72,14 @@ async function evaluation(policy: LocalPolicy, concurrency: number): Promise<str
   return tokensOf(r.trajectories);
 }
 
+const prefixCache = !argv.includes("--no-prefix-cache");
 const policy = (batching: boolean) =>
-  new LocalPolicy({ model, tokenizer, chatTemplate, ...(batching ? {} : { batching: false as const }) });
+  new LocalPolicy({
+    model,
+    tokenizer,
+    chatTemplate,
+    batching: batching ? (prefixCache ? {} : { prefixCacheBytes: 0 }) : false,
+  });
 const skipBefore = argv.includes("--skip-before");
 const contenders = [
   { name: `scheduler, concurrency ${ROLLOUT_CONCURRENCY}`, policy: policy(true), concurrency: ROLLOUT_CONCURRENCY },
@@ -103,7 +113,7 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const rep = new BenchReporter("repro-batching");
-const what = `kiln repro oel's base test-split evaluation: ${test.length} tau2 retail test tasks × ${c.eval.trials} trials, ≤${c.rollout.maxTurns} replies × ≤${c.rollout.maxTokens} tokens, agent model, ${choice.backend}`;
+const what = `kiln repro oel's base test-split evaluation: ${test.length} tau2 retail test tasks × ${c.eval.trials} trials, ≤${c.rollout.maxTurns} replies × ≤${c.rollout.maxTokens} tokens, agent model, ${choice.backend}, prefix cache ${prefixCache ? "on" : "off"}`;
 const [many, ...peers] = samples;
 const same = peers.every((p) => p.tokens === many.tokens);
 for (const [i, s] of peers.entries()) {
