@@ -123,6 +123,8 @@ interface Sequence {
   /** The cached chunk ending at `prefixEnd`, whose chain holds this sequence's positions [0, prefixEnd). */
   prefixChunk: PrefixChunk | null;
   prefixEnd: number;
+  /** Prompt positions copied from the prefix cache. */
+  reusedRows?: number;
   signal?: AbortSignal;
   cancelled?: () => boolean;
   fail: (err: unknown) => void;
@@ -391,6 +393,7 @@ export class BatchScheduler {
     } catch (err) {
       // Rows of a failed step are not trusted.
       for (const chunk of stored) this.prefixCache.remove(chunk);
+      for (const s of this.running) if (s.prefixChunk && stored.includes(s.prefixChunk)) involved.add(s);
       for (const s of involved) this.finish(s, err);
     } finally {
       for (const { logits } of forwards) logits?.dispose();
@@ -421,19 +424,30 @@ export class BatchScheduler {
     this.counters.peakKvReservedBytes = Math.max(this.counters.peakKvReservedBytes, this.reservedBytes);
   }
 
-  /** Copies the longest cached run of full chunks the sequence's prompt starts with into its fresh cache. */
+  /**
+   * Copies the cached full chunks that continue the sequence's cached prefix into its cache (at admission, and
+   * before each prefill forward: a chunk another sequence has just computed is picked up on the way).
+   */
   private reusePrefix(seq: Sequence): void {
     const kv = seq.kv as SequenceKV;
+    const C = this.prefillChunk;
+    if (this.prefixCache.capacityBytes === 0 || kv.length !== seq.prefixEnd) return;
     // A scoring request needs prefill logits from position promptLength - 1 on: chunks before it only.
     const reusableEnd = seq.score ? Math.min(seq.prefillEnd, seq.score.promptLength - 1) : seq.prefillEnd;
-    const chain = this.prefixCache.lookup(seq.tokens, Math.floor(reusableEnd / this.prefillChunk));
+    const before = seq.prefixEnd;
     // Chunk by chunk, as prefill would grow it: the buffers' capacities stay those of a miss.
-    for (const chunk of chain) kv.append(chunk.rows);
-    if (chain.length === 0) return;
-    seq.prefixChunk = chain[chain.length - 1];
-    seq.prefixEnd = chain.length * this.prefillChunk;
-    this.counters.prefixHits++;
-    this.counters.prefixReusedRows += seq.prefixEnd;
+    while (seq.prefixEnd + C <= reusableEnd) {
+      if (seq.prefixEnd > 0 && !seq.prefixChunk) break;
+      const chunk = this.prefixCache.next(seq.prefixChunk, seq.tokens, seq.prefixEnd);
+      if (!chunk) break;
+      kv.append(chunk.rows);
+      seq.prefixChunk = chunk;
+      seq.prefixEnd += C;
+    }
+    if (seq.prefixEnd === before) return;
+    if (!seq.reusedRows) this.counters.prefixHits++;
+    seq.reusedRows = (seq.reusedRows ?? 0) + seq.prefixEnd - before;
+    this.counters.prefixReusedRows += seq.prefixEnd - before;
   }
 
   /** Stores a full prompt chunk a prefill forward just wrote, when its prefix is cached (never partial chunks). */
@@ -473,6 +487,7 @@ export class BatchScheduler {
     const plan: PrefillPiece[] = [];
     let used = 0;
     for (const seq of this.running) {
+      this.reusePrefix(seq);
       const done = seq.kv?.length ?? 0;
       if (done >= seq.prefillEnd) continue;
       // Chunk boundaries at multiples of C in the sequence's own positions (rule 3 above).

@@ -75,6 +75,15 @@ export class PrefixCache {
     return chain;
   }
 
+  /** The cached chunk after `parent` at [start, start + chunk) of `tokens`, if any (marked used). */
+  next(parent: PrefixChunk | null, tokens: readonly number[], start: number): PrefixChunk | null {
+    if (start + this.chunk > tokens.length) return null;
+    const entry = this.entries.get(this.keyOf(parent, tokens, start));
+    if (!entry) return null;
+    this.touch(entry);
+    return entry;
+  }
+
   /**
    * Stores the chunk of `kv` at [start, start + chunk) of `tokens`, child of `parent` (the cached chunk ending
    * at `start`, null when start is 0). Returns the cached chunk (an existing one when already there) and

@@ -108,6 +108,24 @@ describe("BatchScheduler prefix cache", () => {
     expect(after).toEqual(fresh);
   });
 
+  it("lets sequences that arrive together with the same prompt copy the chunks one of them computes", async () => {
+    const promptIds = [...system, ...task(3), ...task(4)]; // 19 + 8 + 9 = 36 tokens: four full chunks of 8
+    const greedy = { maxNewTokens: 4, temperature: 0, stopTokenIds: [] as number[] };
+    const run = async (prefixCacheBytes?: number) => {
+      const s = new BatchScheduler(model, { prefillChunk: CHUNK, maxPrefillForwards: 2, prefixCacheBytes });
+      const outs = await Promise.all([0, 1, 2, 3].map(() => s.generate(promptIds, greedy)));
+      return { outs, stats: s.stats() };
+    };
+    const off = await run(0);
+    const on = await run();
+    expect(on.outs).toEqual(off.outs);
+    expect(off.stats.prefillRows).toBe(4 * 35);
+    // One sequence computes the 4 full chunks; the others copy them (each still prefills its last 3 tokens).
+    expect(on.stats.prefixReusedRows).toBe(3 * 32);
+    expect(on.stats.prefillRows).toBe(32 + 4 * 3);
+    expect(on.stats.prefixHits).toBe(3);
+  });
+
   it("rejects a bad prefixCacheBytes with a GenerationError", () => {
     for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])
       expect(() => new BatchScheduler(model, { prefixCacheBytes: bad })).toThrow(GenerationError);
