@@ -1,7 +1,7 @@
 // Sizes of the repro tables, as overrides of each recipe's default (the seed card's configuration).
 // `reproConfig()` is sized so `kiln repro all` (ARP, OPD, OEL, seeds 42 and 43) aims at 30 minutes of 2
-// quiet cores; measured table by table it comes to 34–37 (ARP ≈ 7 min a seed, OPD 5–6.5, OEL 4.7: kit README,
-// "All three"); `reproQuickConfig()` runs
+// quiet cores; measured end to end it took 39 min, ≈ 34.5 without stolen CPU (ARP ≈ 7 min a seed, OPD 5.5–6,
+// OEL 4.5: kit README, "All three"); `reproQuickConfig()` runs
 // in seconds (tests, a smoke check). Every field can be changed with --set / --config like the
 // recipes' (e.g. `--set "arp.eval.episodes=40;opd.rounds=2"`).
 import {
