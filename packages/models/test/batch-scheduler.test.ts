@@ -15,23 +15,9 @@ import {
   scoreCompletionsTopK,
 } from "../src/index.js";
 import { qwen3Tokenizer } from "./qwen3-tokenizer.js";
+import { SCHEDULER_TEST_CONFIG } from "./helpers.js";
 
-// Small enough for the js backend; two KV heads and a qk-norm so every attention path is exercised.
-const config = {
-  architectures: ["Qwen3ForCausalLM"],
-  model_type: "qwen3",
-  vocab_size: 97,
-  hidden_size: 32,
-  intermediate_size: 48,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 8,
-  rope_theta: 10000,
-  rms_norm_eps: 1e-6,
-  tie_word_embeddings: true,
-  eos_token_id: 96,
-};
+const config = SCHEDULER_TEST_CONFIG;
 const model = createModel(config, { seed: 7, std: 0.4 });
 const prompt = (n: number, salt: number) => Array.from({ length: n }, (_, i) => (i * 31 + salt * 7) % 95);
 const prompts = [prompt(5, 1), prompt(23, 2), prompt(1, 3), prompt(40, 4), prompt(9, 5), prompt(17, 6)];

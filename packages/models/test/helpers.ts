@@ -36,3 +36,23 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
   return m;
 }
+
+/**
+ * A Qwen3 small enough for the js backend, with two KV heads and a qk-norm so every attention path of the
+ * batching scheduler is exercised (vocabulary 97, eos 96).
+ */
+export const SCHEDULER_TEST_CONFIG = {
+  architectures: ["Qwen3ForCausalLM"],
+  model_type: "qwen3",
+  vocab_size: 97,
+  hidden_size: 32,
+  intermediate_size: 48,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 8,
+  rope_theta: 10000,
+  rms_norm_eps: 1e-6,
+  tie_word_embeddings: true,
+  eos_token_id: 96,
+};

@@ -3,23 +3,9 @@ import { SGD, Tensor } from "@kiln/tensor";
 import { BatchScheduler, GenerationError, createModel, kvBytesPerPosition } from "../src/index.js";
 import type { BatchSchedulerOptions, ScheduledScore } from "../src/index.js";
 import type { GenerationOutput } from "../src/generate.js";
+import { SCHEDULER_TEST_CONFIG } from "./helpers.js";
 
-// Two KV heads and a qk-norm, as in batch-scheduler.test.ts: every attention path is exercised.
-const config = {
-  architectures: ["Qwen3ForCausalLM"],
-  model_type: "qwen3",
-  vocab_size: 97,
-  hidden_size: 32,
-  intermediate_size: 48,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 8,
-  rope_theta: 10000,
-  rms_norm_eps: 1e-6,
-  tie_word_embeddings: true,
-  eos_token_id: 96,
-};
+const config = SCHEDULER_TEST_CONFIG;
 const model = createModel(config, { seed: 7, std: 0.4 });
 const CHUNK = 8;
 // A shared "system prompt" of 19 tokens, then each episode's own task.

@@ -123,3 +123,28 @@ export function printProfile(label: string, p: KernelProfile, steps: number, ste
     `| (outside kernels: JS on the main thread) | | ${((stepWall - wall) / steps).toFixed(2)} | ${((stepCpu - cpu) / steps).toFixed(2)} | |`,
   );
 }
+
+/**
+ * Profiles `steps` calls of `step` after two warm-up calls (tier-up, pools), then prints the table, restores the
+ * kernels and returns. `step` is timed whole (wall and process CPU).
+ */
+export function profileSteps(label: string, backend: string, steps: number, step: () => void): void {
+  const profile = profileKernels(backend);
+  let wall = 0;
+  let cpu = 0;
+  for (let r = 0; r < steps + 2; r++) {
+    if (r === 2) {
+      profile.reset();
+      wall = 0;
+      cpu = 0;
+    }
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    step();
+    wall += performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    cpu += (c.user + c.system) / 1000;
+  }
+  printProfile(label, profile, steps, wall, cpu);
+  profile.restore();
+}

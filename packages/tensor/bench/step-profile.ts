@@ -4,7 +4,7 @@
 // not halve (CPU/wall near 1) are what keeps the step from scaling.
 import * as T from "../src/index.js";
 import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
-import { printProfile, profileKernels } from "./kernel-profile.js";
+import { profileSteps } from "./kernel-profile.js";
 
 const [threadsArg = "2", stepsArg = "8", backend = "native"] = process.argv.slice(2);
 const threads = Number(threadsArg);
@@ -15,32 +15,16 @@ const params = initDecoder(cfg, 0);
 const rng = new T.Rng(1);
 const ids = Int32Array.from(rng.uniform(cfg.batch * cfg.seq), (u) => Math.floor(u * cfg.vocab));
 const opt = new T.AdamW(allParams(params), { lr: 1e-3 });
-const profile = profileKernels(backend);
-let wall = 0;
-let cpu = 0;
-for (let r = 0; r < steps + 2; r++) {
-  // Two warm-up steps (tier-up, pools) before counting.
-  if (r === 2) {
-    profile.reset();
-    wall = 0;
-    cpu = 0;
-  }
+profileSteps(`decoder fwd+bwd+AdamW, ${backend} ${threads} thread(s)`, backend, steps, () => {
   for (const p of allParams(params)) p.grad?.dispose();
   opt.zeroGrad();
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
   const loss = T.tidy(() => {
     const l = decoderLoss(params, cfg, ids);
     T.backward(l);
     opt.step();
     return l;
   });
-  wall += performance.now() - t0;
-  const c = process.cpuUsage(c0);
-  cpu += (c.user + c.system) / 1000;
   loss.dispose();
-}
-printProfile(`decoder fwd+bwd+AdamW, ${backend} ${threads} thread(s)`, profile, steps, wall, cpu);
-profile.restore();
+});
 T.disposeNativeBackend();
 T.disposeWasmBackend();
