@@ -62,5 +62,34 @@ if (!reportMissing(suite)) {
       const alone = await decodeAll(gpuModel, "webgpu", [prompts[1]], steps);
       expect(alone[0]).toEqual(gpu[1]);
     });
+
+    it("copies cached prompt chunks on webgpu with the bits of a recompute (prefix cache)", async () => {
+      const gpuModel = await loadOn("webgpu");
+      const previous = T.getBackend();
+      T.setBackend("webgpu");
+      try {
+        const opts = { greedy: true, maxNewTokens: 6, stopTokenIds: [] as number[] };
+        // A 5-token prompt grown by its own continuation twice: each turn extends the previous prompt, as an
+        // episode's turns do, so the second and third turns find full 8-token chunks in the cache.
+        const turns = async (s: BatchScheduler) => {
+          let prompt = greedyFixture.cases[1].prompt_ids;
+          const out: number[][] = [];
+          for (let turn = 0; turn < 3; turn++) {
+            const o = await s.generate(prompt, opts);
+            out.push(o.tokenIds);
+            prompt = [...prompt, ...o.tokenIds, ...greedyFixture.cases[2].prompt_ids];
+          }
+          return out;
+        };
+        const cached = new BatchScheduler(gpuModel, { maxNumSeqs: 4, prefillChunk: 8 });
+        const warm = await turns(cached);
+        expect(cached.stats().prefixHits).toBeGreaterThan(0);
+        expect(cached.stats().prefixReusedRows).toBeGreaterThan(0);
+        const cold = await turns(new BatchScheduler(gpuModel, { maxNumSeqs: 4, prefillChunk: 8, prefixCacheBytes: 0 }));
+        expect(warm).toEqual(cold);
+      } finally {
+        T.setBackend(previous);
+      }
+    });
   });
 }
