@@ -365,7 +365,9 @@ export class BatchScheduler {
 
   private async step(): Promise<void> {
     this.dropAborted();
-    this.checkPrefixSignature();
+    // The cache is read and written only where prompts are prefilled; steps of decoders alone skip the check.
+    if (this.waiting.length > 0 || this.running.some((s) => (s.kv?.length ?? 0) < s.prefillEnd))
+      this.checkPrefixSignature();
     this.admit();
     // Decoders are those whose whole context but the last token is cached when the step starts.
     const decoders = this.running.filter((s) => s.generate && s.kv && s.kv.length === s.tokens.length - 1);
@@ -464,6 +466,7 @@ export class BatchScheduler {
 
   /** Drops the prefix cache when what its rows were computed with may have changed. */
   private checkPrefixSignature(): void {
+    if (this.prefixCache.capacityBytes === 0) return;
     let s = `${getBackend()}|${parameterUpdateCount()}`;
     for (const [, t] of this.model.namedParameters()) s += `|${objectId(t)}${t.dtype}`;
     for (const [, l] of this.model.namedLinears())

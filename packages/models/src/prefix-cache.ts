@@ -61,20 +61,6 @@ export class PrefixCache {
     return `${parent?.id ?? 0}:${tokens.slice(start, start + this.chunk).join(",")}`;
   }
 
-  /** The longest chain of cached chunks that `tokens` starts with, at most `maxChunks` of them (marked used). */
-  lookup(tokens: readonly number[], maxChunks: number): PrefixChunk[] {
-    const chain: PrefixChunk[] = [];
-    let parent: PrefixChunk | null = null;
-    for (let k = 0; k < maxChunks && (k + 1) * this.chunk <= tokens.length; k++) {
-      const entry = this.entries.get(this.keyOf(parent, tokens, k * this.chunk));
-      if (!entry) break;
-      chain.push(entry);
-      parent = entry;
-    }
-    if (parent) this.touch(parent);
-    return chain;
-  }
-
   /** The cached chunk after `parent` at [start, start + chunk) of `tokens`, if any (marked used). */
   next(parent: PrefixChunk | null, tokens: readonly number[], start: number): PrefixChunk | null {
     if (start + this.chunk > tokens.length) return null;
