@@ -32,6 +32,8 @@ export interface ServeWorkerInit {
   maxNumSeqs?: number;
   /** KV cache bytes the sequences in flight may reserve (default: the scheduler's). */
   kvBudgetBytes?: number;
+  /** Bytes of cached prompt-prefix KV rows (default: the scheduler's; 0: no prefix cache). */
+  prefixCacheBytes?: number;
   /** `--max-model-len`: the context served, when less than the model's. */
   maxModelLen?: number;
 }
@@ -43,6 +45,8 @@ export interface ServeWorkerInfo {
   hasChatTemplate: boolean;
   /** The worker's backend as initBackend describes it (name, BLAS and threads on native). */
   backendLine: string;
+  /** The scheduler's prefix cache capacity in bytes (0: off); null where the model decodes without one. */
+  prefixCacheBytes: number | null;
 }
 
 /** Parameters as they cross the thread boundary (no signal, no callback). */
@@ -100,6 +104,7 @@ async function main(): Promise<void> {
     ? new BatchScheduler(model, {
         maxNumSeqs: init.maxNumSeqs ?? 16,
         ...(init.kvBudgetBytes !== undefined ? { kvBudgetBytes: init.kvBudgetBytes } : {}),
+        ...(init.prefixCacheBytes !== undefined ? { prefixCacheBytes: init.prefixCacheBytes } : {}),
       })
     : null;
   const contextLength = model.config.maxPositionEmbeddings;
@@ -237,7 +242,16 @@ async function main(): Promise<void> {
       });
     }
   });
-  reply({ type: "ready", info: { contextLength, vocabSize, hasChatTemplate: template !== null, backendLine } });
+  reply({
+    type: "ready",
+    info: {
+      contextLength,
+      vocabSize,
+      hasChatTemplate: template !== null,
+      backendLine,
+      prefixCacheBytes: scheduler ? scheduler.stats().prefixCacheBytes : null,
+    },
+  });
 }
 
 // No top-level await: the CJS build of this entry cannot have one. main() reports its own

@@ -39,6 +39,11 @@ export interface ServeOptions {
   /** The worker backend's threads (`--threads`; default the backend's own: min(2, cores) for wasm/native). */
   threads?: number;
   /**
+   * Bytes of prompt-prefix KV rows the worker's scheduler keeps for reuse (`--prefix-cache-bytes`; default the
+   * scheduler's 256 MiB, 0 turns the cache off). A hit has the bits of a recompute (docs/ARCHITECTURE.md).
+   */
+  prefixCacheBytes?: number;
+  /**
    * The names clients may send as `model`, the first the main one (vLLM's `--served-model-name`);
    * any other name is a 404 `model_not_found`. Default: `[modelId ?? dir]`.
    */
@@ -202,6 +207,7 @@ export async function startServe(options: ServeOptions): Promise<ServeHandle> {
     ...(options.chatTemplate ? { chatTemplate: options.chatTemplate } : {}),
     backend: options.backend ?? "wasm",
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.prefixCacheBytes !== undefined ? { prefixCacheBytes: options.prefixCacheBytes } : {}),
     defaultMaxTokens: options.defaultMaxTokens ?? 256,
     // The server admits this many requests at once; the worker decodes them as one batch.
     maxNumSeqs: maxConcurrency,

@@ -216,6 +216,31 @@ describe("kiln serve", () => {
     err.mockRestore();
   });
 
+  it("--prefix-cache-bytes reaches the worker's scheduler (0 turns the cache off; default 256 MiB)", async () => {
+    const err = vi.spyOn(console, "error").mockImplementation(() => {});
+    expect(await runCli(["serve", modelDir, "--prefix-cache-bytes=-1"])).toBe(2);
+    expect(err.mock.calls.flat().join(" ")).toMatch(/--prefix-cache-bytes must be at least 0, got -1/);
+    expect(await runCli(["serve", modelDir, "--prefix-cache-bytes", "1.5"])).toBe(2);
+    err.mockRestore();
+    for (const [bytes, expected] of [
+      [undefined, 256 * 2 ** 20],
+      [0, 0],
+      [4096, 4096],
+    ] as const) {
+      const served = await startServe({
+        dir: modelDir,
+        port: 0,
+        warn: () => {},
+        ...(bytes !== undefined ? { prefixCacheBytes: bytes } : {}),
+      });
+      try {
+        expect(served.info.prefixCacheBytes).toBe(expected);
+      } finally {
+        await served.close();
+      }
+    }
+  });
+
   it("threads reach the worker's backend (native, where it loads)", async (ctx) => {
     let served: ServeHandle;
     try {

@@ -69,6 +69,13 @@ export const serveCommand = defineCommand({
       min: 1,
       description: "threads of the worker's backend (default: the backend's own, min(2, cores))",
     },
+    "prefix-cache-bytes": {
+      type: "integer",
+      min: 0,
+      placeholder: "BYTES",
+      description:
+        "KV rows of shared prompt prefixes kept for reuse across requests (default 268435456 = 256 MiB; 0: off)",
+    },
   },
   examples: [
     "kiln serve packages/kit/data/agent-model --port 8000",
@@ -104,6 +111,7 @@ export const serveCommand = defineCommand({
       maxQueue: values["max-queue"],
       backend: values.backend,
       ...(values.threads !== undefined ? { threads: values.threads } : {}),
+      ...(values["prefix-cache-bytes"] !== undefined ? { prefixCacheBytes: values["prefix-cache-bytes"] } : {}),
       ...(maxTokensLimit !== undefined ? { maxTokensLimit } : {}),
       ...(maxModelLen !== undefined ? { maxModelLen } : {}),
       ...(apiKey !== undefined ? { apiKey } : {}),

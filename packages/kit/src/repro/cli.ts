@@ -2,7 +2,7 @@
 // with report.html in its directory. Default model: the embedded agent model (data/agent-model/);
 // until it ships, the random tiny chat model stands in with a warning (`--model tiny` asks for it).
 import { join } from "node:path";
-import { type BackendName, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
+import { type BackendName, disposeNativeBackend, disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { agentModelAvailable, agentModelDir } from "../agent-model/paths.js";
 import { type OptionValues, UsageError, defineCommand, setAssignments } from "../cli/args.js";
 import { onInterrupt, shellQuote } from "../cli/interrupt.js";
@@ -109,7 +109,12 @@ const REPRO_OPTIONS = {
   config: { type: "string", placeholder: "FILE.json", description: "a JSON overlay of configuration fields" },
   "print-config": { type: "boolean", description: "print the effective configuration and exit" },
   teacher: { type: "string", placeholder: "DIR", description: "opd: a separate teacher model (same tokenizer)" },
-  backend: { type: "string", choices: ["wasm", "js"], default: "wasm", description: "tensor backend" },
+  backend: {
+    type: "string",
+    choices: ["wasm", "native", "js"],
+    default: "wasm",
+    description: "tensor backend (native: the machine's BLAS for the products; the tables are per backend)",
+  },
   quiet: { type: "boolean", description: "no progress bars or log lines, only the tables" },
   "no-progress": { type: "boolean", description: "no progress bars" },
   resume: { type: "boolean", description: "refused: repro recomputes each table from the start" },
@@ -200,11 +205,13 @@ export async function runReproCommand(
   const wall: { label: string; seconds: number }[] = [];
   const errored: ReproEpisodeError[] = [];
   let current: string | undefined;
+  let backendLine = "kiln backend: js";
   const stopInterrupts = onInterrupt(() => current, `${command} (repro does not resume: the table is recomputed)`);
   try {
     await withDirLocks(dirs, command, async () => {
-      if (backend === "wasm") await initBackend("wasm");
-      else setBackend("js");
+      if (backend === "js") setBackend("js");
+      else backendLine = (await initBackend(backend)).line;
+      if (!f.quiet) console.log(backendLine);
       try {
         for (const [i, r] of recipes.entries()) {
           current = dirs[i];
@@ -229,7 +236,7 @@ export async function runReproCommand(
             return reproOel(source, c, seedIo);
           };
           const show = (result: ReproResult, c: ReproConfig) => {
-            const markdown = writeReproOutputs(result, c, command);
+            const markdown = writeReproOutputs(result, c, command, backendLine);
             console.log(`${markdown}\n\n${markdownTable(timingTable(result))}\n\nreport: ${result.dir}/report.html\n`);
           };
           let result: ReproResult;
@@ -267,8 +274,9 @@ export async function runReproCommand(
           errored.push(...errors);
         }
       } finally {
-        if (backend === "wasm") {
+        if (backend !== "js") {
           setBackend("js");
+          if (backend === "native") disposeNativeBackend();
           disposeWasmBackend();
         }
       }

@@ -73,14 +73,14 @@ function runLinks(dir: string): string {
     : "";
 }
 
-export function reproReportHtml(result: ReproResult, config: unknown, command: string): string {
+export function reproReportHtml(result: ReproResult, config: unknown, command: string, backend?: string): string {
   const timing = timingTable(result);
   const title = `kiln repro ${result.recipe}${result.ablation ? ` --ablation ${result.ablation}` : ""}`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
 <style>${REPORT_STYLE}</style></head><body>
 <h1>${esc(title)}</h1>
-<p>Command: <code>${esc(command)}</code>. Held-out instances, never trained on; each bar is a row's mean ± SE
+<p>Command: <code>${esc(command)}</code>${backend ? ` (${esc(backend)})` : ""}. Held-out instances, never trained on; each bar is a row's mean ± SE
 (sample SD / √n, the whisker) and, beside it, the paired Δ ± SE against the base on the same instances (green: above
 2 SE, red: below −2 SE). The recipe runs (training curves, rollouts, models) are in the sub-directories of this
 directory, each with its own report.html.</p>
@@ -93,13 +93,19 @@ ${foldedJson("Configuration", config)}
 `;
 }
 
-/** table.md, summary.json and report.html in the result's directory. */
-export function writeReproOutputs(result: ReproResult, config: unknown, command: string): string {
+/**
+ * table.md, summary.json and report.html in the result's directory. `backend`: the tensor backend the tables were
+ * computed on (initBackend's line) — a table is deterministic per seed on one backend, not across backends.
+ */
+export function writeReproOutputs(result: ReproResult, config: unknown, command: string, backend?: string): string {
   mkdirSync(result.dir, { recursive: true });
   const markdown = result.tables.map(markdownTable).join("\n\n");
   writeAtomic(join(result.dir, "table.md"), `${markdown}\n`);
-  writeAtomic(join(result.dir, "summary.json"), `${JSON.stringify({ ...result, config, command }, null, 2)}\n`);
-  writeAtomic(join(result.dir, "report.html"), reproReportHtml(result, config, command));
+  writeAtomic(
+    join(result.dir, "summary.json"),
+    `${JSON.stringify({ ...result, config, command, ...(backend ? { backend } : {}) }, null, 2)}\n`,
+  );
+  writeAtomic(join(result.dir, "report.html"), reproReportHtml(result, config, command, backend));
   return markdown;
 }
 

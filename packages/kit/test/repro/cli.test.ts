@@ -29,6 +29,26 @@ async function run(argv: string[]): Promise<{ code: number; out: string; err: st
   }
 }
 
+let modelDir: Promise<string> | undefined;
+/** A tiny random chat model written as a Hugging Face directory, once per file. */
+function tinyModelDir(): Promise<string> {
+  modelDir ??= (async () => {
+    const t = tinyChat({ seed: 4, std: 0.2 });
+    const dir = join(root, "model");
+    mkdirSync(dir, { recursive: true });
+    await writeMergedModel(dir, t.model, {
+      tokenizer: t.tokenizer,
+      template: t.chatTemplate,
+      dtype: "f32",
+      baseModel: "kiln tinyChat",
+      title: "tiny",
+      body: "",
+    });
+    return dir;
+  })();
+  return modelDir;
+}
+
 describe("kiln repro (command line)", () => {
   it("refuses an unknown recipe, an unknown ablation, an ablation of another recipe and a missing model dir", async () => {
     const bad = await run(["repro", "nope"]);
@@ -59,17 +79,7 @@ describe("kiln repro (command line)", () => {
   });
 
   it("runs `repro oel --quick` on a model directory written here and leaves report.html", async () => {
-    const t = tinyChat({ seed: 4, std: 0.2 });
-    const dir = join(root, "model");
-    mkdirSync(dir, { recursive: true });
-    await writeMergedModel(dir, t.model, {
-      tokenizer: t.tokenizer,
-      template: t.chatTemplate,
-      dtype: "f32",
-      baseModel: "kiln tinyChat",
-      title: "tiny",
-      body: "",
-    });
+    const dir = await tinyModelDir();
     const out = join(root, "runs");
     const r = await run(["repro", "oel", "--quick", "--model", dir, "--out", out, "--quiet"]);
     expect(r.code, r.err).toBe(0);
@@ -77,6 +87,33 @@ describe("kiln repro (command line)", () => {
     expect(r.out).toMatch(/kiln repro oel: total wall time \d+\.\d s/);
     expect(existsSync(join(out, "repro-oel", "report.html"))).toBe(true);
     expect(readFileSync(join(out, "repro-oel", "table.md"), "utf8")).toContain("pass^3 ± SE");
+    expect(JSON.parse(readFileSync(join(out, "repro-oel", "summary.json"), "utf8")).backend).toMatch(
+      /^kiln backend: wasm\b/,
+    );
+  }, 600_000);
+
+  it("--backend native runs the table on the machine's BLAS, records it, and gives the same table twice", async (ctx) => {
+    const { initBackend, disposeNativeBackend } = await import("@kiln/tensor");
+    try {
+      await initBackend("native", { activate: false });
+      disposeNativeBackend();
+    } catch (e) {
+      if (process.env.KILN_NATIVE === "required") throw e;
+      return ctx.skip();
+    }
+    const dir = await tinyModelDir();
+    const tables: string[] = [];
+    for (const name of ["native-1", "native-2"]) {
+      const out = join(root, name);
+      const r = await run(["repro", "oel", "--quick", "--model", dir, "--out", out, "--backend", "native"]);
+      expect(r.code, r.err).toBe(0);
+      expect(r.out).toMatch(/^kiln backend: native \(/m);
+      const summary = JSON.parse(readFileSync(join(out, "repro-oel", "summary.json"), "utf8"));
+      expect(summary.backend).toMatch(/^kiln backend: native \(/);
+      expect(readFileSync(join(out, "repro-oel", "report.html"), "utf8")).toContain("kiln backend: native (");
+      tables.push(readFileSync(join(out, "repro-oel", "table.md"), "utf8"));
+    }
+    expect(tables[1]).toBe(tables[0]);
   }, 600_000);
 
   it("agentModelDir() is the package's data/agent-model folder", () => {
