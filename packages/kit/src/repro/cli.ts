@@ -111,9 +111,10 @@ const REPRO_OPTIONS = {
   teacher: { type: "string", placeholder: "DIR", description: "opd: a separate teacher model (same tokenizer)" },
   backend: {
     type: "string",
-    choices: ["wasm", "native", "js"],
-    default: "wasm",
-    description: "tensor backend (native: the machine's BLAS for the products; the tables are per backend)",
+    choices: ["auto", "native", "wasm", "js"],
+    default: "auto",
+    description:
+      "tensor backend (auto: native where a BLAS loads, else wasm; a table is deterministic per seed on one backend)",
   },
   quiet: { type: "boolean", description: "no progress bars or log lines, only the tables" },
   "no-progress": { type: "boolean", description: "no progress bars" },
@@ -185,7 +186,7 @@ export async function runReproCommand(
     console.log(JSON.stringify(config, null, 2));
     return 0;
   }
-  const backend = f.backend as BackendName;
+  const backend = f.backend as BackendName | "auto";
   const source = reproModelSource(f.model, config.seed);
   const io = {
     out: f.out,
@@ -206,11 +207,16 @@ export async function runReproCommand(
   const errored: ReproEpisodeError[] = [];
   let current: string | undefined;
   let backendLine = "kiln backend: js";
+  let active: string = backend;
   const stopInterrupts = onInterrupt(() => current, `${command} (repro does not resume: the table is recomputed)`);
   try {
     await withDirLocks(dirs, command, async () => {
       if (backend === "js") setBackend("js");
-      else backendLine = (await initBackend(backend)).line;
+      else {
+        const choice = await initBackend(backend);
+        backendLine = choice.line;
+        active = choice.backend;
+      }
       if (!f.quiet) console.log(backendLine);
       try {
         for (const [i, r] of recipes.entries()) {
@@ -274,9 +280,9 @@ export async function runReproCommand(
           errored.push(...errors);
         }
       } finally {
-        if (backend !== "js") {
+        if (active !== "js") {
           setBackend("js");
-          if (backend === "native") disposeNativeBackend();
+          if (active === "native") disposeNativeBackend();
           disposeWasmBackend();
         }
       }

@@ -336,10 +336,10 @@ export function reproConfig(seed = 42): ReproConfig {
         maxTokens: 64,
         maxTurns: 80,
         turnCaps: { imagegame: 20 },
-        // One plain generate per reply (here and in runArp's probe, rollouts and evaluation), the same turns and
-        // tokens as the batching scheduler: the base's evaluation (all games at once, wasm) took 27–30 CPU-s against
-        // the scheduler's 30–31 since f567c27 (its prefill attention as one causal attention per chunk), 68 before.
-        batching: false,
+        // Replies through the batching scheduler (here and in runArp's probe, rollouts and evaluation): with its
+        // prefix cache the games' long shared prompts are prefilled once; seed 42 on native, the same tables as one
+        // plain generate per reply, each phase's clemscore+statscore 11–12 CPU-s against 23–26 (kit README).
+        batching: true,
       },
       ablations: { scales: [0.7, 0.85, 1], earlyTurnWeights: [1, 1.5], clamps: [3, 0] },
     },
