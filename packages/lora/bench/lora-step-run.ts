@@ -1,5 +1,6 @@
 // One LoRA SFT measurement in its own process (peak RSS belongs to this config):
 //   tsx --conditions=source bench/lora-step-run.ts [backend] [threads] [reps] [bf16Gemm widen|onednn]
+//     [gemmSplit workers|library] [workerSpinMicros]
 // native loads OpenBLAS ignoring OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (as the PyTorch peer runs) and reports its core.
 // Frozen bf16 base (the tensor benchmark's reference decoder as a Llama), LoRA r=16 α=32
 // on all linear layers, AdamW on the adapter, next-token loss on B=4 × T=128 tokens.
@@ -7,7 +8,8 @@ import { readFileSync } from "node:fs";
 import * as T from "@kiln/tensor";
 import { LORA_BENCH_SHAPE, loraBenchStep } from "./lora-bench-step.js";
 
-const [backend = "wasm", threads = "2", repsArg = "3", bf16Gemm = "widen"] = process.argv.slice(2);
+const [backend = "wasm", threads = "2", repsArg = "3", bf16Gemm = "widen", gemmSplit = "workers", spinArg] =
+  process.argv.slice(2);
 const reps = Number(repsArg);
 if (backend !== "js")
   await T.initBackend(backend, {
@@ -15,6 +17,8 @@ if (backend !== "js")
     relaxedSimd: true,
     ignoreOpenblasEnv: true,
     bf16Gemm: bf16Gemm === "onednn" ? "onednn" : "widen",
+    gemmSplit: gemmSplit as T.GemmSplit,
+    workerSpinMicros: spinArg === undefined ? undefined : Number(spinArg),
   });
 const { B, S } = LORA_BENCH_SHAPE;
 const { step, trainable } = loraBenchStep();

@@ -1,19 +1,29 @@
 // One decoder measurement in its own process (so peak RSS belongs to one config):
 //   tsx --conditions=source bench/decoder-run.ts <js|wasm|native|gpujs> [threads] [reps] [checkpoint 0|1] [relaxed 0|1]
+//     [gemmSplit workers|library] [workerSpinMicros]
 // native loads OpenBLAS ignoring OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (as the PyTorch peer runs) and reports its core.
 // Prints one JSON line: median step times (ms) and peak RSS (MiB).
 import { readFileSync } from "node:fs";
 import * as T from "../src/index.js";
 import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
 
-const [backend = "wasm", threadsArg = "2", repsArg = "3", checkpointArg = "0", relaxedArg = "1"] =
-  process.argv.slice(2);
+const [
+  backend = "wasm",
+  threadsArg = "2",
+  repsArg = "3",
+  checkpointArg = "0",
+  relaxedArg = "1",
+  gemmSplit = "workers",
+  spinArg,
+] = process.argv.slice(2);
 const reps = Number(repsArg);
 if (backend !== "js")
   await T.initBackend(backend, {
     threads: Number(threadsArg),
     relaxedSimd: relaxedArg === "1",
     ignoreOpenblasEnv: true,
+    gemmSplit: gemmSplit as T.GemmSplit,
+    workerSpinMicros: spinArg === undefined ? undefined : Number(spinArg),
   });
 const cfg = REFERENCE_DECODER;
 const params = initDecoder(cfg, 0);

@@ -90,6 +90,13 @@ export function profileKernels(backend = "native"): KernelProfile {
   if (gemm) {
     // cblas_sgemm(order, transA, transB, m, n, k, …) and dnnl_gemm_bf16bf16f32(transA, transB, m, n, k, …).
     patch(gemm.blas, "sgemm", "BLAS sgemm", (a) => `${a[3]}×${a[4]}×${a[5]}`);
+    // A product split between this thread and the workers: its wall time includes the wait for theirs.
+    patch(
+      gemm as unknown as Record<string, unknown>,
+      "splitSgemm",
+      "split sgemm (caller + workers)",
+      (a) => `${a[9]}×${a[10]}×${(a[1] as { k: number }).k}`,
+    );
     if (gemm.options.onednn)
       patch(gemm.options.onednn, "gemmBf16", "oneDNN gemm_bf16", (a) => `${a[2]}×${a[3]}×${a[4]}`);
   }

@@ -1,15 +1,20 @@
 // Where the reference decoder's training step spends its time, kernel by kernel:
-//   tsx --conditions=source bench/step-profile.ts [threads] [steps] [backend]
+//   tsx --conditions=source bench/step-profile.ts [threads] [steps] [backend] [gemmSplit workers|library]
 // Prints a markdown table (see kernel-profile.ts). Run it for 1 and 2 threads: rows whose wall time does
 // not halve (CPU/wall near 1) are what keeps the step from scaling.
 import * as T from "../src/index.js";
 import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
 import { profileSteps } from "./kernel-profile.js";
 
-const [threadsArg = "2", stepsArg = "8", backend = "native"] = process.argv.slice(2);
+const [threadsArg = "2", stepsArg = "8", backend = "native", gemmSplit = "workers"] = process.argv.slice(2);
 const threads = Number(threadsArg);
 const steps = Number(stepsArg);
-await T.initBackend(backend, { threads, relaxedSimd: true, ignoreOpenblasEnv: true });
+await T.initBackend(backend, {
+  threads,
+  relaxedSimd: true,
+  ignoreOpenblasEnv: true,
+  gemmSplit: gemmSplit as T.GemmSplit,
+});
 const cfg = REFERENCE_DECODER;
 const params = initDecoder(cfg, 0);
 const rng = new T.Rng(1);

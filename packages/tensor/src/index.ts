@@ -9,7 +9,9 @@ export {
   NativeGemm,
   nativeBackendInfo,
   nativeGemm,
+  WORKER_SPIN_MICROS,
   type Bf16Gemm,
+  type GemmSplit,
   type NativeBackendInfo,
   type NativeBackendOptions,
 } from "./backends/native/index.js";
@@ -46,4 +48,5 @@ export {
   relaxedSimdSupported,
   wasmSimdSupported,
   type WasmKernels,
+  type WorkerBlas,
 } from "./wasm/index.js";

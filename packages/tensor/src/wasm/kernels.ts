@@ -27,8 +27,9 @@ import type {
   MatmulShape,
   WasmKernelOptions,
   WasmKernels,
+  WorkerBlas,
 } from "./types.js";
-import type { WorkerOp } from "./worker-source.js";
+import type { JsWorkerOp, WorkerOp } from "./worker-source.js";
 
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
 const GEMM_PARALLEL_FLOPS = 1 << 22;
@@ -66,7 +67,7 @@ const ROPE_PARALLEL_ELEMENTS = 1 << 20;
  */
 const RESIDENT_STREAM_PARALLEL_ELEMENTS = 1 << 16;
 
-type Exports = Record<Exclude<WorkerOp, "">, (...args: number[]) => void> &
+type Exports = Record<Exclude<WorkerOp, "" | JsWorkerOp>, (...args: number[]) => void> &
   Record<"zero_fill", (...args: number[]) => void>;
 
 /** Op codes of the module's binary2d (scripts/wat/elementwise.mjs BINARY_OPS). */
@@ -149,7 +150,7 @@ class Kernels implements WasmKernels {
     for (let t = 1; t < parts; t++) this.pool!.start(t - 1, op, argsFor(t));
     let error: unknown = null;
     try {
-      this.exports[op as Exclude<WorkerOp, "">](...argsFor(0));
+      this.exports[op as Exclude<WorkerOp, "" | JsWorkerOp>](...argsFor(0));
     } catch (err) {
       error = err;
     }
@@ -172,7 +173,7 @@ class Kernels implements WasmKernels {
    */
   private startOnWorker(op: WorkerOp, args: number[]): () => void {
     if (!this.pool || this.split === "never") {
-      this.exports[op as Exclude<WorkerOp, "">](...args);
+      this.exports[op as Exclude<WorkerOp, "" | JsWorkerOp>](...args);
       return () => {};
     }
     this.settle();
@@ -458,6 +459,72 @@ class Kernels implements WasmKernels {
         ]),
     },
   };
+
+  private workerBlasApi: WorkerBlas | null | undefined;
+
+  get workerBlas(): WorkerBlas | null {
+    if (this.workerBlasApi === undefined) this.workerBlasApi = this.pool ? this.makeWorkerBlas(this.pool) : null;
+    return this.workerBlasApi;
+  }
+
+  private makeWorkerBlas(pool: ThreadPool): WorkerBlas {
+    return {
+      workers: pool.size,
+      load: (koffiPath, library) => this.loadWorkerBlas(pool, koffiPath, library),
+      owns: (...arrays) => !this.disposed && arrays.every((a) => this.heap.owns(a)),
+      busy: () => this.pending !== null,
+      sgemm: (index, transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc) => {
+        this.live("sgemm");
+        pool.start(index, "sgemm", [
+          transA ? 112 : 111,
+          transB ? 112 : 111,
+          m,
+          n,
+          k,
+          a.byteOffset + aOff * 4,
+          lda,
+          b.byteOffset + bOff * 4,
+          ldb,
+          beta,
+          c.byteOffset + cOff * 4,
+          ldc,
+        ]);
+        return () => {
+          try {
+            pool.join(index);
+          } catch {
+            throw new BackendError(`native backend: cblas_sgemm ${m}×${n}×${k} failed on worker ${index}`);
+          }
+        };
+      },
+      setSpin: (micros) => pool.setSpin(micros),
+    };
+  }
+
+  private loadWorkerBlas(pool: ThreadPool, koffiPath: string, library: string): string | null {
+    const encoder = new TextEncoder();
+    const koffiBytes = encoder.encode(koffiPath);
+    const libBytes = encoder.encode(library);
+    const bytes = koffiBytes.length + libBytes.length;
+    const at = this.heap.alloc(Math.max(bytes, 1), false);
+    try {
+      const mem = new Uint8Array(this.heap.buffer(), at, bytes);
+      mem.set(koffiBytes, 0);
+      mem.set(libBytes, koffiBytes.length);
+      for (let w = 0; w < pool.size; w++) {
+        this.settle();
+        pool.start(w, "blas_load", [at, koffiBytes.length, at + koffiBytes.length, libBytes.length]);
+        try {
+          pool.join(w);
+        } catch {
+          return `worker ${w} could not load koffi (${koffiPath}) or ${library}`;
+        }
+      }
+      return null;
+    } finally {
+      this.heap.release(at, Math.max(bytes, 1));
+    }
+  }
 
   /** The heap these kernels run on (the wasm backend allocates resident tensors from it). */
   get wasmHeap(): WasmHeap {

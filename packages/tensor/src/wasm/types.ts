@@ -121,6 +121,8 @@ export interface WasmKernels
   ): boolean;
   /** Softmax pieces of attention tiles whose products run elsewhere (native BLAS), on resident arrays. */
   readonly attentionTiles: AttentionTiles;
+  /** BLAS products on the worker threads (the native backend); null without workers. */
+  readonly workerBlas: WorkerBlas | null;
   /** Stops the workers; the object must not be used afterwards. */
   dispose(): void;
   /** The allocator of the kernels' WebAssembly.Memory (resident tensors of the wasm backend live in it). */
@@ -183,4 +185,47 @@ export interface AttentionTiles {
       scale: number,
     ): () => void;
   };
+}
+
+/**
+ * cblas_sgemm on the worker threads, for the native backend: each thread runs its own single-threaded product
+ * (a part of one, split by the caller) on arrays resident in the kernels' memory, which every thread sees at
+ * the same addresses. Node only (the workers load the library through koffi).
+ */
+export interface WorkerBlas {
+  /** Worker threads (the caller not counted). */
+  readonly workers: number;
+  /**
+   * Loads koffi (from the module path given) and the BLAS library (a path or soname: the one the caller loaded,
+   * so the process keeps one copy) on every worker. Returns null when all did, else why not.
+   */
+  load(koffiPath: string, library: string): string | null;
+  /** Whether every array is a view of the kernels' memory. */
+  owns(...arrays: Float32Array[]): boolean;
+  /** Whether a job from `attentionTiles.start` is still running on the first worker (it is then not free). */
+  busy(): boolean;
+  /**
+   * Starts C = op(A)·op(B) + beta·C (row-major, alpha 1) on worker `index`, with A, B, C at element offsets into
+   * resident arrays; returns the wait for it, which throws if the call failed. One job per worker at a time.
+   */
+  sgemm(
+    index: number,
+    transA: boolean,
+    transB: boolean,
+    m: number,
+    n: number,
+    k: number,
+    a: Float32Array,
+    aOffset: number,
+    lda: number,
+    b: Float32Array,
+    bOffset: number,
+    ldb: number,
+    beta: number,
+    c: Float32Array,
+    cOffset: number,
+    ldc: number,
+  ): () => void;
+  /** Microseconds the threads poll before sleeping between jobs (see ThreadPool.setSpin); 0 = sleep at once. */
+  setSpin(micros: number): void;
 }

@@ -7,6 +7,7 @@
 //   Int32 [1] done  0 = running, 1 = finished, 2 = failed (main thread waits on it)
 //   Int32 [2] op    index into OPS below; -1 = quit
 //   Int32 [3] argc  number of arguments in the Float64 args area
+//   Int32 [4] spin  microseconds the worker polls seq after a job before it sleeps in Atomics.wait (0 = none)
 //   Float64 args from byte 64 on (f64 holds every i32 pointer and f32 scalar exactly)
 
 /** Export names, indexed by op code (embedded into the worker text below). */
@@ -35,27 +36,63 @@ export const WORKER_OPS = [
   "attn_tile_softmax",
   "attn_tile_probs",
   "attn_tile_dscores",
+  // Not wasm exports: JS in the worker (see JS_OPS below), for the native backend's BLAS calls.
+  "blas_load",
+  "sgemm",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
+/** Worker ops written in JS (not module exports). */
+export type JsWorkerOp = "blas_load" | "sgemm";
 export const MAX_ARGS = 32;
 export const CONTROL_BYTES = 64 + MAX_ARGS * 8;
 export const CTL_SEQ = 0;
 export const CTL_DONE = 1;
 export const CTL_OP = 2;
 export const CTL_ARGC = 3;
+export const CTL_SPIN = 4;
 export const ARGS_OFFSET = 64;
+
+/**
+ * The signature the worker binds cblas_sgemm with (the main thread's is in backends/native/blas.ts; both take
+ * typed arrays, which koffi passes by pointer).
+ */
+export const WORKER_SGEMM_SIG =
+  "void cblas_sgemm(int, int, int, int, int, int, float, float*, int, float*, int, float, _Inout_ float*, int)";
 
 export const WORKER_SOURCE = `"use strict";
 function kilnWasmWorker(init, ready) {
   const instance = new WebAssembly.Instance(init.module, { env: { memory: init.memory, log: Math.log } });
   const ex = instance.exports;
-  const fns = ${JSON.stringify(WORKER_OPS)}.map((name) => ex[name]);
+  const names = ${JSON.stringify(WORKER_OPS)};
+  const fns = names.map((name) => ex[name]);
+  // BLAS through koffi (Node only): blas_load(koffiPath, koffiLen, libPath, libLen) with the paths as UTF-8 in
+  // the memory, then sgemm(transA, transB, m, n, k, a, lda, b, ldb, beta, c, ldc) on byte offsets into it,
+  // row-major, alpha = 1 (the same library the main thread loaded: dlopen returns the loaded copy).
+  let sgemm = null;
+  const text = (p, n) => new TextDecoder().decode(new Uint8Array(init.memory.buffer, p, n).slice());
+  const view = (buf, p, rows, cols, ld) => new Float32Array(buf, p, rows === 0 ? 0 : (rows - 1) * ld + cols);
+  fns[names.indexOf("blas_load")] = (kp, kn, lp, ln) => {
+    const koffi = require(text(kp, kn));
+    sgemm = koffi.load(text(lp, ln)).func(${JSON.stringify(WORKER_SGEMM_SIG)});
+  };
+  fns[names.indexOf("sgemm")] = (ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc) => {
+    const buf = init.memory.buffer;
+    const a = ta === 112 ? view(buf, pa, k, m, lda) : view(buf, pa, m, k, lda);
+    const b = tb === 112 ? view(buf, pb, n, k, ldb) : view(buf, pb, k, n, ldb);
+    sgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, view(buf, pc, m, n, ldc), ldc);
+  };
   const ctl = new Int32Array(init.control, 0, 16);
   const args = new Float64Array(init.control, ${ARGS_OFFSET}, ${MAX_ARGS});
   ready();
   // seq starts at 0; reading it here instead would lose a job posted right after "ready".
   let seen = 0;
   for (;;) {
+    const spin = ctl[${CTL_SPIN}];
+    if (spin > 0 && Atomics.load(ctl, ${CTL_SEQ}) === seen) {
+      // Poll a little before sleeping: the next job of a dense step then starts without a futex wake-up.
+      const until = performance.now() + spin / 1000;
+      while (Atomics.load(ctl, ${CTL_SEQ}) === seen && performance.now() < until) {}
+    }
     Atomics.wait(ctl, ${CTL_SEQ}, seen);
     const seq = Atomics.load(ctl, ${CTL_SEQ});
     if (seq === seen) continue;

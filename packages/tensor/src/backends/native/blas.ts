@@ -126,6 +126,19 @@ async function loadKoffi(): Promise<Koffi> {
   }
 }
 
+/**
+ * Where koffi's module is, for worker threads to load it (they resolve modules from the working directory, not
+ * from this package); null where it cannot be resolved.
+ */
+export async function koffiModulePath(): Promise<string | null> {
+  try {
+    const { createRequire } = await import("node:module");
+    return createRequire(import.meta.url).resolve("koffi");
+  } catch {
+    return null;
+  }
+}
+
 function firstLine(err: unknown): string {
   return String(err instanceof Error ? err.message : err).split("\n")[0];
 }

@@ -4,6 +4,7 @@
 // model) and each slice is still a large GEMM; or, when asked, multiplied by oneDNN's bf16 GEMM.
 import type { MatmulShape } from "../../backend.js";
 import { ShapeError } from "../../errors.js";
+import type { WorkerBlas } from "../../wasm/types.js";
 import { type BlasLibrary, CBLAS_NO_TRANS, CBLAS_ROW_MAJOR, CBLAS_TRANS, type OneDnnLibrary } from "./blas.js";
 
 /** How a bf16 B is multiplied: widened to f32 (exact f32 compute), or by oneDNN with A rounded to bf16. */
@@ -53,6 +54,16 @@ export const BLAS_PARALLEL_FLOPS = 1 << 24;
  */
 export const BLAS_SKINNY_K = 16;
 
+/**
+ * With worker threads that run BLAS (`NativeGemmOptions.worker`), products from this many flops are split
+ * between the caller and the workers, each part a single-threaded sgemm, instead of OpenBLAS splitting them
+ * across its own threads (which sleep between calls and wake late: see the tensor README, "Two threads on
+ * native").
+ */
+export const WORKER_SPLIT_FLOPS = 1 << 21;
+/** Parts of a split product start at multiples of this many rows (or columns): whole register blocks. */
+export const WORKER_SPLIT_ALIGN = 16;
+
 export interface NativeGemmOptions {
   /**
    * The BLAS thread count the backend set (default 1). With more than one, small and skinny products are run
@@ -69,6 +80,11 @@ export interface NativeGemmOptions {
   skinnyF32?: F32Kernel | null;
   bf16Gemm?: Bf16Gemm;
   onednn?: OneDnnLibrary | null;
+  /**
+   * Worker threads that call the same BLAS (the wasm backend's, see WorkerBlas). With `threads` > 1, products of
+   * arrays they can see are split by rows (or columns) into one part per thread, each on one BLAS thread.
+   */
+  worker?: WorkerBlas | null;
 }
 
 interface Resolved {
@@ -156,6 +172,8 @@ export class NativeGemm {
   /** The library's thread count now (switched per call between `threads` and 1). */
   private blasThreads: number;
   readonly threads: number;
+  /** The workers products are split across (null: OpenBLAS's own threads do it). */
+  private readonly worker: WorkerBlas | null;
 
   constructor(
     readonly blas: BlasLibrary,
@@ -165,6 +183,7 @@ export class NativeGemm {
     this.bf16Gemm = options.bf16Gemm ?? "widen";
     this.threads = Math.max(1, options.threads ?? 1);
     this.blasThreads = this.threads;
+    this.worker = this.threads > 1 && options.worker && options.worker.workers > 0 ? options.worker : null;
     if (this.bf16Gemm === "onednn" && !options.onednn)
       throw new ShapeError('NativeGemm: bf16Gemm "onednn" needs a loaded oneDNN library');
   }
@@ -229,6 +248,12 @@ export class NativeGemm {
     rows: number,
     cols: number,
   ): void {
+    if (this.worker && 2 * rows * cols * s.k >= WORKER_SPLIT_FLOPS && !this.worker.busy()) {
+      if (this.worker.owns(a, b, out)) {
+        this.splitSgemm(this.worker, s, a, aOff, b, bOff, ldb, out, cOff, rows, cols);
+        return;
+      }
+    }
     this.useThreads(rows, cols, s.k);
     this.blas.sgemm(
       CBLAS_ROW_MAJOR,
@@ -248,10 +273,97 @@ export class NativeGemm {
     );
   }
 
+  /**
+   * C's rows (or, for a short and wide C, its columns) in one part per thread: the workers run theirs while this
+   * thread runs the first, each a single-threaded sgemm on its own core. Every element of C is the same sum in
+   * the same order as unsplit (the parts start at whole register blocks; tested bit for bit).
+   */
+  private splitSgemm(
+    worker: WorkerBlas,
+    s: Resolved,
+    a: Float32Array,
+    aOff: number,
+    b: Float32Array,
+    bOff: number,
+    ldb: number,
+    out: Float32Array,
+    cOff: number,
+    rows: number,
+    cols: number,
+  ): void {
+    this.setBlasThreads(1);
+    const lda = s.transA ? s.m : s.k;
+    const ldc = s.n;
+    // Rows where there are enough: column parts of a C with short k ran at half speed (512×688×16: both threads
+    // store into every row of C).
+    const byRows = rows >= 4 * WORKER_SPLIT_ALIGN || rows >= cols;
+    const total = byRows ? rows : cols;
+    const parts = Math.min(worker.workers + 1, Math.ceil(total / WORKER_SPLIT_ALIGN));
+    const per = Math.ceil(total / parts / WORKER_SPLIT_ALIGN) * WORKER_SPLIT_ALIGN;
+    // Part [p0, p1): its A, B and C offsets, as a (rows × cols) product.
+    const part = (p0: number, p1: number) =>
+      byRows
+        ? {
+            m: p1 - p0,
+            n: cols,
+            aAt: aOff + (s.transA ? p0 : p0 * lda),
+            bAt: bOff,
+            cAt: cOff + p0 * ldc,
+          }
+        : {
+            m: rows,
+            n: p1 - p0,
+            aAt: aOff,
+            bAt: bOff + (s.transB ? p0 * ldb : p0),
+            cAt: cOff + p0,
+          };
+    const waits: (() => void)[] = [];
+    let error: unknown = null;
+    try {
+      for (let t = 1; t < parts && t * per < total; t++) {
+        const p = part(t * per, Math.min(total, (t + 1) * per));
+        waits.push(
+          worker.sgemm(t - 1, s.transA, s.transB, p.m, p.n, s.k, a, p.aAt, lda, b, p.bAt, ldb, s.beta, out, p.cAt, ldc),
+        );
+      }
+      const p = part(0, Math.min(total, per));
+      this.blas.sgemm(
+        CBLAS_ROW_MAJOR,
+        s.transA ? CBLAS_TRANS : CBLAS_NO_TRANS,
+        s.transB ? CBLAS_TRANS : CBLAS_NO_TRANS,
+        p.m,
+        p.n,
+        s.k,
+        1,
+        at(a, p.aAt),
+        lda,
+        at(b, p.bAt),
+        ldb,
+        s.beta,
+        at(out, p.cAt),
+        ldc,
+      );
+    } catch (err) {
+      error = err;
+    }
+    // Every started part is waited for, also after an error: they write into out.
+    for (const wait of waits) {
+      try {
+        wait();
+      } catch (err) {
+        error ??= err;
+      }
+    }
+    if (error) throw error;
+  }
+
   /** One BLAS thread for a small or skinny product, all of them otherwise (a library call only on a change). */
   private useThreads(m: number, n: number, k: number): void {
     if (this.threads === 1) return;
-    const want = k <= BLAS_SKINNY_K || 2 * m * n * k < BLAS_PARALLEL_FLOPS ? 1 : this.threads;
+    this.setBlasThreads(k <= BLAS_SKINNY_K || 2 * m * n * k < BLAS_PARALLEL_FLOPS ? 1 : this.threads);
+  }
+
+  private setBlasThreads(want: number): void {
     if (want !== this.blasThreads) {
       this.blas.setThreads(want);
       this.blasThreads = want;

@@ -15,7 +15,14 @@ import type { StorageBackend } from "../../storage.js";
 import type { BaseBackendOptions } from "../../backend-options.js";
 import { makeGemmAttention, makeTiledAttention } from "../attention-gemm.js";
 import { initWasmBackend, wasmKernels } from "../wasm.js";
-import { type BlasLibrary, NativeBackendUnavailableError, type OneDnnLibrary, loadBlas, loadOneDnn } from "./blas.js";
+import {
+  type BlasLibrary,
+  NativeBackendUnavailableError,
+  type OneDnnLibrary,
+  koffiModulePath,
+  loadBlas,
+  loadOneDnn,
+} from "./blas.js";
 import { type Bf16Converter, type Bf16Gemm, NativeGemm } from "./gemm.js";
 
 export { NativeBackendUnavailableError } from "./blas.js";
@@ -39,7 +46,26 @@ export interface NativeBackendOptions {
   bf16Gemm?: Bf16Gemm;
   /** f32 elements of the reusable scratch bf16/f16 weights are widened into (default 4 Mi = 16 MiB). */
   widenScratchElements?: number;
+  /**
+   * With more than one thread, how a product uses them: "workers" (default where the wasm workers can load the
+   * BLAS) splits it by rows between this thread and the workers, each part on one BLAS thread; "library" lets
+   * the BLAS split it across its own threads.
+   */
+  gemmSplit?: GemmSplit;
+  /**
+   * Microseconds the threads poll for the next job before sleeping, with gemmSplit "workers" (default
+   * WORKER_SPIN_MICROS; 0 = sleep at once).
+   */
+  workerSpinMicros?: number;
 }
+
+export type GemmSplit = "workers" | "library";
+
+/**
+ * Poll time of the threads between jobs with gemmSplit "workers": a step issues a product or kernel every few
+ * tens of µs, and a sleeping thread takes about as long again to wake.
+ */
+export const WORKER_SPIN_MICROS = 200;
 
 export interface NativeBackendInfo {
   vendor: string;
@@ -50,6 +76,8 @@ export interface NativeBackendInfo {
   threads: number;
   threadsApplied: boolean;
   bf16Gemm: Bf16Gemm;
+  /** How products use more than one thread ("library" also where the workers could not load the BLAS). */
+  gemmSplit: GemmSplit;
   onednn: string | null;
   /** Environment variables that pin OpenBLAS's kernel, as they were when the library loaded. */
   pinnedBy: string[];
@@ -178,7 +206,22 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
           free: (a) => heap.release(a.byteOffset, a.byteLength),
         }
       : null;
+  let gemmSplit: GemmSplit = "library";
+  const workerBlas = wasm?.workerBlas ?? null;
+  const wantSplit = options.gemmSplit ?? "workers";
+  if (wantSplit !== "workers" && wantSplit !== "library")
+    throw new NativeBackendUnavailableError(
+      `native backend: gemmSplit must be "workers" or "library", got ${wantSplit}`,
+    );
+  if (threadsApplied && threads > 1 && wantSplit === "workers" && workerBlas && heap?.shared) {
+    const koffiPath = await koffiModulePath();
+    if (koffiPath && workerBlas.load(koffiPath, blas.path) === null) {
+      gemmSplit = "workers";
+      workerBlas.setSpin(options.workerSpinMicros ?? WORKER_SPIN_MICROS);
+    }
+  }
   const next = new NativeGemm(blas, {
+    worker: gemmSplit === "workers" ? workerBlas : null,
     threads: threadsApplied ? threads : 1,
     converter,
     bf16Gemm,
@@ -219,11 +262,13 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
     threads,
     threadsApplied,
     bf16Gemm,
+    gemmSplit,
     onednn: onednn?.path ?? null,
     pinnedBy,
     summary:
       `${blas.vendor} (${blas.path}${blas.core ? `, core ${blas.core}` : ""}${pinnedBy.length ? ` pinned by ${pinnedBy.join(" ")}` : ""}` +
       `${options.ignoreOpenblasEnv && pinning.length ? `, ${pinning.join(" ")} ignored` : ""}), ` +
-      `${threads} thread${threads === 1 ? "" : "s"}${threadsApplied ? "" : " (library default)"}, bf16 ${bf16Gemm}`,
+      `${threads} thread${threads === 1 ? "" : "s"}${threadsApplied ? "" : " (library default)"}` +
+      `${threads > 1 ? `, products split by ${gemmSplit === "workers" ? "the workers" : "the library"}` : ""}, bf16 ${bf16Gemm}`,
   };
 }

@@ -1,0 +1,241 @@
+// Products split between the calling thread and the wasm workers, each part a single-threaded cblas_sgemm
+// (NativeGemm's splitSgemm, gemmSplit "workers"): bit for bit the one-thread product, on fresh random inputs,
+// and a training step on two threads equal to the same step on one. Skipped in one line where no BLAS loads.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { koffiModulePath, loadBlas } from "../../src/backends/native/blas.js";
+import * as T from "../../src/index.js";
+import { expectClose, randomArray } from "../helpers.js";
+
+let unavailable: string | null = null;
+try {
+  await loadBlas();
+} catch (err) {
+  unavailable = (err as Error).message;
+}
+if (unavailable) process.stderr.write(`native worker-split tests skipped: ${unavailable}\n`);
+
+/** Index of the first element whose bits differ (-1: none); toEqual on 100k-element arrays is slow. */
+function firstDifference(x: Float32Array, y: Float32Array): number {
+  if (x.length !== y.length) return 0;
+  const a = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const b = new Uint32Array(y.buffer, y.byteOffset, y.length);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
+
+function reference(a: Float32Array, b: Float32Array, initial: Float32Array, s: T.MatmulShape): Float64Array {
+  const { batch, m, n, k } = s;
+  const sa = s.batchStrideA ?? m * k;
+  const sb = s.batchStrideB ?? k * n;
+  const out = new Float64Array(batch * m * n);
+  for (let p = 0; p < batch; p++)
+    for (let i = 0; i < m; i++)
+      for (let j = 0; j < n; j++) {
+        let acc = s.accumulate ? initial[p * m * n + i * n + j] : 0;
+        for (let l = 0; l < k; l++) {
+          const av = a[p * sa + (s.transA ? l * m + i : i * k + l)];
+          const bv = b[p * sb + (s.transB ? j * k + l : l * n + j)];
+          acc += av * bv;
+        }
+        out[p * m * n + i * n + j] = acc;
+      }
+  return out;
+}
+
+describe.skipIf(unavailable !== null)("native: products split between the caller and the workers", () => {
+  let worker: T.WorkerBlas;
+  let heap: T.WasmKernels["wasmHeap"];
+  let one: T.NativeGemm;
+  let calls = 0;
+  let split: T.NativeGemm;
+  const resident = (host: Float32Array) => {
+    // alloc before buffer(): an alloc that grows the memory leaves an earlier buffer() at the old length.
+    const offset = heap.alloc(host.length * 4, false);
+    const a = new Float32Array(heap.buffer(), offset, host.length);
+    a.set(host);
+    return a;
+  };
+  beforeAll(async () => {
+    await T.initBackend("native", { threads: 2, activate: false });
+    const wasm = T.wasmKernels() as T.WasmKernels;
+    worker = wasm.workerBlas as T.WorkerBlas;
+    heap = wasm.wasmHeap;
+    const blas = (T.nativeGemm() as T.NativeGemm).blas;
+    one = new T.NativeGemm(blas, { threads: 1 });
+    const counted: T.WorkerBlas = {
+      workers: worker.workers,
+      load: (k, l) => worker.load(k, l),
+      owns: (...arrays) => worker.owns(...arrays),
+      busy: () => worker.busy(),
+      setSpin: (us) => worker.setSpin(us),
+      sgemm: (...args) => {
+        calls++;
+        return worker.sgemm(...args);
+      },
+    };
+    split = new T.NativeGemm(blas, { threads: 2, worker: counted });
+  });
+  afterAll(() => {
+    T.disposeNativeBackend();
+    T.disposeWasmBackend();
+  });
+
+  it("says the workers split products (and the library does when asked)", () => {
+    const info = T.nativeBackendInfo();
+    expect(info?.gemmSplit).toBe("workers");
+    expect(info?.summary).toContain("products split by the workers");
+    expect(worker.workers).toBe(1);
+  });
+
+  // The benchmark steps' shapes (row and column splits, k ≤ 16, attention tiles) and odd ones that end
+  // mid register block; every transpose and accumulate combination; a shared B (one tall product) and a batch.
+  const shapes: [number, number, number][] = [
+    [512, 256, 256],
+    [256, 256, 512],
+    [512, 688, 16],
+    [512, 16, 256],
+    [16, 256, 512],
+    [128, 128, 64],
+    [37, 301, 97],
+    [203, 45, 121],
+  ];
+  let seed = 31000;
+  for (const [m, n, k] of shapes)
+    it(`${m}×${n}×${k}: bit for bit the one-thread product, all transposes, accumulating or not`, () => {
+      for (const transA of [false, true])
+        for (const transB of [false, true])
+          for (const accumulate of [false, true])
+            for (const batching of ["one", "shared B", "batch"] as const) {
+              const batch = batching === "one" ? 1 : 2;
+              const shape: T.MatmulShape = {
+                batch,
+                m,
+                n,
+                k,
+                transA: batching === "shared B" ? false : transA,
+                transB,
+                accumulate,
+                batchStrideB: batching === "shared B" ? 0 : k * n,
+              };
+              const a = resident(randomArray(batch * m * k, -1, 1, seed++));
+              const b = resident(randomArray(batch * k * n, -1, 1, seed++));
+              const initial = randomArray(batch * m * n, -1, 1, seed++);
+              const got = resident(initial);
+              const want = resident(initial);
+              const before = calls;
+              split.matmul(a, b, got, shape);
+              one.matmul(a, b, want, shape);
+              const what = `transA=${shape.transA} transB=${transB} accumulate=${accumulate} ${batching}`;
+              expect(calls, what).toBeGreaterThan(before);
+              expect(firstDifference(got, want), what).toBe(-1);
+              // The one-thread product is checked against float64 in native.test.ts; here once per transpose pair.
+              if (batching === "one" && accumulate)
+                expectClose(got, reference(a, b, initial, shape), 1e-5, 1e-5 * Math.sqrt(k));
+            }
+    });
+
+  it("arrays outside the wasm memory, and products under the threshold, stay on this thread", () => {
+    const [m, n, k] = [256, 128, 128];
+    const a = randomArray(m * k, -1, 1, seed++);
+    const b = randomArray(k * n, -1, 1, seed++);
+    const before = calls;
+    const got = new Float32Array(m * n);
+    split.matmul(a, b, got, { batch: 1, m, n, k });
+    const small = resident(new Float32Array(16 * 16));
+    split.matmul(resident(a.subarray(0, 256)), resident(b.subarray(0, 256)), small, { batch: 1, m: 16, n: 16, k: 16 });
+    expect(calls).toBe(before);
+    expectClose(got, reference(a, b, got, { batch: 1, m, n, k }), 1e-5, 1e-4);
+  });
+
+  it("hundreds of short products back to back (the worker polling between them) keep the one-thread bits", () => {
+    const sizes: [number, number, number][] = [
+      [128, 128, 64],
+      [128, 64, 128],
+      [64, 512, 64],
+    ];
+    const inputs = sizes.map(([m, n, k]) => ({
+      a: resident(randomArray(m * k, -1, 1, seed++)),
+      b: resident(randomArray(k * n, -1, 1, seed++)),
+      got: resident(new Float32Array(m * n)),
+      want: new Float32Array(m * n),
+    }));
+    for (const [i, [m, n, k]] of sizes.entries())
+      one.matmul(inputs[i].a, inputs[i].b, inputs[i].want, { batch: 1, m, n, k });
+    const before = calls;
+    for (let r = 0; r < 300; r++) {
+      const i = r % sizes.length;
+      const [m, n, k] = sizes[i];
+      inputs[i].got.fill(Number.NaN);
+      split.matmul(inputs[i].a, inputs[i].b, inputs[i].got, { batch: 1, m, n, k });
+      if (r >= 297) expect(firstDifference(inputs[i].got, inputs[i].want)).toBe(-1);
+    }
+    expect(calls - before).toBe(300);
+  });
+
+  it("a library the workers cannot load is reported, not thrown, and products still split on the loaded one", async () => {
+    const koffiPath = await koffiModulePath();
+    expect(koffiPath).toMatch(/koffi/);
+    expect(worker.load(koffiPath as string, "/nonexistent/libnothing.so")).toMatch(
+      /worker 0 could not load .*libnothing/,
+    );
+    const [m, n, k] = [256, 64, 128];
+    const a = resident(randomArray(m * k, -1, 1, seed++));
+    const b = resident(randomArray(k * n, -1, 1, seed++));
+    const got = resident(new Float32Array(m * n));
+    const want = new Float32Array(m * n);
+    split.matmul(a, b, got, { batch: 1, m, n, k });
+    one.matmul(a, b, want, { batch: 1, m, n, k });
+    expect(firstDifference(got, want)).toBe(-1);
+  });
+});
+
+/** Loss and every gradient of a one-layer decoder (f32 weights) on the active backend. */
+function decoderStep(): Float32Array[] {
+  const [B, S, D, H, F, V] = [2, 64, 128, 4, 256, 300];
+  let seed = 4100;
+  const param = (shape: number[], scale: number) =>
+    T.Tensor.fromHost(randomArray(shape[0] * (shape[1] ?? 1), -scale, scale, seed++), shape).requireGrad();
+  const embed = param([V, D], 1);
+  const [wq, wk, wv, wo] = [0, 1, 2, 3].map(() => param([D, D], 0.1));
+  const gate = param([F, D], 0.1);
+  const up = param([F, D], 0.1);
+  const down = param([D, F], 0.1);
+  const norm = param([D], 1);
+  const params = [embed, wq, wk, wv, wo, gate, up, down, norm];
+  const ids = Int32Array.from(randomArray(B * S, 0, V, seed++), (x) => Math.floor(x));
+  return T.tidy(() => {
+    const heads = (x: T.Tensor) => T.permute(T.reshape(x, [B, S, H, D / H]), [0, 2, 1, 3]);
+    const x = T.embedding(embed, T.Tensor.fromHost(ids, [B, S], "i32"));
+    const n = T.rmsNorm(x, norm, { eps: 1e-5 });
+    const att = T.attention(heads(T.linear(n, wq)), heads(T.linear(n, wk)), heads(T.linear(n, wv)), { causal: true });
+    const h = T.add(x, T.linear(T.reshape(T.permute(att, [0, 2, 1, 3]), [B, S, D]), wo));
+    const m = T.add(h, T.linear(T.swiglu(T.linear(h, gate), T.linear(h, up)), down));
+    const logits = T.reshape(T.matmul(m, T.transpose(embed)), [B * S, V]);
+    const targets = Int32Array.from(ids, (v) => (v + 1) % V);
+    const loss = T.crossEntropy(logits, T.Tensor.fromHost(targets, [B * S], "i32"));
+    T.backward(loss);
+    return [loss.toFloat32Array(), ...params.map((p) => (p.grad as T.Tensor).toFloat32Array())];
+  });
+}
+
+describe.skipIf(unavailable !== null)("native: a training step on two threads (workers) equals one thread", () => {
+  afterAll(() => {
+    T.disposeNativeBackend();
+    T.disposeWasmBackend();
+  });
+
+  it("loss and every gradient bit for bit", async () => {
+    const run = async (threads: number) => {
+      T.disposeNativeBackend();
+      T.disposeWasmBackend();
+      await T.initBackend("native", { threads, activate: false });
+      return { split: T.nativeBackendInfo()?.gemmSplit, values: T.withBackend("native", decoderStep) };
+    };
+    const one = await run(1);
+    const two = await run(2);
+    expect(two.split).toBe("workers");
+    expect(two.values.length).toBe(one.values.length);
+    for (const [i, v] of one.values.entries()) expect(firstDifference(two.values[i], v), `value ${i}`).toBe(-1);
+    expect(one.values[0][0]).toBeGreaterThan(0);
+  });
+});
