@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch peer of bench/decoder-model.ts: same architecture, fp32, 1 torch thread.
+  python3 bench/decoder_torch.py [reps] [threads]   (threads: torch.set_num_threads, default 1)
 Prints one JSON line: median fwd+bwd and fwd+bwd+AdamW times (ms), peak RSS (MiB)."""
 import json
 import math
@@ -14,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from torch_blas import torch_blas  # noqa: E402  the BLAS torch itself mapped, read in this process
 import torch.nn.functional as F
 
-torch.set_num_threads(1)
+torch.set_num_threads(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
 L, D, H, HID, V, S, B = 4, 256, 4, 688, 2048, 128, 4
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 HD = D // H

@@ -498,6 +498,9 @@ class Kernels implements WasmKernels {
         };
       },
       setSpin: (micros) => pool.setSpin(micros),
+      get spinMicros() {
+        return pool.spin;
+      },
     };
   }
 

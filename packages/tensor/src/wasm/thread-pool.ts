@@ -117,6 +117,10 @@ export class ThreadPool {
    * `join` (for the worker to finish). 0 (the default): both sleep at once. Polling spares the futex wake-up
    * (tens of µs) between the many short jobs of a dense step, at the price of a busy core meanwhile.
    */
+  get spin(): number {
+    return this.spinMicros;
+  }
+
   setSpin(micros: number): void {
     this.spinMicros = Math.max(0, Math.floor(micros));
     for (const w of this.workers) Atomics.store(w.ctl, CTL_SPIN, this.spinMicros);

@@ -226,6 +226,11 @@ export interface WorkerBlas {
     cOffset: number,
     ldc: number,
   ): () => void;
-  /** Microseconds the threads poll before sleeping between jobs (see ThreadPool.setSpin); 0 = sleep at once. */
+  /**
+   * Microseconds the threads poll before sleeping between jobs (see ThreadPool.setSpin); 0 = sleep at once, and
+   * a worker polling now stops (before a call that runs on a library's own threads, which need the cores).
+   */
   setSpin(micros: number): void;
+  /** The poll time set last. */
+  readonly spinMicros: number;
 }

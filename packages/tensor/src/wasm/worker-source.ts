@@ -91,7 +91,8 @@ function kilnWasmWorker(init, ready) {
     if (spin > 0 && Atomics.load(ctl, ${CTL_SEQ}) === seen) {
       // Poll a little before sleeping: the next job of a dense step then starts without a futex wake-up.
       const until = performance.now() + spin / 1000;
-      while (Atomics.load(ctl, ${CTL_SEQ}) === seen && performance.now() < until) {}
+      // Also stops when spin is set to 0 meanwhile (the caller is about to run a library's own threads).
+      while (Atomics.load(ctl, ${CTL_SEQ}) === seen && Atomics.load(ctl, ${CTL_SPIN}) > 0 && performance.now() < until) {}
     }
     Atomics.wait(ctl, ${CTL_SEQ}, seen);
     const seq = Atomics.load(ctl, ${CTL_SEQ});

@@ -68,6 +68,9 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
       owns: (...arrays) => worker.owns(...arrays),
       busy: () => worker.busy(),
       setSpin: (us) => worker.setSpin(us),
+      get spinMicros() {
+        return worker.spinMicros;
+      },
       sgemm: (...args) => {
         calls++;
         return worker.sgemm(...args);

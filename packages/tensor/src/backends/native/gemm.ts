@@ -255,6 +255,7 @@ export class NativeGemm {
       }
     }
     this.useThreads(rows, cols, s.k);
+    const rest = this.blasThreads > 1 ? this.restWorkers() : null;
     this.blas.sgemm(
       CBLAS_ROW_MAJOR,
       s.transA ? CBLAS_TRANS : CBLAS_NO_TRANS,
@@ -271,6 +272,7 @@ export class NativeGemm {
       at(out, cOff),
       s.n,
     );
+    rest?.();
   }
 
   /**
@@ -355,6 +357,18 @@ export class NativeGemm {
       }
     }
     if (error) throw error;
+  }
+
+  /**
+   * Stops the workers' polling for a call that runs on a library's own threads (OpenBLAS's on arrays the workers
+   * cannot see, oneDNN's OpenMP team): a polling worker would take a core from them. Returns the restore.
+   */
+  private restWorkers(): (() => void) | null {
+    const worker = this.worker;
+    if (!worker || worker.spinMicros === 0) return null;
+    const spin = worker.spinMicros;
+    worker.setSpin(0);
+    return () => worker.setSpin(spin);
   }
 
   /** One BLAS thread for a small or skinny product, all of them otherwise (a library call only on a change). */
@@ -461,6 +475,7 @@ export class NativeGemm {
     const tall = s.batch > 1 && s.strideB === 0 && !s.transA && s.strideA === m * k;
     const calls = tall ? 1 : s.batch;
     const rows = tall ? s.batch * m : m;
+    const rest = this.threads > 1 ? this.restWorkers() : null;
     for (let i = 0; i < calls; i++) {
       const status = onednn.gemmBf16(
         ta,
@@ -477,7 +492,11 @@ export class NativeGemm {
         at(out, i * m * n),
         n,
       );
-      if (status !== 0) throw new ShapeError(`matmulBf16B: dnnl_gemm_bf16bf16f32 failed with status ${status}`);
+      if (status !== 0) {
+        rest?.();
+        throw new ShapeError(`matmulBf16B: dnnl_gemm_bf16bf16f32 failed with status ${status}`);
+      }
     }
+    rest?.();
   }
 }
