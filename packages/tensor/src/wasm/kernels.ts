@@ -470,32 +470,22 @@ class Kernels implements WasmKernels {
   private makeWorkerBlas(pool: ThreadPool): WorkerBlas {
     return {
       workers: pool.size,
-      load: (koffiPath, library) => this.loadWorkerBlas(pool, koffiPath, library),
+      load: (koffiPath, library) => this.loadOnWorkers(pool, "blas_load", koffiPath, library),
+      loadOneDnn: (library, openmp) => this.loadOnWorkers(pool, "onednn_load", library, openmp),
       owns: (...arrays) => !this.disposed && arrays.every((a) => this.heap.owns(a)),
       busy: () => this.pending !== null,
       sgemm: (index, transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc) => {
         this.live("sgemm");
-        pool.start(index, "sgemm", [
-          transA ? 112 : 111,
-          transB ? 112 : 111,
-          m,
-          n,
-          k,
-          a.byteOffset + aOff * 4,
-          lda,
-          b.byteOffset + bOff * 4,
-          ldb,
-          beta,
-          c.byteOffset + cOff * 4,
-          ldc,
-        ]);
-        return () => {
-          try {
-            pool.join(index);
-          } catch {
-            throw new BackendError(`native backend: cblas_sgemm ${m}×${n}×${k} failed on worker ${index}`);
-          }
-        };
+        const args = [transA ? 112 : 111, transB ? 112 : 111, m, n, k, a.byteOffset + aOff * 4, lda];
+        pool.start(index, "sgemm", [...args, b.byteOffset + bOff * 4, ldb, beta, c.byteOffset + cOff * 4, ldc]);
+        return this.joinLibraryCall(pool, index, `cblas_sgemm ${m}×${n}×${k}`);
+      },
+      gemmBf16: (index, transA, transB, m, n, k, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc) => {
+        this.live("gemmBf16");
+        // oneDNN takes 'N' / 'T'.
+        const args = [transA ? 84 : 78, transB ? 84 : 78, m, n, k, a.byteOffset + aOff * 2, lda];
+        pool.start(index, "gemm_bf16", [...args, b.byteOffset + bOff * 2, ldb, beta, c.byteOffset + cOff * 4, ldc]);
+        return this.joinLibraryCall(pool, index, `dnnl_gemm_bf16bf16f32 ${m}×${n}×${k}`);
       },
       setSpin: (micros) => pool.setSpin(micros),
       get spinMicros() {
@@ -504,28 +494,44 @@ class Kernels implements WasmKernels {
     };
   }
 
-  private loadWorkerBlas(pool: ThreadPool, koffiPath: string, library: string): string | null {
+  private joinLibraryCall(pool: ThreadPool, index: number, what: string): () => void {
+    return () => {
+      try {
+        pool.join(index);
+      } catch {
+        throw new BackendError(`native backend: ${what} failed on worker ${index}`);
+      }
+    };
+  }
+
+  /** Runs a worker's load op on two strings (written into the memory as UTF-8) on every worker. */
+  private loadOnWorkers(
+    pool: ThreadPool,
+    op: "blas_load" | "onednn_load",
+    first: string,
+    second: string,
+  ): string | null {
     const encoder = new TextEncoder();
-    const koffiBytes = encoder.encode(koffiPath);
-    const libBytes = encoder.encode(library);
-    const bytes = koffiBytes.length + libBytes.length;
-    const at = this.heap.alloc(Math.max(bytes, 1), false);
+    const firstBytes = encoder.encode(first);
+    const secondBytes = encoder.encode(second);
+    const bytes = Math.max(firstBytes.length + secondBytes.length, 1);
+    const at = this.heap.alloc(bytes, false);
     try {
       const mem = new Uint8Array(this.heap.buffer(), at, bytes);
-      mem.set(koffiBytes, 0);
-      mem.set(libBytes, koffiBytes.length);
+      mem.set(firstBytes, 0);
+      mem.set(secondBytes, firstBytes.length);
       for (let w = 0; w < pool.size; w++) {
         this.settle();
-        pool.start(w, "blas_load", [at, koffiBytes.length, at + koffiBytes.length, libBytes.length]);
+        pool.start(w, op, [at, firstBytes.length, at + firstBytes.length, secondBytes.length]);
         try {
           pool.join(w);
         } catch {
-          return `worker ${w} could not load koffi (${koffiPath}) or ${library}`;
+          return `worker ${w} could not load ${first} or ${second}`;
         }
       }
       return null;
     } finally {
-      this.heap.release(at, Math.max(bytes, 1));
+      this.heap.release(at, bytes);
     }
   }
 

@@ -200,8 +200,13 @@ export interface WorkerBlas {
    * so the process keeps one copy) on every worker. Returns null when all did, else why not.
    */
   load(koffiPath: string, library: string): string | null;
+  /**
+   * After `load`: oneDNN (a path or soname) and the OpenMP runtime it links, each worker's OpenMP team set to one
+   * thread. Returns null when all loaded, else why not.
+   */
+  loadOneDnn(library: string, openmp: string): string | null;
   /** Whether every array is a view of the kernels' memory. */
-  owns(...arrays: Float32Array[]): boolean;
+  owns(...arrays: ArrayBufferView[]): boolean;
   /** Whether a job from `attentionTiles.start` is still running on the first worker (it is then not free). */
   busy(): boolean;
   /**
@@ -219,6 +224,25 @@ export interface WorkerBlas {
     aOffset: number,
     lda: number,
     b: Float32Array,
+    bOffset: number,
+    ldb: number,
+    beta: number,
+    c: Float32Array,
+    cOffset: number,
+    ldc: number,
+  ): () => void;
+  /** As `sgemm` with bf16 A and B (oneDNN's dnnl_gemm_bf16bf16f32, after `loadOneDnn`). */
+  gemmBf16(
+    index: number,
+    transA: boolean,
+    transB: boolean,
+    m: number,
+    n: number,
+    k: number,
+    a: Uint16Array,
+    aOffset: number,
+    lda: number,
+    b: Uint16Array,
     bOffset: number,
     ldb: number,
     beta: number,

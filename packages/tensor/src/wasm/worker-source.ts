@@ -39,10 +39,12 @@ export const WORKER_OPS = [
   // Not wasm exports: JS in the worker (see JS_OPS below), for the native backend's BLAS calls.
   "blas_load",
   "sgemm",
+  "onednn_load",
+  "gemm_bf16",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 /** Worker ops written in JS (not module exports). */
-export type JsWorkerOp = "blas_load" | "sgemm";
+export type JsWorkerOp = "blas_load" | "sgemm" | "onednn_load" | "gemm_bf16";
 export const MAX_ARGS = 32;
 export const CONTROL_BYTES = 64 + MAX_ARGS * 8;
 export const CTL_SEQ = 0;
@@ -59,6 +61,10 @@ export const ARGS_OFFSET = 64;
 export const WORKER_SGEMM_SIG =
   "void cblas_sgemm(int, int, int, int, int, int, float, float*, int, float*, int, float, _Inout_ float*, int)";
 
+/** oneDNN's bf16 GEMM as the worker binds it (backends/native/blas.ts binds the same on the main thread). */
+export const WORKER_GEMM_BF16_SIG =
+  "int dnnl_gemm_bf16bf16f32(char, char, int64_t, int64_t, int64_t, float, uint16_t*, int64_t, uint16_t*, int64_t, float, _Inout_ float*, int64_t)";
+
 export const WORKER_SOURCE = `"use strict";
 function kilnWasmWorker(init, ready) {
   const instance = new WebAssembly.Instance(init.module, { env: { memory: init.memory, log: Math.log } });
@@ -71,9 +77,25 @@ function kilnWasmWorker(init, ready) {
   let sgemm = null;
   const text = (p, n) => new TextDecoder().decode(new Uint8Array(init.memory.buffer, p, n).slice());
   const view = (buf, p, rows, cols, ld) => new Float32Array(buf, p, rows === 0 ? 0 : (rows - 1) * ld + cols);
+  let koffi = null;
   fns[names.indexOf("blas_load")] = (kp, kn, lp, ln) => {
-    const koffi = require(text(kp, kn));
+    koffi = require(text(kp, kn));
     sgemm = koffi.load(text(lp, ln)).func(${JSON.stringify(WORKER_SGEMM_SIG)});
+  };
+  // onednn_load(dnnl, dnnlLen, openmp, openmpLen) after blas_load: oneDNN's bf16 GEMM, and this thread's OpenMP
+  // team set to one thread (an OpenMP thread count is per calling thread), then gemm_bf16 as sgemm with bf16 A, B.
+  let gemmBf16 = null;
+  const u16 = (buf, p, rows, cols, ld) => new Uint16Array(buf, p, rows === 0 ? 0 : (rows - 1) * ld + cols);
+  fns[names.indexOf("onednn_load")] = (dp, dn, op, on) => {
+    gemmBf16 = koffi.load(text(dp, dn)).func(${JSON.stringify(WORKER_GEMM_BF16_SIG)});
+    koffi.load(text(op, on)).func("void omp_set_num_threads(int)")(1);
+  };
+  fns[names.indexOf("gemm_bf16")] = (ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc) => {
+    const buf = init.memory.buffer;
+    const a = ta === 84 ? u16(buf, pa, k, m, lda) : u16(buf, pa, m, k, lda);
+    const b = tb === 84 ? u16(buf, pb, n, k, ldb) : u16(buf, pb, k, n, ldb);
+    const status = gemmBf16(ta, tb, m, n, k, 1, a, lda, b, ldb, beta, view(buf, pc, m, n, ldc), ldc);
+    if (status !== 0) throw new Error("dnnl_gemm_bf16bf16f32 status " + status);
   };
   fns[names.indexOf("sgemm")] = (ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc) => {
     const buf = init.memory.buffer;

@@ -2,7 +2,7 @@
 // (NativeGemm's splitSgemm, gemmSplit "workers"): bit for bit the one-thread product, on fresh random inputs,
 // and a training step on two threads equal to the same step on one. Skipped in one line where no BLAS loads.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { koffiModulePath, loadBlas } from "../../src/backends/native/blas.js";
+import { koffiModulePath, loadBlas, loadOneDnn } from "../../src/backends/native/blas.js";
 import * as T from "../../src/index.js";
 import { expectClose, randomArray } from "../helpers.js";
 
@@ -65,6 +65,8 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
     const counted: T.WorkerBlas = {
       workers: worker.workers,
       load: (k, l) => worker.load(k, l),
+      loadOneDnn: (l, o) => worker.loadOneDnn(l, o),
+      gemmBf16: (...args) => worker.gemmBf16(...args),
       owns: (...arrays) => worker.owns(...arrays),
       busy: () => worker.busy(),
       setSpin: (us) => worker.setSpin(us),
@@ -191,6 +193,82 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
     expect(firstDifference(got, want)).toBe(-1);
   });
 });
+
+const onednn = unavailable === null ? await loadOneDnn() : "no BLAS";
+if (typeof onednn === "string") process.stderr.write(`oneDNN worker-split tests skipped: ${onednn}\n`);
+
+describe.skipIf(typeof onednn === "string")(
+  "native: oneDNN bf16 products split between the caller and the workers",
+  () => {
+    afterAll(() => {
+      T.disposeNativeBackend();
+      T.disposeWasmBackend();
+    });
+
+    it("bit for bit the one-thread oneDNN product, all transposes, accumulating or not", async () => {
+      await T.initBackend("native", { threads: 2, activate: false, bf16Gemm: "onednn" });
+      const wasm = T.wasmKernels() as T.WasmKernels;
+      const worker = wasm.workerBlas as T.WorkerBlas;
+      const heap = wasm.wasmHeap;
+      const lib = onednn as Exclude<typeof onednn, string>;
+      const blas = (T.nativeGemm() as T.NativeGemm).blas;
+      const f32 = (n: number) => {
+        const offset = heap.alloc(n * 4, false);
+        return new Float32Array(heap.buffer(), offset, n);
+      };
+      const u16 = (n: number) => {
+        const offset = heap.alloc(n * 2, false);
+        return new Uint16Array(heap.buffer(), offset, n);
+      };
+      const converter = {
+        widen: (bits: Uint16Array, out: Float32Array, n: number) => wasm.bf16Resident("widen", bits, out, n),
+        round: (x: Float32Array, out: Uint16Array, n: number) => wasm.bf16Resident("round", x, out, n),
+        f32,
+        u16,
+        free: (a: Float32Array | Uint16Array) => heap.release(a.byteOffset, a.byteLength),
+      };
+      let calls = 0;
+      const counted: T.WorkerBlas = {
+        ...worker,
+        workers: worker.workers,
+        spinMicros: worker.spinMicros,
+        gemmBf16: (...args) => {
+          calls++;
+          return worker.gemmBf16(...args);
+        },
+      };
+      const options = { bf16Gemm: "onednn" as const, onednn: lib, converter };
+      const one = new T.NativeGemm(blas, { ...options, threads: 1 });
+      const split = new T.NativeGemm(blas, { ...options, threads: 2, worker: counted, onednnOnWorkers: true });
+      let seed = 52000;
+      for (const [m, n, k] of [
+        [512, 256, 256],
+        [512, 16, 256],
+        [37, 301, 97],
+      ])
+        for (const transA of [false, true])
+          for (const transB of [false, true])
+            for (const accumulate of [false, true]) {
+              const shape: T.MatmulShape = { batch: 1, m, n, k, transA, transB, accumulate };
+              const a = f32(m * k);
+              a.set(randomArray(m * k, -1, 1, seed++));
+              const bits = u16(k * n);
+              bits.set(Uint16Array.from(randomArray(k * n, -1, 1, seed++), (x) => T.f32ToBf16Bits(x)));
+              const initial = randomArray(m * n, -1, 1, seed++);
+              const got = f32(m * n);
+              got.set(initial);
+              const want = f32(m * n);
+              want.set(initial);
+              const before = calls;
+              split.matmulBf16B(a, bits, got, shape);
+              one.matmulBf16B(a, bits, want, shape);
+              const what = `${m}×${n}×${k} transA=${transA} transB=${transB} accumulate=${accumulate}`;
+              expect(calls, what).toBeGreaterThan(before);
+              expect(firstDifference(got, want), what).toBe(-1);
+            }
+    });
+  },
+);
 
 /** Loss and every gradient of a one-layer decoder (f32 weights) on the active backend. */
 function decoderStep(): Float32Array[] {

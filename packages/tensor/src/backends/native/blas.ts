@@ -63,6 +63,8 @@ export interface OneDnnLibrary {
   readonly gemmBf16: GemmBf16;
   /** OpenMP thread count for oneDNN's calls (omp_set_num_threads of the OpenMP runtime it links). */
   setThreads(threads: number): boolean;
+  /** That OpenMP runtime (a soname), or null where none was found. */
+  readonly openmp: string | null;
 }
 
 // koffi's surface as used here (its own types are loose; the package is optional).
@@ -273,17 +275,22 @@ export async function loadOneDnn(library?: string): Promise<OneDnnLibrary | stri
     if (!gemm) return `${p} has no dnnl_gemm_bf16bf16f32`;
     // oneDNN's CPU runtime is OpenMP in Debian's build: its thread count is the OpenMP runtime's.
     let ompSet: ((...args: unknown[]) => unknown) | null = null;
+    let openmp: string | null = null;
     for (const omp of ["libgomp.so.1", "libiomp5.so", "libomp.so"]) {
       try {
         ompSet = optionalFunc(koffi.load(omp), "void omp_set_num_threads(int)");
       } catch {
         ompSet = null;
       }
-      if (ompSet) break;
+      if (ompSet) {
+        openmp = omp;
+        break;
+      }
     }
     return {
       path: p,
       gemmBf16: gemm as unknown as GemmBf16,
+      openmp,
       setThreads(threads: number): boolean {
         ompSet?.(threads);
         return ompSet !== null;

@@ -85,6 +85,11 @@ export interface NativeGemmOptions {
    * arrays they can see are split by rows (or columns) into one part per thread, each on one BLAS thread.
    */
   worker?: WorkerBlas | null;
+  /**
+   * The workers loaded oneDNN too (WorkerBlas.loadOneDnn) and `onednn` runs on one OpenMP thread: its bf16
+   * products are split the same way.
+   */
+  onednnOnWorkers?: boolean;
 }
 
 interface Resolved {
@@ -141,6 +146,55 @@ function at<T extends Float32Array | Uint16Array>(x: T, offset: number): T {
   return (offset === 0 ? x : x.subarray(offset)) as T;
 }
 
+/** One part of a split product: its shape and where its A, B and C start (elements). */
+interface ProductPart {
+  m: number;
+  n: number;
+  aAt: number;
+  bAt: number;
+  cAt: number;
+}
+
+/**
+ * Runs a (rows × cols) product as one part per thread: parts 1.. start on workers 0.. (`onWorker` returns the
+ * wait), part 0 runs here, then every started part is waited for, also after an error (they write into C).
+ * Rows are split where there are enough: column parts of a C with short k ran at half speed (512×688×16: both
+ * threads store into every row of C). Parts start at multiples of WORKER_SPLIT_ALIGN.
+ */
+function splitProduct(
+  workers: number,
+  s: { transA: boolean; transB: boolean },
+  g: { rows: number; cols: number; lda: number; ldb: number; ldc: number; aOff: number; bOff: number; cOff: number },
+  onWorker: (index: number, p: ProductPart) => () => void,
+  here: (p: ProductPart) => void,
+): void {
+  const byRows = g.rows >= 4 * WORKER_SPLIT_ALIGN || g.rows >= g.cols;
+  const total = byRows ? g.rows : g.cols;
+  const parts = Math.min(workers + 1, Math.ceil(total / WORKER_SPLIT_ALIGN));
+  const per = Math.ceil(total / parts / WORKER_SPLIT_ALIGN) * WORKER_SPLIT_ALIGN;
+  const part = (p0: number, p1: number): ProductPart =>
+    byRows
+      ? { m: p1 - p0, n: g.cols, aAt: g.aOff + (s.transA ? p0 : p0 * g.lda), bAt: g.bOff, cAt: g.cOff + p0 * g.ldc }
+      : { m: g.rows, n: p1 - p0, aAt: g.aOff, bAt: g.bOff + (s.transB ? p0 * g.ldb : p0), cAt: g.cOff + p0 };
+  const waits: (() => void)[] = [];
+  let error: unknown = null;
+  try {
+    for (let t = 1; t < parts && t * per < total; t++)
+      waits.push(onWorker(t - 1, part(t * per, Math.min(total, (t + 1) * per))));
+    here(part(0, Math.min(total, per)));
+  } catch (err) {
+    error = err;
+  }
+  for (const wait of waits) {
+    try {
+      wait();
+    } catch (err) {
+      error ??= err;
+    }
+  }
+  if (error) throw error;
+}
+
 let f16Table: Float32Array | null = null;
 /** All 65536 f16 values as f32: widening is then one indexed load per element. */
 function f16ToF32Table(): Float32Array {
@@ -174,6 +228,8 @@ export class NativeGemm {
   readonly threads: number;
   /** The workers products are split across (null: OpenBLAS's own threads do it). */
   private readonly worker: WorkerBlas | null;
+  /** The same workers where they also loaded oneDNN (then its bf16 products split too, each on one thread). */
+  private readonly onednnWorker: WorkerBlas | null;
 
   constructor(
     readonly blas: BlasLibrary,
@@ -184,6 +240,7 @@ export class NativeGemm {
     this.threads = Math.max(1, options.threads ?? 1);
     this.blasThreads = this.threads;
     this.worker = this.threads > 1 && options.worker && options.worker.workers > 0 ? options.worker : null;
+    this.onednnWorker = this.worker && options.onednnOnWorkers && options.onednn ? this.worker : null;
     if (this.bf16Gemm === "onednn" && !options.onednn)
       throw new ShapeError('NativeGemm: bf16Gemm "onednn" needs a loaded oneDNN library');
   }
@@ -295,68 +352,32 @@ export class NativeGemm {
   ): void {
     this.setBlasThreads(1);
     const lda = s.transA ? s.m : s.k;
-    const ldc = s.n;
-    // Rows where there are enough: column parts of a C with short k ran at half speed (512×688×16: both threads
-    // store into every row of C).
-    const byRows = rows >= 4 * WORKER_SPLIT_ALIGN || rows >= cols;
-    const total = byRows ? rows : cols;
-    const parts = Math.min(worker.workers + 1, Math.ceil(total / WORKER_SPLIT_ALIGN));
-    const per = Math.ceil(total / parts / WORKER_SPLIT_ALIGN) * WORKER_SPLIT_ALIGN;
-    // Part [p0, p1): its A, B and C offsets, as a (rows × cols) product.
-    const part = (p0: number, p1: number) =>
-      byRows
-        ? {
-            m: p1 - p0,
-            n: cols,
-            aAt: aOff + (s.transA ? p0 : p0 * lda),
-            bAt: bOff,
-            cAt: cOff + p0 * ldc,
-          }
-        : {
-            m: rows,
-            n: p1 - p0,
-            aAt: aOff,
-            bAt: bOff + (s.transB ? p0 * ldb : p0),
-            cAt: cOff + p0,
-          };
-    const waits: (() => void)[] = [];
-    let error: unknown = null;
-    try {
-      for (let t = 1; t < parts && t * per < total; t++) {
-        const p = part(t * per, Math.min(total, (t + 1) * per));
-        waits.push(
-          worker.sgemm(t - 1, s.transA, s.transB, p.m, p.n, s.k, a, p.aAt, lda, b, p.bAt, ldb, s.beta, out, p.cAt, ldc),
-        );
-      }
-      const p = part(0, Math.min(total, per));
-      this.blas.sgemm(
-        CBLAS_ROW_MAJOR,
-        s.transA ? CBLAS_TRANS : CBLAS_NO_TRANS,
-        s.transB ? CBLAS_TRANS : CBLAS_NO_TRANS,
-        p.m,
-        p.n,
-        s.k,
-        1,
-        at(a, p.aAt),
-        lda,
-        at(b, p.bAt),
-        ldb,
-        s.beta,
-        at(out, p.cAt),
-        ldc,
-      );
-    } catch (err) {
-      error = err;
-    }
-    // Every started part is waited for, also after an error: they write into out.
-    for (const wait of waits) {
-      try {
-        wait();
-      } catch (err) {
-        error ??= err;
-      }
-    }
-    if (error) throw error;
+    const ta = s.transA ? CBLAS_TRANS : CBLAS_NO_TRANS;
+    const tb = s.transB ? CBLAS_TRANS : CBLAS_NO_TRANS;
+    splitProduct(
+      worker.workers,
+      s,
+      { rows, cols, lda, ldb, ldc: s.n, aOff, bOff, cOff },
+      (t, p) =>
+        worker.sgemm(t, s.transA, s.transB, p.m, p.n, s.k, a, p.aAt, lda, b, p.bAt, ldb, s.beta, out, p.cAt, s.n),
+      (p) =>
+        this.blas.sgemm(
+          CBLAS_ROW_MAJOR,
+          ta,
+          tb,
+          p.m,
+          p.n,
+          s.k,
+          1,
+          at(a, p.aAt),
+          lda,
+          at(b, p.bAt),
+          ldb,
+          s.beta,
+          at(out, p.cAt),
+          s.n,
+        ),
+    );
   }
 
   /**
@@ -475,28 +496,64 @@ export class NativeGemm {
     const tall = s.batch > 1 && s.strideB === 0 && !s.transA && s.strideA === m * k;
     const calls = tall ? 1 : s.batch;
     const rows = tall ? s.batch * m : m;
-    const rest = this.threads > 1 ? this.restWorkers() : null;
-    for (let i = 0; i < calls; i++) {
+    const lda = s.transA ? m : k;
+    const ldb = s.transB ? k : n;
+    const call = (p: ProductPart) => {
       const status = onednn.gemmBf16(
         ta,
         tb,
-        rows,
-        n,
+        p.m,
+        p.n,
         k,
         1,
-        at(aBits, i * s.strideA),
-        s.transA ? m : k,
-        at(bits, i * s.strideB),
-        s.transB ? k : n,
+        at(aBits, p.aAt),
+        lda,
+        at(bits, p.bAt),
+        ldb,
         s.beta,
-        at(out, i * m * n),
+        at(out, p.cAt),
         n,
       );
-      if (status !== 0) {
-        rest?.();
-        throw new ShapeError(`matmulBf16B: dnnl_gemm_bf16bf16f32 failed with status ${status}`);
+      if (status !== 0) throw new ShapeError(`matmulBf16B: dnnl_gemm_bf16bf16f32 failed with status ${status}`);
+    };
+    const worker = this.onednnWorker;
+    const split =
+      worker !== null && 2 * rows * n * k >= WORKER_SPLIT_FLOPS && !worker.busy() && worker.owns(aBits, bits, out);
+    // oneDNN's own OpenMP threads (where the workers do not split its products) need both cores.
+    const rest = this.threads > 1 && !this.onednnWorker ? this.restWorkers() : null;
+    try {
+      for (let i = 0; i < calls; i++) {
+        const g = { rows, cols: n, lda, ldb, ldc: n, aOff: i * s.strideA, bOff: i * s.strideB, cOff: i * m * n };
+        if (split)
+          splitProduct(
+            worker.workers,
+            s,
+            g,
+            (t, p) =>
+              worker.gemmBf16(
+                t,
+                s.transA,
+                s.transB,
+                p.m,
+                p.n,
+                k,
+                aBits,
+                p.aAt,
+                lda,
+                bits,
+                p.bAt,
+                ldb,
+                s.beta,
+                out,
+                p.cAt,
+                n,
+              ),
+            call,
+          );
+        else call({ m: rows, n, aAt: g.aOff, bAt: g.bOff, cAt: g.cOff });
       }
+    } finally {
+      rest?.();
     }
-    rest?.();
   }
 }

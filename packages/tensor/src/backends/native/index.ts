@@ -220,8 +220,14 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
       workerBlas.setSpin(options.workerSpinMicros ?? WORKER_SPIN_MICROS);
     }
   }
+  // oneDNN's products split the same way where the workers load it; its own OpenMP team is then one thread.
+  let onednnOnWorkers = false;
+  if (gemmSplit === "workers" && onednn?.openmp && workerBlas?.loadOneDnn(onednn.path, onednn.openmp) === null) {
+    onednnOnWorkers = onednn.setThreads(1);
+  }
   const next = new NativeGemm(blas, {
     worker: gemmSplit === "workers" ? workerBlas : null,
+    onednnOnWorkers,
     threads: threadsApplied ? threads : 1,
     converter,
     bf16Gemm,
