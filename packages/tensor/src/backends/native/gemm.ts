@@ -55,12 +55,15 @@ export const BLAS_PARALLEL_FLOPS = 1 << 24;
 export const BLAS_SKINNY_K = 16;
 
 /**
- * With worker threads that run BLAS (`NativeGemmOptions.worker`), products from this many flops are split
- * between the caller and the workers, each part a single-threaded sgemm, instead of OpenBLAS splitting them
- * across its own threads (which sleep between calls and wake late: see the tensor README, "Two threads on
- * native").
+ * With worker threads that run BLAS (`NativeGemmOptions.worker`), products from this many flops whose dimensions
+ * all exceed BLAS_SKINNY_K are split between the caller and the workers, each part a single-threaded sgemm,
+ * instead of OpenBLAS splitting them across its own threads. Back to back (bench/worker-split.ts, real-time
+ * priority) splitting paid from 2 MFLOP (128×128×64: 1.35×) and for the rank-16 products (1.4–1.6×); inside the
+ * steps (bench/step-profile.ts) those lost (the attention tiles' 128×64×128: 46 instead of 36 µs, LoRA's
+ * 16×256×512: 0.43 instead of ~0.2 ms: the worker reads operands the caller just wrote, from the other core's
+ * cache), so the threshold is OpenBLAS's own (BLAS_PARALLEL_FLOPS).
  */
-export const WORKER_SPLIT_FLOPS = 1 << 21;
+export const WORKER_SPLIT_FLOPS = 1 << 24;
 /** Parts of a split product start at multiples of this many rows (or columns): whole register blocks. */
 export const WORKER_SPLIT_ALIGN = 16;
 
@@ -305,7 +308,7 @@ export class NativeGemm {
     rows: number,
     cols: number,
   ): void {
-    if (this.worker && 2 * rows * cols * s.k >= WORKER_SPLIT_FLOPS && !this.worker.busy()) {
+    if (this.worker && this.worthSplitting(rows, cols, s.k) && !this.worker.busy()) {
       if (this.worker.owns(a, b, out)) {
         this.splitSgemm(this.worker, s, a, aOff, b, bOff, ldb, out, cOff, rows, cols);
         return;
@@ -378,6 +381,11 @@ export class NativeGemm {
           s.n,
         ),
     );
+  }
+
+  /** Whether a (rows × cols × k) product is split across the workers (see WORKER_SPLIT_FLOPS). */
+  private worthSplitting(rows: number, cols: number, k: number): boolean {
+    return Math.min(rows, cols, k) > BLAS_SKINNY_K && 2 * rows * cols * k >= WORKER_SPLIT_FLOPS;
   }
 
   /**
@@ -517,8 +525,7 @@ export class NativeGemm {
       if (status !== 0) throw new ShapeError(`matmulBf16B: dnnl_gemm_bf16bf16f32 failed with status ${status}`);
     };
     const worker = this.onednnWorker;
-    const split =
-      worker !== null && 2 * rows * n * k >= WORKER_SPLIT_FLOPS && !worker.busy() && worker.owns(aBits, bits, out);
+    const split = worker !== null && this.worthSplitting(rows, n, k) && !worker.busy() && worker.owns(aBits, bits, out);
     // oneDNN's own OpenMP threads (where the workers do not split its products) need both cores.
     const rest = this.threads > 1 && !this.onednnWorker ? this.restWorkers() : null;
     try {
