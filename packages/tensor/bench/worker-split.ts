@@ -1,7 +1,9 @@
 // Products split between the caller and the wasm worker (each part one single-threaded sgemm, see
 // NativeGemm's splitSgemm) against one BLAS thread and against OpenBLAS's own two threads, on the GEMM shapes
 // of the benchmark steps, in one process, interleaved: median µs per call, and whether the split result equals
-// the one-thread result bit for bit (all four transpose combinations).
+// the one-thread result bit for bit (all four transpose combinations). Shapes under WORKER_SPLIT_FLOPS or with a
+// dimension ≤ 16 are not split (the "split" column is then the one-thread path); the figures for those in the
+// tensor README were taken with the threshold at 2 MFLOP and no skinny rule (tree 05c1426).
 //   tsx --conditions=source bench/worker-split.ts [reps] [spin µs]
 import type { MatmulShape } from "../src/backend.js";
 import * as T from "../src/index.js";
