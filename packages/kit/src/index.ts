@@ -158,6 +158,13 @@ export {
   type MessageView,
 } from "./recipes/opd-samples.js";
 export { runOpdRounds, type OpdEvaluation, type OpdOptions, type OpdRoundResult } from "./recipes/opd.js";
+export {
+  GuidedPolicy,
+  guidedLogNormaliser,
+  guidedLogprobs,
+  type GuidedPolicyOptions,
+  type GuidedPrompt,
+} from "./recipes/guided-teacher.js";
 export { llamaCppRollouts, type LlamaCppRolloutOptions, type RolloutEngine } from "./llama-cpp-rollouts.js";
 export {
   consolidationSamples,

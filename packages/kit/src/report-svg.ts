@@ -18,9 +18,12 @@ const COLORS = ["#c0392b", "#2471a3", "#229954", "#8e44ad", "#d68910"];
 export function niceTicks(lo: number, hi: number, target = 5, integer = false): { ticks: number[]; step: number } {
   if (!(Number.isFinite(lo) && Number.isFinite(hi))) return { ticks: [0, 1], step: 1 };
   if (hi < lo) [lo, hi] = [hi, lo];
-  if (hi === lo) {
-    const pad = integer ? 1 : Math.abs(lo) * 0.1 || 1;
-    [lo, hi] = [lo - pad, hi + pad];
+  // A range within rounding noise of one value (12 and 12 + 2e-15: a mean of equal scores) would give a
+  // step so small that lo / step passes 2^53, where i++ no longer moves: draw it as the one value.
+  if (hi - lo <= Math.max(Math.abs(lo), Math.abs(hi)) * 1e-9) {
+    const mid = (lo + hi) / 2;
+    const pad = integer ? 1 : Math.abs(mid) * 0.1 || 1;
+    [lo, hi] = [mid - pad, mid + pad];
   }
   const raw = (hi - lo) / Math.max(1, target);
   const mag = 10 ** Math.floor(Math.log10(raw));

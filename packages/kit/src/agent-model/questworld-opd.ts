@@ -66,10 +66,13 @@ function stagesOf(info: unknown): Partial<Record<questworld.QuestId, number>> | 
 /**
  * Whether turn `turn` of a questworld rollout was played at the wall: quest 1 finished and the
  * moonpetals not yet handed in, read from the stages the environment reported before the turn
- * (the reset's for turn 0, else the previous step's).
+ * (the last executed step's, else the reset's).
  */
 export function atQuestworldWall(trajectory: Trajectory, turn: number): boolean {
-  const before = stagesOf(turn === 0 ? trajectory.metadata.resetInfo : trajectory.turns[turn - 1]?.info);
+  // A malformed reply is not executed and records no info: the stages are those of the last executed step.
+  let before: ReturnType<typeof stagesOf>;
+  for (let t = turn - 1; t >= 0 && !before; t--) before = stagesOf(trajectory.turns[t]?.info);
+  before ??= stagesOf(trajectory.metadata.resetInfo);
   if (!before) return false;
   const timberDone = (before.timber_for_the_mill ?? 0) >= questworld.QUEST_INFO.timber_for_the_mill.stages.length;
   return timberDone && (before.healers_remedy ?? 0) < WALL_STAGE;

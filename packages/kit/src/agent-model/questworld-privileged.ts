@@ -18,13 +18,41 @@ import {
   deriveSeed,
   mulberry32,
 } from "@kiln/rollout";
+import type { LocalPolicy } from "@kiln/models";
 import { RecipeError } from "../errors.js";
+import { type GuidedPrompt, GuidedPolicy } from "../recipes/guided-teacher.js";
 import { QUESTWORLD_SKILLS, type QuestworldSkill, hermesToolCallText, questworldPlayer } from "./questworld-players.js";
 import { questworldOpdStart, questworldTrainSeed } from "./questworld-corpus.js";
 import { QUESTWORLD_WINDOW_KEEP, questworldWindow } from "./questworld-window.js";
 
 /** The note's first words; the call follows as the Hermes text the model emits. */
 export const QUESTWORLD_EXPERT_NOTE_PREFIX = "Expert's next call:";
+
+/**
+ * GuidedPolicy's split for the privileged note: the conversation before a trailing note and the
+ * noted call's text (the reply the note-guided teacher leans towards); no note, or "none.", no target.
+ */
+export function splitExpertNote(messages: Message[]): GuidedPrompt {
+  const last = messages[messages.length - 1];
+  const content = last?.role === "system" && typeof last.content === "string" ? last.content : null;
+  if (content === null || !content.startsWith(QUESTWORLD_EXPERT_NOTE_PREFIX)) return { messages, target: null };
+  const rest = content.slice(QUESTWORLD_EXPERT_NOTE_PREFIX.length);
+  return { messages: messages.slice(0, -1), target: rest.startsWith("\n") ? rest.slice(1) : null };
+}
+
+/**
+ * The note-guided teacher (`opdTeacher=guided`): `policy` with a bonus of `guidance` nats on every
+ * token that continues the call in the privileged note (GuidedPolicy); its prompts are the student's
+ * view plus the note (questworldTeacherPrompt, privilegedTeacherFactory), the note itself stripped
+ * before the model reads them. Nothing is trained.
+ */
+export function noteGuidedTeacher(policy: LocalPolicy, guidance: number): GuidedPolicy {
+  return new GuidedPolicy(policy, {
+    guidance,
+    split: splitExpertNote,
+    id: `${policy.id}+expert-note(${guidance} nats)`,
+  });
+}
 
 /** The privileged note for a state whose expert call is `call` (null: the chain is over). */
 export function questworldExpertNote(call: questworld.ExpertCall | null): string {
@@ -69,13 +97,18 @@ export function privilegedQuestworldEnv(): Environment {
 }
 
 /**
- * The expert's call for the state turn `turn` of `trajectory` was played from (the reset's info for
- * turn 0, else the previous step's). Throws when the rollout did not record it (played in a plain
- * QuestworldEnvironment): a note guessed from the messages would score the student against the wrong plan.
+ * The expert's call for the state turn `turn` of `trajectory` was played from: the info of the
+ * last executed step before it (a malformed reply is not executed and records none: the state it
+ * leaves is the one before it), else the reset's. Throws when the rollout did not record it (played
+ * in a plain QuestworldEnvironment): a note guessed from the messages would score the student
+ * against the wrong plan.
  */
 export function expertCallBeforeTurn(trajectory: Trajectory, turn: number): questworld.ExpertCall | null {
-  const info = turn === 0 ? trajectory.metadata.resetInfo : trajectory.turns[turn - 1]?.info;
-  const call = expertNextOf(info);
+  for (let t = turn - 1; t >= 0; t--) {
+    const call = expertNextOf(trajectory.turns[t]?.info);
+    if (call !== undefined) return call;
+  }
+  const call = expertNextOf(trajectory.metadata.resetInfo);
   if (call === undefined)
     throw new RecipeError(
       `questworld privileged teacher: ${trajectory.episodeId} turn ${turn} has no expertNext in its info (play rollouts in PrivilegedQuestworldEnvironment)`,

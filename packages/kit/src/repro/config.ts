@@ -31,7 +31,7 @@ export interface QuestworldTeacherSettings {
   microBatchSize: number;
 }
 
-export const OPD_TEACHERS = ["privileged", "sft", "scaffold"] as const;
+export const OPD_TEACHERS = ["guided", "privileged", "sft", "scaffold"] as const;
 export type OpdTeacher = (typeof OPD_TEACHERS)[number];
 
 export interface ReproConfig {
@@ -43,7 +43,9 @@ export interface ReproConfig {
   opdEnv: "questworld" | "guess-number";
   /**
    * OPD's teacher when --teacher names no directory (all trained or built in the run, opd-teacher.ts):
-   * "privileged" (questworld only) = the base after SFT to act on the expert planner's next call
+   * "guided" (questworld only; the default) = the base with a bonus of `opdQuestworld.guidance` nats on
+   * every token that continues the expert planner's next call for its state (GuidedPolicy, nothing
+   * trained); "privileged" (questworld only) = the base after SFT to act on the expert planner's next call
    * shown in its prompt, given that note for every state it plays or scores; "sft" = the base after
    * SFT on expert turns (questworld) or ARP's phase A (guess-number); "scaffold" = the base with the
    * environment's note in its prompt.
@@ -58,6 +60,12 @@ export interface ReproConfig {
      * players visit from the wall (`episodes` of them, `maxTurns` turns each; opd-teacher.ts).
      */
     privilegedTeacher: QuestworldTeacherSettings;
+    /**
+     * The "guided" teacher's bonus, in nats, on the token that continues the expert's call (GuidedPolicy).
+     * 8: the base copies the call on 24 of 24 held-out states and passes the wall 9/9; at 4 it copies 22
+     * and passes 0/9 (kit README, "OPD on questworld").
+     */
+    guidance: number;
     /** Assistant turns per evaluated agent (rollouts take opd.rollout.maxTurns). */
     evalTurns: number;
     /** Student turns teacher-scored and trained on per round: a seeded draw from the round's rollouts. */
@@ -303,7 +311,7 @@ export function reproConfig(seed = 42): ReproConfig {
       opd: recipeConfig("opd", REPRO_SIZES.opd),
       oel: recipeConfig("oel", REPRO_SIZES.oel),
       opdEnv: "questworld",
-      opdTeacher: "sft",
+      opdTeacher: "guided",
       // Questworld OPD sized for its share of `repro all`: an evaluation is 3 seeds × 3 archetypes × 24
       // turns (was 4 × 3 × 40; a batched evaluation costs about its turns, not its agents), the teacher's
       // SFT 3 expert wall episodes, each round 8 rollouts (2 fresh, 3 wall starts × 2 samples) and 32
@@ -311,6 +319,7 @@ export function reproConfig(seed = 42): ReproConfig {
       opdQuestworld: {
         teacher: { episodes: 3, maxTurns: 22, epochs: 2, lr: 4e-3, r: 16, alpha: 32, microBatchSize: 8 },
         privilegedTeacher: { episodes: 6, maxTurns: 24, epochs: 3, lr: 1e-2, r: 16, alpha: 32, microBatchSize: 4 },
+        guidance: 8,
         evalTurns: 24,
         turnsPerRound: 32,
       },

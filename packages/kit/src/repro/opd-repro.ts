@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { GuessNumberEnv, type Policy, episodeSpecs, isSuccessful, meanSe, pairedDelta } from "@kiln/rollout";
 import { LocalPolicy } from "@kiln/models";
+import { noteGuidedTeacher } from "../agent-model/questworld-privileged.js";
 import { GUESS_NUMBER_MAX_TURNS } from "../agent-model/corpus.js";
 import { GUESS_NUMBER_LESSON } from "../agent-model/notes.js";
 import { assertSameTokenizer, scaffoldedTeacher } from "../recipes/opd-samples.js";
@@ -75,6 +76,8 @@ export async function runOpdArm(
   teacherSource?: ModelSource,
   /** The teacher sees the setup's privileged information (setup.privileged) at play and when it scores. */
   privileged = false,
+  /** Wraps the teacher model's policy (the note-guided teacher: noteGuidedTeacher). */
+  wrapTeacher?: (teacher: LocalPolicy) => Policy,
 ): Promise<OpdArm> {
   const priv = privileged ? setup.privileged : undefined;
   if (privileged && !priv) throw new ReproError(`${setup.name} has no privileged teacher`);
@@ -87,12 +90,13 @@ export async function runOpdArm(
     const t = await teacherSource.load();
     seconds["teacher (load or train)"] = secondsSince(t0);
     assertSameTokenizer(codec.tokenizer, t.codec.tokenizer, `teacher ${teacherSource.label}`);
-    teacherModel = new LocalPolicy({
+    const local = new LocalPolicy({
       id: `teacher:${teacherSource.label}`,
       model: t.model,
       tokenizer: t.codec.tokenizer,
       chatTemplate: t.codec.template,
     });
+    teacherModel = wrapTeacher ? wrapTeacher(local) : local;
   }
   const config = structuredClone(opd);
   if (setup.limits?.maxTurns !== undefined) config.rollout.maxTurns = setup.limits.maxTurns;
@@ -350,12 +354,18 @@ export async function reproOpd(
   if (!(OPD_TEACHERS as readonly string[]).includes(config.opdTeacher))
     throw new ReproError(`opdTeacher must be one of ${OPD_TEACHERS.join(", ")}, got "${config.opdTeacher}"`);
   // "privileged" (questworld): the base taught in the run to act on the expert planner's
-  // note, scoring the student's tokens with the note for the student's own state.
-  const privileged = config.opdTeacher === "privileged" && !io.teacher;
+  // note, scoring the student's tokens with the note for the student's own state. "guided": the
+  // base itself, its tokens tilted towards the note's call (GuidedPolicy), nothing trained.
+  const guided = config.opdTeacher === "guided" && !io.teacher;
+  const privileged = (config.opdTeacher === "privileged" || guided) && !io.teacher;
   if (privileged && (config.opdEnv !== "questworld" || !setup.privileged))
     throw new ReproError(
-      `opdTeacher "privileged" has no privileged information for ${setup.name}; use opdTeacher=sft, opdTeacher=scaffold or --teacher DIR`,
+      `opdTeacher "${config.opdTeacher}" has no privileged information for ${setup.name}; use opdTeacher=sft, opdTeacher=scaffold or --teacher DIR`,
     );
+  const guidance = config.opdQuestworld.guidance;
+  if (guided && !(typeof guidance === "number" && Number.isFinite(guidance) && guidance > 0))
+    throw new ReproError(`opdQuestworld.guidance must be a positive number of nats, got ${JSON.stringify(guidance)}`);
+  const wrapTeacher = guided ? (p: LocalPolicy) => noteGuidedTeacher(p, guidance) : undefined;
   // "sft": a teacher trained in the run — ARP's phase A on guess-number, the expert's wall turns on questworld.
   const sftTeacher = () =>
     config.opdEnv === "questworld" && !io.setup
@@ -363,11 +373,13 @@ export async function reproOpd(
       : setup.name === "guess-number"
         ? sftTeacherSource(source, config, io)
         : undefined;
-  const trained = privileged
-    ? questworldPrivilegedTeacherSource(source, config, io)
-    : config.opdTeacher === "sft" && !io.teacher
-      ? sftTeacher()
-      : undefined;
+  const trained = guided
+    ? { label: `base + ${guidance} nats towards the expert's next call`, dir: source.dir, load: () => source.load() }
+    : privileged
+      ? questworldPrivilegedTeacherSource(source, config, io)
+      : config.opdTeacher === "sft" && !io.teacher
+        ? sftTeacher()
+        : undefined;
   if (config.opdTeacher === "sft" && !io.teacher && !trained)
     throw new ReproError(
       `opdTeacher "sft" has no trained teacher for ${setup.name}; use opdTeacher=scaffold or --teacher DIR`,
@@ -377,26 +389,30 @@ export async function reproOpd(
     ? `teacher (${
         io.teacher
           ? io.teacher.label
-          : privileged
-            ? "base + SFT to act on the expert's note, with the note"
-            : config.opdEnv === "questworld"
-              ? "base + SFT on expert wall turns"
-              : "base + ARP phase A"
+          : guided
+            ? `base guided ${guidance} nats towards the expert's next call`
+            : privileged
+              ? "base + SFT to act on the expert's note, with the note"
+              : config.opdEnv === "questworld"
+                ? "base + SFT on expert wall turns"
+                : "base + ARP phase A"
       })`
     : undefined;
   const objective = config.opd.objective;
   const notes = [
-    privileged && teacherSource
-      ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), playing and scoring with the expert planner's next call for the state in its prompt (the student never sees it), so its row is what the rounds distil towards.`
-      : teacherSource
-        ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), so its row is what the rounds distil towards.`
-        : `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
+    guided && teacherSource
+      ? `Held-out ${setup.name} instances, greedy; the teacher is the base (a separate copy of its weights) with a bonus of ${guidance} nats on every token that continues the expert planner's next call for the state it plays or scores (the student never sees the call): p_T ∝ p_base · e^{${guidance}·[token continues the call]}, so its row is what the rounds distil towards.`
+      : privileged && teacherSource
+        ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), playing and scoring with the expert planner's next call for the state in its prompt (the student never sees it), so its row is what the rounds distil towards.`
+        : teacherSource
+          ? `Held-out ${setup.name} instances, greedy; the teacher is ${teacherSource.label} (same tokenizer), so its row is what the rounds distil towards.`
+          : `Held-out ${setup.name} instances, greedy; the teacher is the same base weights with the note "${setup.note}" in the system prompt, so its row is what the rounds distil towards.`,
     objective.divergence === "sampled"
       ? `Objective: the sampled-token advantage −(log q − log p_teacher), clamp ${objective.clamp}, ${objective.objective}, early-turn weight ${objective.earlyTurnWeight}.`
       : `Objective: ${objective.divergence === "reverse_kl" ? "reverse" : "forward"} KL to the teacher's top-${objective.teacherTopK} distribution (plus a tail bucket) at every sampled position, early-turn weight ${objective.earlyTurnWeight}.`,
   ];
   if (!io.ablation) {
-    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, teacherSource, privileged);
+    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, teacherSource, privileged, wrapTeacher);
     const wall = wallPassTable(arm, setup.seedWall);
     const diagnostics = opdDiagnosticsTable(arm, objective.clamp, setup.focusLabel);
     return {
@@ -446,7 +462,17 @@ export async function reproOpd(
     (opd.objective as unknown as Record<string, number | string>)[a.key] = a.value;
     // The clamp bounds the sampled-token advantage: that ablation runs the seed's objective.
     if (io.ablation === "clamp") opd.objective.divergence = "sampled";
-    const arm = await runOpdArm(source, opd, setup, dir, a.label.replace(/\s+/g, "-"), io, teacherSource, privileged);
+    const arm = await runOpdArm(
+      source,
+      opd,
+      setup,
+      dir,
+      a.label.replace(/\s+/g, "-"),
+      io,
+      teacherSource,
+      privileged,
+      wrapTeacher,
+    );
     for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
     finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });
     errors.push(...phaseErrors(arm.phases, `${a.label}: `));

@@ -28,7 +28,7 @@ export interface OpdReproSetup {
   /**
    * A privileged-information teacher (questworld: the expert planner's next call as a note): how
    * its prompt is built for a student turn from what the rollout recorded, and how it is evaluated
-   * with the note computed from each episode's live state. Used when opdTeacher is "privileged".
+   * with the note computed from each episode's live state. Used when opdTeacher is "privileged" or "guided".
    */
   privileged?: {
     teacherPrompt: TeacherPrompt;

@@ -2,6 +2,7 @@ import { questworld } from "@kiln/benchmarks";
 import { type Message, type Policy, type Trajectory, parseToolCalls, runEpisodes } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
 import { questworldOpdStart } from "../../src/agent-model/questworld-corpus.js";
+import { atQuestworldWall } from "../../src/agent-model/questworld-opd.js";
 import {
   QUESTWORLD_SKILLS,
   hermesToolCallText,
@@ -12,8 +13,10 @@ import {
   PrivilegedQuestworldEnvironment,
   QUESTWORLD_EXPERT_NOTE_PREFIX,
   expertCallBeforeTurn,
+  noteGuidedTeacher,
   questworldExpertNote,
   questworldPrivilegedCorpus,
+  splitExpertNote,
   questworldTeacherPrompt,
 } from "../../src/agent-model/questworld-privileged.js";
 import { questworldWindow } from "../../src/agent-model/questworld-window.js";
@@ -22,6 +25,7 @@ import { reproConfig } from "../../src/repro/config.js";
 import { questworldReproSetup } from "../../src/repro/questworld-setup.js";
 import { conversationBatch } from "../../src/trainer/chat-batches.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
+import { LocalPolicy } from "@kiln/models";
 
 /** The call in the privileged note at the end of `messages` (what a model that copies the note would make). */
 function noteCall(messages: readonly Message[]): { name: string; arguments: Record<string, unknown> } | null {
@@ -30,6 +34,11 @@ function noteCall(messages: readonly Message[]): { name: string; arguments: Reco
   const call = parseToolCalls(last.content).calls[0];
   return call ? { name: call.name, arguments: call.arguments } : null;
 }
+
+const withExpertNoteOf = (messages: Message[], call: Parameters<typeof questworldExpertNote>[0]): Message[] => [
+  ...messages,
+  { role: "system", content: questworldExpertNote(call) },
+];
 
 /** A "teacher" that makes exactly the call its note names: the ceiling of a model that learnt to copy it. */
 const copier: Policy = {
@@ -158,6 +167,56 @@ describe("questworld's privileged teacher: the expert planner's next call as a n
     const passed = Object.values(e?.wall?.passed ?? {});
     expect(passed.length).toBe(c.heldout.questworldSeeds.length * 3);
     expect(passed.every((v) => v === 1)).toBe(true);
+  });
+
+  it("a malformed reply records no step: the turn after it is played from the last executed step's state", () => {
+    const gather = { name: "gather", arguments: { resource: "moonpetal" } };
+    const stages = { timber_for_the_mill: 3, healers_remedy: 1 };
+    const traj = {
+      episodeId: "m",
+      prompt: [],
+      metadata: { resetInfo: { expertNext: { name: "move_to", arguments: { place: "grove" } }, stages } },
+      turns: [
+        { index: 0, info: { expertNext: gather, stages } },
+        { index: 1 }, // malformed: not executed, no info
+        { index: 2, info: { expertNext: null, stages: { ...stages, healers_remedy: 2 } } },
+      ],
+    } as unknown as Trajectory;
+    expect(expertCallBeforeTurn(traj, 0)).toEqual({ name: "move_to", arguments: { place: "grove" } });
+    expect(expertCallBeforeTurn(traj, 1)).toEqual(gather);
+    expect(expertCallBeforeTurn(traj, 2)).toEqual(gather);
+    expect(expertCallBeforeTurn(traj, 3)).toBeNull();
+    expect([0, 1, 2, 3].map((t) => atQuestworldWall(traj, t))).toEqual([true, true, true, false]);
+  });
+
+  it("the note-guided teacher reads the conversation without the note and leans towards the noted call", async () => {
+    const call: questworld.ExpertCall = { name: "move_to", arguments: { place: "grove" } };
+    const convo: Message[] = [
+      { role: "system", content: "sys" },
+      { role: "user", content: "go" },
+    ];
+    expect(splitExpertNote(withExpertNoteOf(convo, call))).toEqual({
+      messages: convo,
+      target: hermesToolCallText(call),
+    });
+    expect(splitExpertNote(withExpertNoteOf(convo, null))).toEqual({ messages: convo, target: null });
+    expect(splitExpertNote(convo)).toEqual({ messages: convo, target: null });
+    // A random tiny model guided strongly enough plays exactly the noted call — the note copier the
+    // previous test walks past the wall — from a questworld wall start as from any prompt.
+    const teacher = noteGuidedTeacher(new LocalPolicy({ ...tinyChat({ seed: 1 }), batching: false }), 80);
+    const g = await teacher.generate(withExpertNoteOf(convo, call), undefined, { maxTokens: 80, temperature: 0 });
+    expect(g.text).toBe(hermesToolCallText(call));
+    const env = new PrivilegedQuestworldEnvironment({ archetype: "angler" });
+    const r = env.reset({ seed: 4, state: questworldOpdStart("angler", 4) });
+    const expert = questworld.nextExpertCall(env.getState()) as questworld.ExpertCall;
+    const atWall = await teacher.generate(withExpertNoteOf(questworldWindow(r.messages), expert), env.tools(), {
+      maxTokens: 120,
+      temperature: 0,
+    });
+    expect(atWall.message.tool_calls?.[0]?.function).toEqual({
+      name: expert.name,
+      arguments: JSON.stringify(expert.arguments),
+    });
   });
 
   it("lossOnLastReply trains on the last assistant reply only", () => {

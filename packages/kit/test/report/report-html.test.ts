@@ -56,6 +56,9 @@ describe("niceTicks and formatTick", () => {
     expect(niceTicks(0, 0.93).ticks).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
     expect(niceTicks(1, 37, 5, true)).toEqual({ ticks: [0, 10, 20, 30, 40], step: 10 });
     expect(niceTicks(1, 2, 5, true).step).toBe(1);
+    // Values equal but for rounding noise (a mean of equal scores) are one value, not 10^15 ticks.
+    expect(niceTicks(12, 12 + 2e-15).ticks).toEqual(niceTicks(12, 12).ticks);
+    expect(niceTicks(12, 12 + 2e-15).ticks.length).toBeLessThan(10);
     expect(niceTicks(0.7, 0.7).ticks.length).toBeGreaterThanOrEqual(2);
     const lr = niceTicks(0, 2e-5);
     expect(lr.ticks[0]).toBe(0);

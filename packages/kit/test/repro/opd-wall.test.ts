@@ -102,7 +102,8 @@ describe("kiln repro opd's default is the seed's OPD on questworld", () => {
   it("the sampled-token advantage, clamp ±3, PPO-clipped, turn 0 × 1.5, a fresh r 64 / α 64 LoRA per round", () => {
     const c = reproConfig();
     expect(c.opdEnv).toBe("questworld");
-    expect(c.opdTeacher).toBe("sft");
+    expect(c.opdTeacher).toBe("guided");
+    expect(c.opdQuestworld.guidance).toBe(8);
     expect(c.opd.rounds).toBe(3);
     expect(c.opd.objective).toMatchObject({
       divergence: "sampled",

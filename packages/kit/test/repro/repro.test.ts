@@ -154,6 +154,33 @@ describe("kiln repro at --quick size", () => {
     expect(existsSync(join(oel.dir, "report.html"))).toBe(true);
   }, 600_000);
 
+  it("OPD's default teacher on questworld is the base guided towards the expert's call; guess-number has none", async () => {
+    const config = reproQuickConfig(6);
+    expect(config.opdEnv).toBe("questworld");
+    expect(config.opdTeacher).toBe("guided");
+    const opd = await reproOpd(tinyChatSource(6), config, { ...quiet, out: join(root, "g") });
+    const rows = opd.tables[0].rows;
+    expect(rows.map((r) => r[0])).toEqual([
+      "base",
+      "r1",
+      "r2",
+      "r3",
+      `teacher (base guided ${config.opdQuestworld.guidance} nats towards the expert's next call)`,
+    ]);
+    expect(opd.tables[0].notes?.[0]).toContain(`a bonus of ${config.opdQuestworld.guidance} nats`);
+    expect(opd.errors).toEqual([]);
+    const bad = reproQuickConfig(6);
+    bad.opdQuestworld.guidance = 0;
+    await expect(reproOpd(tinyChatSource(6), bad, { ...quiet, out: join(root, "g0") })).rejects.toThrow(
+      /opdQuestworld.guidance/,
+    );
+    const gn = reproQuickConfig(6);
+    gn.opdEnv = "guess-number";
+    await expect(reproOpd(tinyChatSource(6), gn, { ...quiet, out: join(root, "g1") })).rejects.toThrow(
+      /opdTeacher "guided" has no privileged information .*opdTeacher=sft/,
+    );
+  }, 600_000);
+
   it("OPD --teacher: a separate model is the teacher, and its row is that model's own evaluation", async () => {
     const config = reproQuickConfig(7);
     config.opdEnv = "guess-number";
@@ -162,7 +189,11 @@ describe("kiln repro at --quick size", () => {
     const rows = withTeacher.tables[0].rows;
     expect(rows[rows.length - 1][0]).toBe(`teacher (${teacher.label})`);
     // The teacher's row scores the teacher model on the same held-out games as a run whose student it is.
-    const asStudent = await reproOpd(tinyChatSource(9), config, { ...quiet, out: join(root, "t2") });
+    const asStudent = await reproOpd(
+      tinyChatSource(9),
+      { ...config, opdTeacher: "sft" },
+      { ...quiet, out: join(root, "t2") },
+    );
     expect(rows[rows.length - 1][2]).toBe(asStudent.tables[0].rows[0][2]);
     expect(withTeacher.tables[0].notes?.[0]).toContain(teacher.label);
   });
@@ -170,7 +201,9 @@ describe("kiln repro at --quick size", () => {
   it("is deterministic for a seed: the same tables twice (guess-number OPD, ARP)", async () => {
     const config = reproQuickConfig(11);
     config.opdEnv = "guess-number";
-    expect(config.opdTeacher).toBe("sft");
+    // The default teacher (guided) needs questworld's privileged note; guess-number's is ARP's phase A.
+    expect(config.opdTeacher).toBe("guided");
+    config.opdTeacher = "sft";
     const once = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c1") });
     const twice = await reproOpd(tinyChatSource(11), config, { ...quiet, out: join(root, "c2") });
     expect(once.tables[0].rows.map((r) => r[0])).toEqual(["base", "r1", "r2", "r3", "teacher (base + ARP phase A)"]);
