@@ -188,7 +188,10 @@ export const REPRO_SIZES: {
     // trials as the seed does: 240 s wall a seed on native, niced at load ~6.
     tasks: 4,
     train: { microBatchSize: 2, checkpointEvery: 1000 },
-    rollout: { maxTokens: 48, maxTurns: 4 },
+    // Room for a task's gold solution: the scripted oracle passes 40 of the 40 test tasks within 30 replies
+    // (16 within 4, the earlier cap), and a gold call takes up to 159 tokens (median 48) in the agent
+    // model's vocabulary. tau2's own limit is 200 steps; the embedded model ends its episodes within a few.
+    rollout: { maxTokens: 192, maxTurns: 30 },
   },
 };
 

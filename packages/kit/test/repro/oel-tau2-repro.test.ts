@@ -10,6 +10,11 @@ import { reproConfig, reproQuickConfig } from "../../src/repro/config.js";
 import { ReproError } from "../../src/repro/errors.js";
 import { tinyChatSource } from "../../src/repro/model-source.js";
 import { oelSplits, oelTable, reproOel } from "../../src/repro/oel-repro.js";
+import { Tau2TasksEnvironment } from "../../src/recipes/oel-tau2.js";
+import { passHatKEval } from "../../src/recipes/oel.js";
+import { tau2Agent } from "../../src/agent-model/tau2-corpus.js";
+import { agentModelDir } from "../../src/agent-model/paths.js";
+import { loadLocalModel } from "../../src/policies.js";
 import { tmpRoot } from "../recipes/helpers.js";
 
 const root = tmpRoot();
@@ -23,6 +28,37 @@ afterAll(() => {
 });
 
 describe("kiln repro oel on tau2 retail", () => {
+  it("leaves room for every test task's gold solution: the oracle passes all of them within the repro's caps", async () => {
+    const c = reproConfig();
+    const { test } = oelSplits(c);
+    expect(test).toHaveLength(40);
+    let passed = 0;
+    for (const task of test) {
+      const r = await passHatKEval({
+        makeEnv: () => new Tau2TasksEnvironment([task], (t) => tau2.scriptedUser(t)),
+        policy: tau2Agent(task, "oracle", 0),
+        tasks: [{ id: task.id, seed: 0, memory: "", state: { taskId: task.id } }],
+        trials: 1,
+        limits: { maxTurns: c.oel.rollout.maxTurns },
+      });
+      passed += r.summary.passHatK[0].value;
+    }
+    expect(passed).toBe(test.length);
+    // and every gold call fits one reply of the agent model
+    const { tokenizer } = await loadLocalModel(agentModelDir());
+    const longest = Math.max(
+      ...test.flatMap((t) =>
+        t.evaluation_criteria.actions.map(
+          (a) =>
+            tokenizer.encode(
+              `<tool_call>\n{"name": "${a.name}", "arguments": ${JSON.stringify(a.arguments ?? {})}}\n</tool_call>`,
+            ).length,
+        ),
+      ),
+    );
+    expect(longest).toBeLessThanOrEqual(c.oel.rollout.maxTokens);
+  }, 120_000);
+
   it("deploys on train-split ids and evaluates on test-split ids, never the same id", () => {
     const c = reproConfig();
     c.oel.tasks = 74;
