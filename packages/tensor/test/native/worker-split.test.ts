@@ -85,6 +85,21 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
     T.disposeWasmBackend();
   });
 
+  it("a gemmSplit or workerSpinMicros it does not know is a BackendError naming it", async () => {
+    T.disposeNativeBackend();
+    await expect(
+      T.initBackend("native", { threads: 2, activate: false, gemmSplit: "openmp" as T.GemmSplit }),
+    ).rejects.toThrow(/gemmSplit must be "workers" or "library", got openmp/);
+    await expect(T.initBackend("native", { threads: 2, activate: false, workerSpinMicros: -5 })).rejects.toThrow(
+      /workerSpinMicros must be a number in \[0, 1e6\], got -5/,
+    );
+    await T.initBackend("native", { threads: 2, activate: false, gemmSplit: "library" });
+    expect(T.nativeBackendInfo()?.gemmSplit).toBe("library");
+    expect(T.nativeBackendInfo()?.summary).toContain("products split by the library");
+    T.disposeNativeBackend();
+    await T.initBackend("native", { threads: 2, activate: false });
+  });
+
   it("says the workers split products (and the library does when asked)", () => {
     const info = T.nativeBackendInfo();
     expect(info?.gemmSplit).toBe("workers");

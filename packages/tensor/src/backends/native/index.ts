@@ -11,6 +11,7 @@ import {
   storageOf,
   unregisterBackend,
 } from "../../backend.js";
+import { BackendError } from "../../errors.js";
 import type { StorageBackend } from "../../storage.js";
 import type { BaseBackendOptions } from "../../backend-options.js";
 import { makeGemmAttention, makeTiledAttention } from "../attention-gemm.js";
@@ -90,6 +91,8 @@ const BLAS_ATTENTION_ROWS = 16;
 
 let gemm: NativeGemm | null = null;
 let info: NativeBackendInfo | null = null;
+/** The wasm workers this backend made poll between jobs (they stop when it is disposed). */
+let pollingWorkers: { setSpin(micros: number): void } | null = null;
 
 /** What the native backend runs on (after `initBackend("native")`), or null. */
 export function nativeBackendInfo(): NativeBackendInfo | null {
@@ -106,6 +109,8 @@ export function nativeGemm(): NativeGemm | null {
  * before wasm: native's tensors live in wasm's memory.
  */
 export function disposeNativeBackend(): void {
+  pollingWorkers?.setSpin(0);
+  pollingWorkers = null;
   gemm = null;
   info = null;
   unregisterBackend("native");
@@ -161,6 +166,12 @@ function sharedStorage(inner: StorageBackend, name: string): StorageBackend {
 
 /** Load the BLAS, make sure the wasm backend is up, register "native" = wasm kernels + BLAS GEMMs. */
 export async function initNativeBackend(options: BaseBackendOptions & NativeBackendOptions): Promise<void> {
+  const wantSplit = options.gemmSplit ?? "workers";
+  if (wantSplit !== "workers" && wantSplit !== "library")
+    throw new BackendError(`native backend: gemmSplit must be "workers" or "library", got ${String(wantSplit)}`);
+  const spin = options.workerSpinMicros ?? WORKER_SPIN_MICROS;
+  if (!(Number.isFinite(spin) && spin >= 0 && spin <= 1e6))
+    throw new BackendError(`native backend: workerSpinMicros must be a number in [0, 1e6], got ${String(spin)}`);
   const pinning = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]
     .filter((v) => process.env[v] !== undefined)
     .map((v) => `${v}=${process.env[v]}`);
@@ -208,16 +219,12 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
       : null;
   let gemmSplit: GemmSplit = "library";
   const workerBlas = wasm?.workerBlas ?? null;
-  const wantSplit = options.gemmSplit ?? "workers";
-  if (wantSplit !== "workers" && wantSplit !== "library")
-    throw new NativeBackendUnavailableError(
-      `native backend: gemmSplit must be "workers" or "library", got ${wantSplit}`,
-    );
   if (threadsApplied && threads > 1 && wantSplit === "workers" && workerBlas && heap?.shared) {
     const koffiPath = await koffiModulePath();
     if (koffiPath && workerBlas.load(koffiPath, blas.path) === null) {
       gemmSplit = "workers";
-      workerBlas.setSpin(options.workerSpinMicros ?? WORKER_SPIN_MICROS);
+      workerBlas.setSpin(spin);
+      pollingWorkers = workerBlas;
     }
   }
   // oneDNN's products split the same way where the workers load it; its own OpenMP team is then one thread.
