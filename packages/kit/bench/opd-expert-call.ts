@@ -1,0 +1,47 @@
+// `pnpm bench opd-expert-call [MODEL_DIR …]`: does an OPD round move the student towards the expert
+// planner's call? On 144 held-out questworld states (questworldPrivilegedCorpus, seed 777: six mixed-skill
+// wall-start episodes, the student's window), for the embedded agent model and each model directory given
+// (e.g. a `kiln repro opd` run's rounds/rN/model): the mean log-prob of the expert's whole call, the mean of
+// its least likely token (usually the argument that decides the move), and on how many states the greedy
+// reply is exactly the expert's call. The table's greedy score only shows a change once a call flips; this
+// shows which way the rounds push before one does (kit README, "OPD on questworld").
+import { resolve } from "node:path";
+import { LocalPolicy } from "@kiln/models";
+import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
+import { agentModelDir } from "../src/agent-model/paths.js";
+import { hermesToolCallText } from "../src/agent-model/questworld-players.js";
+import { questworldPrivilegedCorpus } from "../src/agent-model/questworld-privileged.js";
+import { dirModelSource } from "../src/repro/model-source.js";
+
+await initBackend("wasm");
+const states = await questworldPrivilegedCorpus({ seed: 777, episodes: 6, maxTurns: 24 });
+const dirs = [agentModelDir(), ...process.argv.slice(2).map((d) => resolve(process.env.INIT_CWD ?? ".", d))];
+console.log("| model | states | mean log q(expert call) | mean log q of its least likely token | greedy = expert |");
+console.log("|---|---|---|---|---|");
+for (const dir of dirs) {
+  const { model, codec } = await dirModelSource(dir).load();
+  const policy = new LocalPolicy({ model, tokenizer: codec.tokenizer, chatTemplate: codec.template });
+  const eos = codec.tokenizer.eosTokenId;
+  if (eos === null) throw new Error(`${dir}: the tokenizer has no end-of-turn token`);
+  const rows = await Promise.all(
+    states.map(async (d) => {
+      const prompt = d.messages.slice(0, -2); // the window without the note and the reply
+      const ids = [...codec.tokenizer.encode(hermesToolCallText(d.expert)), eos];
+      const { logprobs } = await policy.score(prompt, ids);
+      const g = await policy.generate(prompt, undefined, { maxTokens: 64, temperature: 0 });
+      const made = g.message.tool_calls?.[0]?.function;
+      return {
+        total: logprobs.reduce((a, b) => a + b, 0),
+        least: Math.min(...logprobs),
+        same: made?.name === d.expert.name && made.arguments === JSON.stringify(d.expert.arguments) ? 1 : 0,
+      };
+    }),
+  );
+  const mean = (f: (r: (typeof rows)[number]) => number) => rows.reduce((a, r) => a + f(r), 0) / rows.length;
+  const same = rows.reduce((a, r) => a + r.same, 0);
+  console.log(
+    `| ${dir} | ${rows.length} | ${mean((r) => r.total).toFixed(3)} | ${mean((r) => r.least).toFixed(3)} | ${same}/${rows.length} |`,
+  );
+}
+setBackend("js");
+disposeWasmBackend();
