@@ -66,6 +66,12 @@ export interface ReproConfig {
      * and passes 0/9 (kit README, "OPD on questworld").
      */
     guidance: number;
+    /**
+     * Which model the guided teacher tilts in the rounds: "base" (the default: a fixed copy of the base) or
+     * "student" (each round, the student as its rollouts found it — a teacher as close to the student as it
+     * gets, whose advantage is the tilt alone). The teacher's row evaluates the guided base either way.
+     */
+    guideFrom: "base" | "student";
     /** Assistant turns per evaluated agent (rollouts take opd.rollout.maxTurns). */
     evalTurns: number;
     /** Student turns teacher-scored and trained on per round: a seeded draw from the round's rollouts. */
@@ -323,6 +329,7 @@ export function reproConfig(seed = 42): ReproConfig {
         teacher: { episodes: 3, maxTurns: 22, epochs: 2, lr: 4e-3, r: 16, alpha: 32, microBatchSize: 8 },
         privilegedTeacher: { episodes: 6, maxTurns: 24, epochs: 3, lr: 1e-2, r: 16, alpha: 32, microBatchSize: 4 },
         guidance: 8,
+        guideFrom: "base",
         evalTurns: 24,
         turnsPerRound: 32,
       },

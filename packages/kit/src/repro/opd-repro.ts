@@ -78,7 +78,13 @@ export async function runOpdArm(
   privileged = false,
   /** Wraps the teacher model's policy (the note-guided teacher: noteGuidedTeacher). */
   wrapTeacher?: (teacher: LocalPolicy) => Policy,
+  /**
+   * Each round's teacher is `wrapTeacher` of the student as that round's rollouts found it (the merged
+   * previous round) instead of the teacher model; the teacher's row still evaluates the teacher model.
+   */
+  wrapStudent = false,
 ): Promise<OpdArm> {
+  if (wrapStudent && !wrapTeacher) throw new ReproError("a teacher built on the student needs wrapTeacher");
   const priv = privileged ? setup.privileged : undefined;
   if (privileged && !priv) throw new ReproError(`${setup.name} has no privileged teacher`);
   if (priv && !teacherSource) throw new ReproError("a privileged teacher needs a teacher model (teacherSource)");
@@ -112,7 +118,10 @@ export async function runOpdArm(
     model,
     codec,
     makeEnv: setup.makeEnv,
-    teacher: (student) => teacherModel ?? scaffoldedTeacher(student, setup.note),
+    teacher: (student) =>
+      wrapStudent && wrapTeacher
+        ? wrapTeacher(student as LocalPolicy)
+        : (teacherModel ?? scaffoldedTeacher(student, setup.note)),
     teacherPrompt: priv?.teacherPrompt,
     starts: setup.starts,
     view: setup.view,
@@ -366,6 +375,10 @@ export async function reproOpd(
   if (guided && !(typeof guidance === "number" && Number.isFinite(guidance) && guidance > 0))
     throw new ReproError(`opdQuestworld.guidance must be a positive number of nats, got ${JSON.stringify(guidance)}`);
   const wrapTeacher = guided ? (p: LocalPolicy) => noteGuidedTeacher(p, guidance) : undefined;
+  const guideFrom = config.opdQuestworld.guideFrom;
+  if (guideFrom !== "base" && guideFrom !== "student")
+    throw new ReproError(`opdQuestworld.guideFrom must be "base" or "student", got ${JSON.stringify(guideFrom)}`);
+  const wrapStudent = guided && guideFrom === "student";
   // "sft": a teacher trained in the run — ARP's phase A on guess-number, the expert's wall turns on questworld.
   const sftTeacher = () =>
     config.opdEnv === "questworld" && !io.setup
@@ -412,7 +425,18 @@ export async function reproOpd(
       : `Objective: ${objective.divergence === "reverse_kl" ? "reverse" : "forward"} KL to the teacher's top-${objective.teacherTopK} distribution (plus a tail bucket) at every sampled position, early-turn weight ${objective.earlyTurnWeight}.`,
   ];
   if (!io.ablation) {
-    const arm = await runOpdArm(source, config.opd, setup, dir, "opd", io, teacherSource, privileged, wrapTeacher);
+    const arm = await runOpdArm(
+      source,
+      config.opd,
+      setup,
+      dir,
+      "opd",
+      io,
+      teacherSource,
+      privileged,
+      wrapTeacher,
+      wrapStudent,
+    );
     const wall = wallPassTable(arm, setup.seedWall);
     const diagnostics = opdDiagnosticsTable(arm, objective.clamp, setup.focusLabel);
     return {
@@ -472,6 +496,7 @@ export async function reproOpd(
       teacherSource,
       privileged,
       wrapTeacher,
+      wrapStudent,
     );
     for (const [k, v] of Object.entries(arm.seconds)) seconds[`${a.label}: ${k}`] = v;
     finals.push({ label: a.label, final: arm.phases[arm.phases.length - 1], base: arm.phases[0] });

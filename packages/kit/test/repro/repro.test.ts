@@ -169,6 +169,17 @@ describe("kiln repro at --quick size", () => {
     ]);
     expect(opd.tables[0].notes?.[0]).toContain(`a bonus of ${config.opdQuestworld.guidance} nats`);
     expect(opd.errors).toEqual([]);
+    // The rounds' teacher can be the student itself, tilted towards the call; the teacher's row is the guided base.
+    const fromStudent = reproQuickConfig(6);
+    fromStudent.opdQuestworld.guideFrom = "student";
+    const s = await reproOpd(tinyChatSource(6), fromStudent, { ...quiet, out: join(root, "gs") });
+    expect(s.tables[0].rows[4]).toEqual(rows[4]);
+    expect(s.errors).toEqual([]);
+    const wrong = reproQuickConfig(6);
+    (wrong.opdQuestworld as { guideFrom: string }).guideFrom = "teacher";
+    await expect(reproOpd(tinyChatSource(6), wrong, { ...quiet, out: join(root, "gw") })).rejects.toThrow(
+      /opdQuestworld.guideFrom must be "base" or "student"/,
+    );
     const bad = reproQuickConfig(6);
     bad.opdQuestworld.guidance = 0;
     await expect(reproOpd(tinyChatSource(6), bad, { ...quiet, out: join(root, "g0") })).rejects.toThrow(
