@@ -13,6 +13,7 @@ import {
 } from "../../src/backends/native/blas.js";
 import * as T from "../../src/index.js";
 import { expectClose, randomArray } from "../helpers.js";
+import { matmulReference } from "./matmul-reference.js";
 
 const required = process.env.KILN_NATIVE === "required";
 let unavailable: string | null = null;
@@ -37,26 +38,6 @@ describe("native backend availability", () => {
     expect(message).not.toContain("\n");
   });
 });
-
-/** float64 op(A)·op(B) (+ the initial out when accumulating) per batch. */
-function reference(a: Float32Array, b: Float32Array, initial: Float32Array, s: T.MatmulShape): Float64Array {
-  const { batch, m, n, k } = s;
-  const sa = s.batchStrideA ?? m * k;
-  const sb = s.batchStrideB ?? k * n;
-  const out = new Float64Array(batch * m * n);
-  for (let p = 0; p < batch; p++)
-    for (let i = 0; i < m; i++)
-      for (let j = 0; j < n; j++) {
-        let acc = s.accumulate ? initial[p * m * n + i * n + j] : 0;
-        for (let l = 0; l < k; l++) {
-          const av = a[p * sa + (s.transA ? l * m + i : i * k + l)];
-          const bv = b[p * sb + (s.transB ? j * k + l : l * n + j)];
-          acc += av * bv;
-        }
-        out[p * m * n + i * n + j] = acc;
-      }
-  return out;
-}
 
 function extent(batch: number, stride: number, size: number): number {
   return batch === 0 ? 0 : (batch - 1) * stride + size;
@@ -147,7 +128,7 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
               const initial = randomArray(batch * m * n, -1, 1, seed++);
               const out = initial.slice();
               gemm.matmul(a, b, out, shape);
-              const want = reference(a, b, initial, shape);
+              const want = matmulReference(a, b, initial, shape);
               expectClose(out, want, 1e-5, 1e-5 * Math.sqrt(k));
               const js = initial.slice();
               T.referenceKernel("matmul")(a, b, js, shape);
@@ -167,7 +148,7 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
     b.set(randomArray(k * n, -1, 1, 42));
     const guard = new Float32Array(memory.buffer, out.byteOffset + out.byteLength, 4).fill(123);
     gemm.matmul(a, b, out, { batch: 1, m, n, k });
-    expectClose(out, reference(a, b, out, { batch: 1, m, n, k }), 1e-5, 1e-5);
+    expectClose(out, matmulReference(a, b, out, { batch: 1, m, n, k }), 1e-5, 1e-5);
     expect([...guard]).toEqual([123, 123, 123, 123]);
   });
 
@@ -211,7 +192,7 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
           const a = randomArray(batch * m * k, -1, 1, seed++);
           const shape = { batch, m, n, k, transB, batchStrideB: strideB, accumulate: true };
           const initial = randomArray(batch * m * n, -1, 1, seed++);
-          const want = reference(a, bValues, initial, shape);
+          const want = matmulReference(a, bValues, initial, shape);
           // A scratch of 100 elements forces slices of 4 columns: every slice boundary is exercised.
           const small = new T.NativeGemm(gemm.blas, { scratchElements: 100 });
           for (const g of [gemm, small]) {
@@ -323,7 +304,7 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
       const shape = { batch: 1, m, n, k, transB: true, accumulate: true };
       const out = initial.slice();
       gemm.matmul(a, b, out, shape);
-      expectClose(out, reference(a, b, initial, shape), 1e-5, 1e-5 * Math.sqrt(k));
+      expectClose(out, matmulReference(a, b, initial, shape), 1e-5, 1e-5 * Math.sqrt(k));
     }
   });
 
@@ -336,7 +317,12 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
       const shape = { batch: 1, m, n, k, transB: true };
       const out = new Float32Array(m * n);
       gemm.matmulBf16B(a, bits, out, shape);
-      expectClose(out, reference(a, Float32Array.from(bits, T.bf16BitsToF32), out, shape), 1e-5, 1e-5 * Math.sqrt(k));
+      expectClose(
+        out,
+        matmulReference(a, Float32Array.from(bits, T.bf16BitsToF32), out, shape),
+        1e-5,
+        1e-5 * Math.sqrt(k),
+      );
     }
   });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { koffiModulePath, loadBlas, loadOneDnn } from "../../src/backends/native/blas.js";
 import * as T from "../../src/index.js";
 import { expectClose, randomArray } from "../helpers.js";
+import { matmulReference } from "./matmul-reference.js";
 
 let unavailable: string | null = null;
 try {
@@ -21,25 +22,6 @@ function firstDifference(x: Float32Array, y: Float32Array): number {
   const b = new Uint32Array(y.buffer, y.byteOffset, y.length);
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
   return -1;
-}
-
-function reference(a: Float32Array, b: Float32Array, initial: Float32Array, s: T.MatmulShape): Float64Array {
-  const { batch, m, n, k } = s;
-  const sa = s.batchStrideA ?? m * k;
-  const sb = s.batchStrideB ?? k * n;
-  const out = new Float64Array(batch * m * n);
-  for (let p = 0; p < batch; p++)
-    for (let i = 0; i < m; i++)
-      for (let j = 0; j < n; j++) {
-        let acc = s.accumulate ? initial[p * m * n + i * n + j] : 0;
-        for (let l = 0; l < k; l++) {
-          const av = a[p * sa + (s.transA ? l * m + i : i * k + l)];
-          const bv = b[p * sb + (s.transB ? j * k + l : l * n + j)];
-          acc += av * bv;
-        }
-        out[p * m * n + i * n + j] = acc;
-      }
-  return out;
 }
 
 describe.skipIf(unavailable !== null)("native: products split between the caller and the workers", () => {
@@ -147,7 +129,7 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
               expect(firstDifference(got, want), what).toBe(-1);
               // The one-thread product is checked against float64 in native.test.ts; here once per transpose pair.
               if (batching === "one" && accumulate)
-                expectClose(got, reference(a, b, initial, shape), 1e-5, 1e-5 * Math.sqrt(k));
+                expectClose(got, matmulReference(a, b, initial, shape), 1e-5, 1e-5 * Math.sqrt(k));
             }
     });
 
@@ -176,7 +158,7 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
       k: 64,
     });
     expect(calls).toBe(before);
-    expectClose(got, reference(a, b, got, { batch: 1, m, n, k }), 1e-5, 1e-4);
+    expectClose(got, matmulReference(a, b, got, { batch: 1, m, n, k }), 1e-5, 1e-4);
   });
 
   it("a hundred and fifty short products back to back (the worker polling between them) keep the one-thread bits", () => {
