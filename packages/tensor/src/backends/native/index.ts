@@ -55,7 +55,7 @@ export interface NativeBackendOptions {
   gemmSplit?: GemmSplit;
   /**
    * Microseconds the threads poll for the next job before sleeping, with gemmSplit "workers" (default
-   * WORKER_SPIN_MICROS; 0 = sleep at once).
+   * WORKER_SPIN_MICROS, 200; 0 = sleep at once).
    */
   workerSpinMicros?: number;
 }
@@ -63,8 +63,11 @@ export interface NativeBackendOptions {
 export type GemmSplit = "workers" | "library";
 
 /**
- * Poll time of the threads between jobs with gemmSplit "workers": a step issues a product or kernel every few
- * tens of µs, and a sleeping thread takes about as long again to wake.
+ * Poll time of the threads between jobs with gemmSplit "workers": a sleeping thread takes tens of µs or more to
+ * run again. Longer is not better everywhere (tensor README, "Products split by the workers"): niced beside a
+ * colleague's job, 5 ms took the decoder step on two threads from 471–581 to 196–246 ms but the LoRA step from
+ * 481–577 to 944–1,134 ms (a polling thread takes the core the caller or V8's helper threads need); at
+ * real-time priority under load 200 µs and 2 ms were alike.
  */
 export const WORKER_SPIN_MICROS = 200;
 
