@@ -55,14 +55,14 @@ export const CTL_SPIN = 4;
 export const ARGS_OFFSET = 64;
 
 /**
- * The signature the worker binds cblas_sgemm with (the main thread's is in backends/native/blas.ts; both take
- * typed arrays, which koffi passes by pointer).
+ * cblas_sgemm as koffi binds it, on the main thread (backends/native/blas.ts) and in the workers alike: typed
+ * arrays, passed by pointer.
  */
-export const WORKER_SGEMM_SIG =
+export const SGEMM_SIGNATURE =
   "void cblas_sgemm(int, int, int, int, int, int, float, float*, int, float*, int, float, _Inout_ float*, int)";
 
-/** oneDNN's bf16 GEMM as the worker binds it (backends/native/blas.ts binds the same on the main thread). */
-export const WORKER_GEMM_BF16_SIG =
+/** oneDNN's bf16 GEMM as koffi binds it, on the main thread and in the workers alike. */
+export const GEMM_BF16_SIGNATURE =
   "int dnnl_gemm_bf16bf16f32(char, char, int64_t, int64_t, int64_t, float, uint16_t*, int64_t, uint16_t*, int64_t, float, _Inout_ float*, int64_t)";
 
 export const WORKER_SOURCE = `"use strict";
@@ -80,14 +80,14 @@ function kilnWasmWorker(init, ready) {
   let koffi = null;
   fns[names.indexOf("blas_load")] = (kp, kn, lp, ln) => {
     koffi = require(text(kp, kn));
-    sgemm = koffi.load(text(lp, ln)).func(${JSON.stringify(WORKER_SGEMM_SIG)});
+    sgemm = koffi.load(text(lp, ln)).func(${JSON.stringify(SGEMM_SIGNATURE)});
   };
   // onednn_load(dnnl, dnnlLen, openmp, openmpLen) after blas_load: oneDNN's bf16 GEMM, and this thread's OpenMP
   // team set to one thread (an OpenMP thread count is per calling thread), then gemm_bf16 as sgemm with bf16 A, B.
   let gemmBf16 = null;
   const u16 = (buf, p, rows, cols, ld) => new Uint16Array(buf, p, rows === 0 ? 0 : (rows - 1) * ld + cols);
   fns[names.indexOf("onednn_load")] = (dp, dn, op, on) => {
-    gemmBf16 = koffi.load(text(dp, dn)).func(${JSON.stringify(WORKER_GEMM_BF16_SIG)});
+    gemmBf16 = koffi.load(text(dp, dn)).func(${JSON.stringify(GEMM_BF16_SIGNATURE)});
     koffi.load(text(op, on)).func("void omp_set_num_threads(int)")(1);
   };
   fns[names.indexOf("gemm_bf16")] = (ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc) => {

@@ -2,6 +2,7 @@
 // through koffi (an FFI with prebuilt binaries; an optional dependency). Nothing here is imported
 // unless `initBackend("native")` runs, so browsers and machines without a BLAS never load it.
 import { BackendError } from "../../errors.js";
+import { GEMM_BF16_SIGNATURE, SGEMM_SIGNATURE } from "../../wasm/worker-source.js";
 
 /** The native backend cannot run here (no FFI, no BLAS, or a BLAS without cblas_sgemm). */
 export class NativeBackendUnavailableError extends BackendError {}
@@ -74,9 +75,6 @@ interface KoffiLib {
 interface Koffi {
   load(path: string): KoffiLib;
 }
-
-const SGEMM_SIG =
-  "void cblas_sgemm(int, int, int, int, int, int, float, float*, int, float*, int, float, _Inout_ float*, int)";
 
 interface Candidate {
   path: string;
@@ -215,7 +213,7 @@ export async function loadBlas(options: LoadBlasOptions = {}): Promise<BlasLibra
         failures.push(`${path}: ${firstLine(err)}`);
         continue;
       }
-      const sgemm = optionalFunc(lib, SGEMM_SIG);
+      const sgemm = optionalFunc(lib, SGEMM_SIGNATURE);
       if (!sgemm) {
         failures.push(`${path}: no cblas_sgemm`);
         continue;
@@ -255,9 +253,6 @@ function bind(lib: KoffiLib, path: string, vendor: string, sgemm: Sgemm): BlasLi
   };
 }
 
-const GEMM_BF16_SIG =
-  "int dnnl_gemm_bf16bf16f32(char, char, int64_t, int64_t, int64_t, float, uint16_t*, int64_t, uint16_t*, int64_t, float, _Inout_ float*, int64_t)";
-
 /** oneDNN's bf16 GEMM (what PyTorch runs bf16 matmuls on CPU with), or null with the reason. */
 export async function loadOneDnn(library?: string): Promise<OneDnnLibrary | string> {
   const koffi = await loadKoffi();
@@ -271,7 +266,7 @@ export async function loadOneDnn(library?: string): Promise<OneDnnLibrary | stri
     } catch {
       continue;
     }
-    const gemm = optionalFunc(lib, GEMM_BF16_SIG);
+    const gemm = optionalFunc(lib, GEMM_BF16_SIGNATURE);
     if (!gemm) return `${p} has no dnnl_gemm_bf16bf16f32`;
     // oneDNN's CPU runtime is OpenMP in Debian's build: its thread count is the OpenMP runtime's.
     let ompSet: ((...args: unknown[]) => unknown) | null = null;
