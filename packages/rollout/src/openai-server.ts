@@ -48,7 +48,9 @@ export async function createOpenAIServer(options: OpenAIServerOptions): Promise<
   const admission = new Admission(config.maxConcurrency, config.maxQueue, config.maxQueueWaitMs);
   const limits = config.connections;
   const server: Server = createServer({
-    headersTimeout: Math.min(limits.headersTimeoutMs, config.requestTimeoutMs),
+    // node's own header deadline only backs up the connection guard's: two sweeps later, so the guard (which
+    // answers 408 and counts the timeout in connectionStats) is the one that acts, also when timers run late.
+    headersTimeout: Math.min(limits.headersTimeoutMs + 2 * limits.checkIntervalMs, config.requestTimeoutMs),
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     connectionsCheckingInterval: limits.checkIntervalMs,
