@@ -122,7 +122,12 @@ export class CausalLM {
     const padded = rows.some((r) => r.some((m) => m === 0));
     const total = past + T;
     let keyMask: Uint8Array | null = null;
-    if (padded) {
+    // A batch padded only at the end of its rows (how training batches are collated) needs no key mask: under
+    // the causal mask a real token never sees a later position, so every real token's output, and every
+    // gradient a loss on real tokens sends back, is what the masked path computes; only the padding positions'
+    // own outputs differ, and they take no loss. The unmasked path runs the fused causal kernels instead of the
+    // GEMM-tiled masked ones (docs/ARCHITECTURE.md, Kernels: padding and attention).
+    if (padded && !(cache === null && rows.every(isRightPadded))) {
       keyMask = new Uint8Array(B * total);
       for (const [b, r] of rows.entries()) keyMask.set(r, b * total);
     }
@@ -273,6 +278,15 @@ export class CausalLM {
     }
     return out;
   }
+}
+
+/** Ones then zeros, at least one one: real tokens followed by padding. */
+function isRightPadded(row: Uint8Array): boolean {
+  let t = 0;
+  while (t < row.length && row[t] === 1) t++;
+  if (t === 0) return false;
+  while (t < row.length && row[t] === 0) t++;
+  return t === row.length;
 }
 
 function maskRowsFrom(mask: NonNullable<ForwardOptions["attentionMask"]>, B: number): Uint8Array[] {

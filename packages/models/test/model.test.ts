@@ -91,6 +91,50 @@ describe("weights", () => {
     expect([q.inFeatures, q.outFeatures, q.bias?.shape[0]]).toEqual([32, 32, 32]);
   });
 
+  it("a right-padded batch gives each row's real tokens the logits and gradients of that row alone", async () => {
+    const model = await loadModel(tinyDir("qwen3"));
+    const vocab = model.embedTokens.shape[0];
+    const rows = [
+      [3, 9, 4, 1, 7, 2],
+      [5, 8, 6],
+    ];
+    const T = 6;
+    const ids = new Int32Array(rows.length * T);
+    const mask = new Uint8Array(rows.length * T);
+    rows.forEach((r, b) => {
+      ids.set(r, b * T);
+      mask.fill(1, b * T, b * T + r.length);
+    });
+    const params = model.requireGrad();
+    // A loss that weighs every real position's logits differently, so a wrong position or row shows.
+    const weights = (n: number) =>
+      new Tensor(
+        Float32Array.from({ length: n * vocab }, (_, i) => Math.sin(i)),
+        [1, n, vocab],
+      );
+    const batched = model.forward(new Tensor(ids, [2, T], "i32"), { attentionMask: mask });
+    const w = Float32Array.from({ length: 2 * T * vocab }, (_, i) =>
+      mask[Math.floor(i / vocab)] ? Math.sin(i % (T * vocab)) : 0,
+    );
+    backward(sum(mul(batched, new Tensor(w, [2, T, vocab]))));
+    const batchedGrads = params.map((p) => p.grad?.toFloat32Array() ?? new Float32Array(0));
+    const logits = batched.toFloat32Array();
+    for (const p of params) p.grad = null;
+    let alone = 0;
+    rows.forEach((r, b) => {
+      const out = model.forward([r]);
+      const got = logits.subarray(b * T * vocab, (b * T + r.length) * vocab);
+      expect(maxAbsDiff(out.toFloat32Array(), got)).toBeLessThan(1e-5);
+      backward(sum(mul(out, weights(r.length))));
+      alone++;
+    });
+    expect(alone).toBe(2);
+    for (const [i, p] of params.entries())
+      expect(maxAbsDiff(p.grad?.toFloat32Array() ?? new Float32Array(0), batchedGrads[i])).toBeLessThan(1e-5);
+    expect(batchedGrads.some((g) => g.some((v) => v !== 0))).toBe(true);
+    model.requireGrad(false);
+  });
+
   it("forward accepts plain number[][] token ids and rejects ragged or out-of-vocabulary ids by name", async () => {
     const model = await loadModel(tinyDir("qwen2"));
     const vocab = model.embedTokens.shape[0];

@@ -1,7 +1,7 @@
 // Forward+backward (+AdamW) of the reference decoder (4 layers, d=256, 4 heads, T=128, B=4,
 // vocab 2048, SwiGLU, RMSNorm, RoPE): tokens/s and peak RSS, kiln vs PyTorch with the same
 // model. Each configuration runs in its own process so its peak RSS is its own.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BenchReporter } from "../../../tooling/src/bench.js";
@@ -28,6 +28,55 @@ function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.e
     return null;
   }
   return JSON.parse(r.stdout.trim().split("\n").pop() ?? "null");
+}
+
+/** GFLOP/s of bench/core-ceiling.ts in `copies` processes started together (null where one failed). */
+async function ceilingRun(tsx: string, copies: number, seconds: number): Promise<number[] | null> {
+  const one = () =>
+    new Promise<number | null>((resolve) => {
+      const child = spawn(tsx, ["--conditions=source", join(here, "core-ceiling.ts"), String(seconds)], {
+        cwd: join(here, ".."),
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let out = "";
+      child.stdout.on("data", (d) => {
+        out += d;
+      });
+      child.on("close", (code) => {
+        if (code !== 0) return resolve(null);
+        const line = JSON.parse(out.trim().split("\n").pop() ?? "null") as { gflops?: number } | null;
+        resolve(typeof line?.gflops === "number" ? line.gflops : null);
+      });
+    });
+  const rates = await Promise.all(Array.from({ length: copies }, one));
+  return rates.every((r) => r !== null) ? (rates as number[]) : null;
+}
+
+/**
+ * What two threads can reach on this machine at all: single-threaded products in two processes at once against
+ * one alone (medians over interleaved rounds). Two vCPUs that are SMT siblings on the host share one core's
+ * vector units, and the pair then runs near 1× one — the ceiling for any two-thread step here.
+ */
+async function benchCoreCeiling(reporter: BenchReporter, tsx: string, rounds: number): Promise<void> {
+  const solo: number[] = [];
+  const pair: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const one = await ceilingRun(tsx, 1, 3);
+    const two = await ceilingRun(tsx, 2, 3);
+    if (one) solo.push(one[0]);
+    if (two) pair.push(two[0] + two[1]);
+  }
+  const med = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : null);
+  reporter.add({
+    case: "machine: 1024³ sgemm in two single-thread processes at once vs one",
+    metric: "GFLOP/s",
+    unit: "GFLOP/s",
+    better: "higher",
+    kiln: med(pair),
+    peer: "one process alone",
+    peer_value: med(solo),
+    note: `kiln-native, 1 thread each, 3 s per process; median of ${rounds} interleaved rounds; the ratio is the machine's ceiling for two threads`,
+  });
 }
 
 export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<void> {
@@ -65,6 +114,7 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
           blas_core: list[0].blas_core,
         }
       : null;
+  await benchCoreCeiling(reporter, tsx, rounds);
   const torch = combine(samples.get("torch"));
   const peerNote = `peer: ${torchNote(1, undefined, torch?.blas_core)}; median of ${rounds} interleaved rounds`;
   const configs: [string, DecoderSample | null][] = runners.map(([name]) => [name, combine(samples.get(name))]);
@@ -103,6 +153,19 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
       peer_value: torch?.step_cpu_ms ?? null,
       note: rowNote(s),
     });
+    if (name === "native 2 threads") {
+      const single = configs.find(([n]) => n === "native 1 thread")?.[1] ?? null;
+      reporter.add({
+        case: "decoder fwd+bwd+AdamW, native 2 threads vs 1 thread",
+        metric: "tokens/s",
+        unit: "tok/s",
+        better: "higher",
+        kiln: tps(s, "step_ms"),
+        peer: "kiln-native 1 thread",
+        peer_value: tps(single, "step_ms"),
+        note: "the same run's medians; compare with the machine's two-thread ceiling row",
+      });
+    }
     reporter.add({
       case: `decoder train step, ${name}`,
       metric: "peak RSS",

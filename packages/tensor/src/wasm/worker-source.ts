@@ -61,6 +61,10 @@ export const ARGS_OFFSET = 64;
 export const SGEMM_SIGNATURE =
   "void cblas_sgemm(int, int, int, int, int, int, float, float*, int, float*, int, float, _Inout_ float*, int)";
 
+/** cblas_sgemv as koffi binds it (main thread only: decode's matrix-vector products). */
+export const SGEMV_SIGNATURE =
+  "void cblas_sgemv(int, int, int, int, float, float*, int, float*, int, float, _Inout_ float*, int)";
+
 /** oneDNN's bf16 GEMM as koffi binds it, on the main thread and in the workers alike. */
 export const GEMM_BF16_SIGNATURE =
   "int dnnl_gemm_bf16bf16f32(char, char, int64_t, int64_t, int64_t, float, uint16_t*, int64_t, uint16_t*, int64_t, float, _Inout_ float*, int64_t)";

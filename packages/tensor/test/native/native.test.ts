@@ -99,6 +99,9 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
   // Odd sizes straddle the libraries' register blocks; every flag combination and batch stride.
   const shapes = [
     { m: 1, n: 1, k: 1 },
+    // Fewer than 4 rows per B: one sgemv per row (transposed A is read with a stride).
+    { m: 1, n: 129, k: 67 },
+    { m: 3, n: 37, k: 19 },
     { m: 5, n: 3, k: 7 },
     { m: 33, n: 17, k: 65 },
     { m: 67, n: 129, k: 31 },
@@ -294,7 +297,7 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
     expect(calls).toEqual(["64×64×64@1"]);
   });
 
-  it("skinny f32 products (decode: m < 4) go to wasm's GEMV and give the same values", () => {
+  it("skinny f32 products (decode: m < 4) run as sgemv and give the same values", () => {
     const k = 41;
     const n = 33;
     for (const m of [1, 3, 4]) {
@@ -305,6 +308,18 @@ describe.skipIf(unavailable !== null)("native GEMM", () => {
       const out = initial.slice();
       gemm.matmul(a, b, out, shape);
       expectClose(out, matmulReference(a, b, initial, shape), 1e-5, 1e-5 * Math.sqrt(k));
+    }
+  });
+
+  it("a skinny product overwrites an output that held NaN (a pooled buffer's stale bits)", () => {
+    const [m, n, k] = [1, 19, 23];
+    const a = randomArray(m * k, -1, 1, seed++);
+    const b = randomArray(n * k, -1, 1, seed++);
+    for (const transB of [false, true]) {
+      const out = new Float32Array(m * n).fill(Number.NaN);
+      const shape = { batch: 1, m, n, k, transB };
+      gemm.matmul(a, b, out, shape);
+      expectClose(out, matmulReference(a, b, new Float32Array(m * n), shape), 1e-5, 1e-5 * Math.sqrt(k));
     }
   });
 

@@ -2,7 +2,7 @@
 // through koffi (an FFI with prebuilt binaries; an optional dependency). Nothing here is imported
 // unless `initBackend("native")` runs, so browsers and machines without a BLAS never load it.
 import { BackendError } from "../../errors.js";
-import { GEMM_BF16_SIGNATURE, SGEMM_SIGNATURE } from "../../wasm/worker-source.js";
+import { GEMM_BF16_SIGNATURE, SGEMM_SIGNATURE, SGEMV_SIGNATURE } from "../../wasm/worker-source.js";
 
 /** The native backend cannot run here (no FFI, no BLAS, or a BLAS without cblas_sgemm). */
 export class NativeBackendUnavailableError extends BackendError {}
@@ -26,6 +26,21 @@ type Sgemm = (
   beta: number,
   c: Float32Array,
   ldc: number,
+) => void;
+
+type Sgemv = (
+  order: number,
+  trans: number,
+  m: number,
+  n: number,
+  alpha: number,
+  a: Float32Array,
+  lda: number,
+  x: Float32Array,
+  incx: number,
+  beta: number,
+  y: Float32Array,
+  incy: number,
 ) => void;
 
 /** bf16 × bf16 → f32 GEMM (oneDNN's dnnl_gemm_bf16bf16f32, row-major); returns a dnnl status (0 = ok). */
@@ -55,6 +70,8 @@ export interface BlasLibrary {
   /** OpenBLAS's build configuration (openblas_get_config); null elsewhere. */
   readonly config: string | null;
   readonly sgemm: Sgemm;
+  /** cblas_sgemv, where the library exports it (every CBLAS does; a partial one may not). */
+  readonly sgemv?: Sgemv | null;
   /** Sets the library's thread count; false where it has no such call (Accelerate, plain CBLAS). */
   setThreads(threads: number): boolean;
 }
@@ -246,6 +263,7 @@ function bind(lib: KoffiLib, path: string, vendor: string, sgemm: Sgemm): BlasLi
     core: corename ? String(corename()) : null,
     config: getConfig ? String(getConfig()) : null,
     sgemm,
+    sgemv: optionalFunc(lib, SGEMV_SIGNATURE) as unknown as Sgemv | null,
     setThreads(threads: number): boolean {
       for (const set of setters) set(threads);
       return setters.length > 0;

@@ -14,8 +14,9 @@ type Bf16Kernel = (a: Float32Array, bBits: Uint16Array, out: Float32Array, shape
 type F32Kernel = (a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape) => void;
 
 /**
- * Below this many rows of A per B an f32 product goes to `skinnyF32` (wasm's GEMV path): sgemm packs all
- * of B before multiplying, which for a matrix-vector product (decode) reads the weights twice.
+ * Below this many rows of A per B an f32 product runs as one cblas_sgemv per row (or, where the library has no
+ * sgemv, on `skinnyF32`, wasm's GEMV): sgemm packs all of B before multiplying, which for a matrix-vector
+ * product (decode) reads the weights twice.
  */
 export const SKINNY_F32_ROWS = 4;
 
@@ -252,9 +253,15 @@ export class NativeGemm {
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
     const s = resolve("matmul", shape, a.length, b.length, out.length);
     if (this.trivial(s, out)) return;
-    if (this.options.skinnyF32 && (s.strideB === 0 ? s.batch * s.m : s.m) < SKINNY_F32_ROWS) {
-      this.options.skinnyF32(a, b, out, shape);
-      return;
+    if ((s.strideB === 0 ? s.batch * s.m : s.m) < SKINNY_F32_ROWS) {
+      if (this.blas.sgemv) {
+        this.gemvRows(s, a, b, out);
+        return;
+      }
+      if (this.options.skinnyF32) {
+        this.options.skinnyF32(a, b, out, shape);
+        return;
+      }
     }
     const { m, n, k } = s;
     // Batches that share B with consecutive, untransposed A rows are one tall GEMM (batch·m rows).
@@ -398,6 +405,30 @@ export class NativeGemm {
     const spin = worker.spinMicros;
     worker.setSpin(0);
     return () => worker.setSpin(spin);
+  }
+
+  /**
+   * Each row of op(A) times op(B) as one cblas_sgemv on one library thread: a decode step's products read each
+   * weight once, unpacked, with the library's widest vectors (wasm's GEMV is 128-bit).
+   */
+  private gemvRows(s: Resolved, a: Float32Array, b: Float32Array, out: Float32Array): void {
+    const sgemv = this.blas.sgemv;
+    if (!sgemv) return;
+    const { m, n, k } = s;
+    this.setBlasThreads(1);
+    for (let i = 0; i < s.batch; i++) {
+      const bi = at(b, i * s.strideB);
+      for (let r = 0; r < m; r++) {
+        const cAt = (i * m + r) * n;
+        // BLAS may scale y by beta = 0 as a product, and a pooled output can hold any bits (NaN · 0 is NaN).
+        if (s.beta === 0) out.fill(0, cAt, cAt + n);
+        const x = at(a, i * s.strideA + (s.transA ? r : r * k));
+        const incx = s.transA ? m : 1;
+        const y = at(out, cAt);
+        if (s.transB) sgemv(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, n, k, 1, bi, k, x, incx, s.beta, y, 1);
+        else sgemv(CBLAS_ROW_MAJOR, CBLAS_TRANS, k, n, 1, bi, n, x, incx, s.beta, y, 1);
+      }
+    }
   }
 
   /** One BLAS thread for a small or skinny product, all of them otherwise (a library call only on a change). */
