@@ -191,7 +191,7 @@ export const REPRO_SIZES: {
     lora: { r: 8, alpha: 16 },
     // 4 train tasks deployed and consolidated (OEL's share of `repro all` for two seeds: 8 took 594 CPU-seconds
     // a seed on wasm before the scheduler's prefix cache), evaluated on all 40 test tasks (heldout.oelTasks) × 3
-    // trials as the seed does: 240 s wall a seed on native, niced at load ~6.
+    // trials as the seed does: 102–119 s wall a seed on native (quiet machine, 2026-12-02).
     tasks: 4,
     train: { microBatchSize: 2, checkpointEvery: 1000 },
     // Room for a task's gold solution: the scripted oracle passes 40 of the 40 test tasks within 30 replies
