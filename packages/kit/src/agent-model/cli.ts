@@ -9,7 +9,7 @@ export const agentModelCommand = defineCommand({
   name: "agent-model",
   summary: "build the embedded agent model from nothing",
   description:
-    "Scripted-player transcripts (guess-number, questworld, eight clembench games, tau2 retail) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 50 minutes on two CPU cores with the defaults.",
+    "Scripted-player transcripts (guess-number, questworld, eight clembench games, tau2 retail) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 20 minutes on two quiet CPU cores with the defaults (1,700 steps took 33).",
   options: {
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
