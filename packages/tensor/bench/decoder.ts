@@ -21,13 +21,18 @@ interface DecoderSample {
   blas_core?: string | null;
 }
 
+/** The JSON object on a child process's last line of output. */
+function lastJsonLine<T>(stdout: string): T | null {
+  return JSON.parse(stdout.trim().split("\n").pop() ?? "null");
+}
+
 function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): DecoderSample | null {
   const r = spawnSync(cmd, args, { cwd: join(here, ".."), encoding: "utf8", env });
   if (r.status !== 0) {
     process.stderr.write(`bench decoder: ${cmd} ${args.join(" ")} failed: ${r.stderr || r.error}\n`);
     return null;
   }
-  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "null");
+  return lastJsonLine<DecoderSample>(r.stdout);
 }
 
 /** GFLOP/s of bench/core-ceiling.ts in `copies` processes started together (null where one failed). */
@@ -44,7 +49,7 @@ async function ceilingRun(tsx: string, copies: number, seconds: number): Promise
       });
       child.on("close", (code) => {
         if (code !== 0) return resolve(null);
-        const line = JSON.parse(out.trim().split("\n").pop() ?? "null") as { gflops?: number } | null;
+        const line = lastJsonLine<{ gflops?: number }>(out);
         resolve(typeof line?.gflops === "number" ? line.gflops : null);
       });
     });

@@ -9,7 +9,7 @@ export const agentModelCommand = defineCommand({
   name: "agent-model",
   summary: "build the embedded agent model from nothing",
   description:
-    "Scripted-player transcripts (guess-number, questworld, eight clembench games, tau2 retail) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. About 20 minutes on two quiet CPU cores with the defaults (1,700 steps took 33).",
+    "Scripted-player transcripts (guess-number, questworld, eight clembench games, tau2 retail) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. Its 850 default steps took 56 minutes on two loaded cores (2026-12-01); 1,700 steps took 33 minutes on two quiet ones since right-padded rows skip attention's masked path (2026-12-02).",
   options: {
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },

@@ -254,8 +254,9 @@ export class NativeGemm {
     const s = resolve("matmul", shape, a.length, b.length, out.length);
     if (this.trivial(s, out)) return;
     if ((s.strideB === 0 ? s.batch * s.m : s.m) < SKINNY_F32_ROWS) {
-      if (this.blas.sgemv) {
-        this.gemvRows(s, a, b, out);
+      const sgemv = this.blas.sgemv;
+      if (sgemv) {
+        this.gemvRows(sgemv, s, a, b, out);
         return;
       }
       if (this.options.skinnyF32) {
@@ -411,17 +412,20 @@ export class NativeGemm {
    * Each row of op(A) times op(B) as one cblas_sgemv on one library thread: a decode step's products read each
    * weight once, unpacked, with the library's widest vectors (wasm's GEMV is 128-bit).
    */
-  private gemvRows(s: Resolved, a: Float32Array, b: Float32Array, out: Float32Array): void {
-    const sgemv = this.blas.sgemv;
-    if (!sgemv) return;
+  private gemvRows(
+    sgemv: NonNullable<BlasLibrary["sgemv"]>,
+    s: Resolved,
+    a: Float32Array,
+    b: Float32Array,
+    out: Float32Array,
+  ): void {
     const { m, n, k } = s;
     this.setBlasThreads(1);
     for (let i = 0; i < s.batch; i++) {
       const bi = at(b, i * s.strideB);
       for (let r = 0; r < m; r++) {
+        // With beta = 0, BLAS does not read y ("need not be set on input"): a pooled output's stale bits stay out.
         const cAt = (i * m + r) * n;
-        // BLAS may scale y by beta = 0 as a product, and a pooled output can hold any bits (NaN · 0 is NaN).
-        if (s.beta === 0) out.fill(0, cAt, cAt + n);
         const x = at(a, i * s.strideA + (s.transA ? r : r * k));
         const incx = s.transA ? m : 1;
         const y = at(out, cAt);
