@@ -10,7 +10,7 @@
 // sums of one kv head stay on one thread.
 import { add, forLoop, get, i32, minU, mul, set, sub } from "./dsl.mjs";
 import { FLAG_ACCUMULATE, FLAG_TRANS_A, FLAG_TRANS_B } from "./gemm.mjs";
-import { VEXP_LOCALS, vexpInline } from "./vexp.mjs";
+import { VEXP_LOOP_LOCALS, vexpLoop } from "./vexp.mjs";
 
 const hsum = (v) =>
   `(f32.add (f32.add (f32x4.extract_lane 0 ${v}) (f32x4.extract_lane 1 ${v})) (f32.add (f32x4.extract_lane 2 ${v}) (f32x4.extract_lane 3 ${v})))`;
@@ -47,10 +47,17 @@ function rowHelpers() {
   (local.get $mx))
 (func $exp_sum (param $row i32) (param $jm i32) (param $shift f32) (result f32)
   ;; row[j] = exp(row[j] - shift) for j < jm; returns the sum
-  (local $j i32) (local $j4 i32) (local $vs v128) (local $acc v128) (local $s f32) (local $p i32) ${VEXP_LOCALS}
+  (local $j i32) (local $j4 i32) (local $vs v128) (local $acc v128) (local $s f32) (local $p i32) ${VEXP_LOOP_LOCALS}
   ${set("j4", `(i32.and ${get("jm")} (i32.const -4))`)}
   ${set("vs", "(f32x4.splat (local.get $shift))")}
-  ${forLoop("j", i32(0), get("j4"), i32(4), `${set("p", f32At(get("row"), get("j")))} (v128.store (local.get $p) ${vexpInline(`(f32x4.sub (v128.load (local.get $p)) (local.get $vs))`)}) (local.set $acc (f32x4.add (local.get $acc) (v128.load (local.get $p))))`)}
+  ${vexpLoop(
+    "j",
+    i32(0),
+    get("j4"),
+    (o) => `(f32x4.sub (v128.load offset=${o} ${f32At(get("row"), get("j"))}) (local.get $vs))`,
+    (e, o) =>
+      `(v128.store offset=${o} ${f32At(get("row"), get("j"))} ${e}) (local.set $acc (f32x4.add (local.get $acc) ${e}))`,
+  )}
   ${set("s", hsum(get("acc")))}
   ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", f32At(get("row"), get("j")))} (f32.store (local.get $p) (call $exp1 (f32.sub (f32.load (local.get $p)) (local.get $shift)))) (local.set $s (f32.add (local.get $s) (f32.load (local.get $p))))`)}
   (local.get $s))

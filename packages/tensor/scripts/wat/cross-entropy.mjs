@@ -4,7 +4,10 @@
 // log comes from the host (imported Math.log): one call per row. The row max uses pmax (one
 // instruction; it may skip a NaN, but the exp pass then turns that NaN into a NaN sum).
 import { add, forLoop, get, i32, mul, set } from "./dsl.mjs";
-import { VEXP_LOCALS, vexpInline } from "./vexp.mjs";
+import { VEXP_LOOP_LOCALS, vexpLoop } from "./vexp.mjs";
+
+/** Address of element j of the row at local `base`. */
+const rowAt = (base) => add(get(base), mul(get("j"), i32(4)));
 
 const rowMax = `
   ${set("vm", "(f32x4.splat (f32.const -inf))")}
@@ -17,7 +20,7 @@ export function crossEntropyWat() {
 (func (export "softmax_rows") (param $x i32) (param $lse i32) (param $scale i32) (param $hasScale i32) (param $vocab i32)
   (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)
-  (local $s f32) (local $e v128) (local $e1 f32) (local $inv v128) ${VEXP_LOCALS}
+  (local $s f32) (local $e v128) (local $e1 f32) (local $inv v128) ${VEXP_LOOP_LOCALS}
   ;; In place: row ← exp(row − max) while summing, then row ← row · (scale[row] or 1) / sum. One exp
   ;; per element; a row (V floats) stays in cache across the three passes.
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
@@ -30,14 +33,12 @@ export function crossEntropyWat() {
     ${rowMax}
     ${set("vm", "(f32x4.splat (local.get $mx))")}
     ${set("acc", "(v128.const i32x4 0 0 0 0)")}
-    ${forLoop(
+    ${vexpLoop(
       "j",
       i32(0),
       get("v4"),
-      i32(4),
-      `(local.set $e ${vexpInline(`(f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $vm))`)})
-      (v128.store ${add(get("lr"), mul(get("j"), i32(4)))} (local.get $e))
-      (local.set $acc (f32x4.add (local.get $acc) (local.get $e)))`,
+      (o) => `(f32x4.sub (v128.load offset=${o} ${rowAt("lr")}) (local.get $vm))`,
+      (e, o) => `(v128.store offset=${o} ${rowAt("lr")} ${e}) (local.set $acc (f32x4.add (local.get $acc) ${e}))`,
     )}
     ${set("s", "(f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc))) (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc))))")}
     ${forLoop(
@@ -61,7 +62,7 @@ export function crossEntropyWat() {
 (func (export "ce_fwd") (param $logits i32) (param $targets i32) (param $loss i32) (param $lse i32) (param $vocab i32)
   (param $ignore i32) (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)
-  (local $s f32) (local $l f32) (local $t i32) ${VEXP_LOCALS}
+  (local $s f32) (local $l f32) (local $t i32) ${VEXP_LOOP_LOCALS}
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
   ${forLoop(
     "row",
@@ -72,7 +73,13 @@ export function crossEntropyWat() {
     ${rowMax}
     ${set("vm", "(f32x4.splat (local.get $mx))")}
     ${set("acc", "(v128.const i32x4 0 0 0 0)")}
-    ${forLoop("j", i32(0), get("v4"), i32(4), `(local.set $acc (f32x4.add (local.get $acc) ${vexpInline(`(f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $vm))`)}))`)}
+    ${vexpLoop(
+      "j",
+      i32(0),
+      get("v4"),
+      (o) => `(f32x4.sub (v128.load offset=${o} ${rowAt("lr")}) (local.get $vm))`,
+      (e) => `(local.set $acc (f32x4.add (local.get $acc) ${e}))`,
+    )}
     ${set("s", "(f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc))) (f32.add (f32x4.extract_lane 2 (local.get $acc)) (f32x4.extract_lane 3 (local.get $acc))))")}
     ${forLoop("j", get("v4"), get("vocab"), i32(1), `(local.set $s (f32.add (local.get $s) (call $exp1 (f32.sub (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $mx)))))`)}
     ${set("l", "(f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $s)))))")}
@@ -86,7 +93,7 @@ export function crossEntropyWat() {
 (func (export "ce_bwd") (param $logits i32) (param $targets i32) (param $lse i32) (param $gradLoss i32)
   (param $dlogits i32) (param $vocab i32) (param $ignore i32) (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $dr i32) (local $j i32) (local $v4 i32) (local $t i32) (local $g f32)
-  (local $l f32) (local $gv v128) (local $lv v128) (local $p i32) ${VEXP_LOCALS}
+  (local $l f32) (local $gv v128) (local $lv v128) (local $p i32) ${VEXP_LOOP_LOCALS}
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}
   ${forLoop(
     "row",
@@ -103,7 +110,13 @@ export function crossEntropyWat() {
         ${set("l", `(f32.load ${add(get("lse"), mul(get("row"), i32(4)))})`)}
         ${set("gv", "(f32x4.splat (local.get $g))")}
         ${set("lv", "(f32x4.splat (local.get $l))")}
-        ${forLoop("j", i32(0), get("v4"), i32(4), `(v128.store ${add(get("dr"), mul(get("j"), i32(4)))} (f32x4.mul ${vexpInline(`(f32x4.sub (v128.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $lv))`)} (local.get $gv)))`)}
+        ${vexpLoop(
+          "j",
+          i32(0),
+          get("v4"),
+          (o) => `(f32x4.sub (v128.load offset=${o} ${rowAt("lr")}) (local.get $lv))`,
+          (e, o) => `(v128.store offset=${o} ${rowAt("dr")} (f32x4.mul ${e} (local.get $gv)))`,
+        )}
         ${forLoop("j", get("v4"), get("vocab"), i32(1), `(f32.store ${add(get("dr"), mul(get("j"), i32(4)))} (f32.mul (call $exp1 (f32.sub (f32.load ${add(get("lr"), mul(get("j"), i32(4)))}) (local.get $l))) (local.get $g)))`)}
         ${set("p", add(get("dr"), mul(get("t"), i32(4))))}
         (f32.store (local.get $p) (f32.sub (f32.load (local.get $p)) (local.get $g)))))`,

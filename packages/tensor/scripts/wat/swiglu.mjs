@@ -2,7 +2,7 @@
 // and the backward dg = dout·u·s·(1 + g·(1 − s)), du = dout·g·s (Shazeer 2020, "GLU Variants").
 // σ uses $vexp, so one exp per element on four lanes; the tail past the last full vector is scalar.
 import { add, forLoop, get, i32, mul, set } from "./dsl.mjs";
-import { VEXP_LOCALS, vexpInline } from "./vexp.mjs";
+import { VEXP_LOOP_LOCALS, vexpLoop } from "./vexp.mjs";
 
 const ONE4 = "(f32x4.splat (f32.const 1))";
 const at = (base, j) => add(get(base), mul(get(j), i32(4)));
@@ -10,17 +10,17 @@ const at = (base, j) => add(get(base), mul(get(j), i32(4)));
 export function swigluWat() {
   return `
 (func (export "swiglu_fwd") (param $g i32) (param $u i32) (param $out i32) (param $sig i32) (param $i0 i32) (param $i1 i32)
-  (local $j i32) (local $v4 i32) (local $gv v128) (local $sv v128) (local $gs f32) (local $ss f32) ${VEXP_LOCALS}
+  (local $j i32) (local $v4 i32) (local $gv v128) (local $sv v128) (local $gs f32) (local $ss f32) ${VEXP_LOOP_LOCALS}
   ${set("v4", `(i32.add ${get("i0")} (i32.and (i32.sub ${get("i1")} ${get("i0")}) (i32.const -4)))`)}
-  ${forLoop(
+  ${vexpLoop(
     "j",
     get("i0"),
     get("v4"),
-    i32(4),
-    `${set("gv", `(v128.load ${at("g", "j")})`)}
-    ${set("sv", `(f32x4.div ${ONE4} (f32x4.add ${ONE4} ${vexpInline(`(f32x4.neg (local.get $gv))`)}))`)}
-    (v128.store ${at("sig", "j")} (local.get $sv))
-    (v128.store ${at("out", "j")} (f32x4.mul (f32x4.mul (local.get $gv) (local.get $sv)) (v128.load ${at("u", "j")})))`,
+    (o) => `(f32x4.neg (v128.load offset=${o} ${at("g", "j")}))`,
+    (e, o) => `${set("gv", `(v128.load offset=${o} ${at("g", "j")})`)}
+    ${set("sv", `(f32x4.div ${ONE4} (f32x4.add ${ONE4} ${e}))`)}
+    (v128.store offset=${o} ${at("sig", "j")} (local.get $sv))
+    (v128.store offset=${o} ${at("out", "j")} (f32x4.mul (f32x4.mul (local.get $gv) (local.get $sv)) (v128.load offset=${o} ${at("u", "j")})))`,
   )}
   ${forLoop(
     "j",
