@@ -4,7 +4,7 @@
 //                      lse[r] = max + log Σ exp (−inf and a zero row when no key is visible);
 //   attn_tile_probs    S ← exp(scale·S − lse[r]) over the visible keys, zeros past them (the backward's P);
 //   attn_tile_dscores  dP ← P ⊙ (dP − rowsum(dO ⊙ O))·scale (FlashAttention-2's dS).
-// The row helpers ($scale_max, $exp_sum, $scale_row, $dot) are attention.mjs's and vector.mjs's.
+// The row helpers ($scaled_max, $scaled_exp_sum, $scale_row, $dot) are attention.mjs's and vector.mjs's.
 import { add, forLoop, get, i32, mul, set, sub } from "./dsl.mjs";
 
 const f32At = (base, idx) => add(base, mul(idx, i32(4)));
@@ -23,13 +23,13 @@ export function attentionTilesWat() {
     i32(1),
     `${set("row", add(get("S"), mul(mul(get("r"), get("end")), i32(4))))}
     ${visible}
-    ${set("mx", "(call $scale_max (local.get $row) (local.get $vis) (local.get $scale))")}
+    ${set("mx", "(call $scaled_max (local.get $row) (local.get $vis) (local.get $scale))")}
     (if (f32.eq (local.get $mx) (f32.const -inf))
       (then
         (memory.fill (local.get $row) (i32.const 0) ${mul(get("end"), i32(4))})
         (f32.store ${f32At(get("lse"), get("r"))} (f32.const -inf)))
       (else
-        ${set("sum", "(call $exp_sum (local.get $row) (local.get $vis) (local.get $mx))")}
+        ${set("sum", "(call $scaled_exp_sum (local.get $row) (local.get $vis) (local.get $scale) (local.get $mx))")}
         (call $scale_row (local.get $row) (local.get $vis) (f32.div (f32.const 1) (local.get $sum)))
         (memory.fill ${f32At(get("row"), get("vis"))} (i32.const 0) ${mul(sub(get("end"), get("vis")), i32(4))})
         (f32.store ${f32At(get("lse"), get("r"))}
@@ -48,8 +48,7 @@ export function attentionTilesWat() {
     (if (f32.eq (local.get $l) (f32.const -inf))
       (then (local.set $vis (i32.const 0)))
       (else
-        (drop (call $scale_max (local.get $row) (local.get $vis) (local.get $scale)))
-        (drop (call $exp_sum (local.get $row) (local.get $vis) (local.get $l)))))
+        (drop (call $scaled_exp_sum (local.get $row) (local.get $vis) (local.get $scale) (local.get $l)))))
     (memory.fill ${f32At(get("row"), get("vis"))} (i32.const 0) ${mul(sub(get("end"), get("vis")), i32(4))})`,
   )})
 (func (export "attn_tile_dscores") (param $P i32) (param $dP i32) (param $dO i32) (param $O i32) (param $rows i32)

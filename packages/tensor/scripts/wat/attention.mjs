@@ -32,34 +32,53 @@ export const ATTN_QB = 64;
 const f32At = (base, idx) => add(base, mul(idx, i32(4)));
 
 /**
- * Scales row[0, jm) by $scale in place and returns its max (-inf when jm = 0).
+ * Softmax row helpers. $scaled_max returns the max of row[j]·scale over j < jm (−inf when jm = 0) without
+ * writing the row; $scaled_exp_sum sets row[j] = exp(row[j]·scale − shift) for j < jm and returns their sum.
+ * The products are rounded to f32 before the subtraction, so the results are those of scaling the row in
+ * place first. f32x4.max is exact and order-free (NaN wins, +0 over −0), so the max's four accumulators
+ * (independent chains: V8 lowers f32x4.max to several dependent instructions) give the one-chain result.
  */
 function rowHelpers() {
+  const scaled = (o) => `(f32x4.mul (v128.load offset=${o} ${f32At(get("row"), get("j"))}) (local.get $vsc))`;
   return `
-(func $scale_max (param $row i32) (param $jm i32) (param $scale f32) (result f32)
-  (local $j i32) (local $j4 i32) (local $vs v128) (local $vm v128) (local $x v128) (local $mx f32) (local $p i32)
+(func $scaled_max (param $row i32) (param $jm i32) (param $scale f32) (result f32)
+  (local $j i32) (local $j4 i32) (local $j16 i32) (local $vsc v128) (local $m0 v128) (local $m1 v128) (local $m2 v128)
+  (local $m3 v128) (local $mx f32)
+  ${set("j16", `(i32.and ${get("jm")} (i32.const -16))`)}
   ${set("j4", `(i32.and ${get("jm")} (i32.const -4))`)}
-  ${set("vs", "(f32x4.splat (local.get $scale))")}
-  ${set("vm", "(f32x4.splat (f32.const -inf))")}
-  ${forLoop("j", i32(0), get("j4"), i32(4), `${set("p", f32At(get("row"), get("j")))} (local.set $x (f32x4.mul (v128.load (local.get $p)) (local.get $vs))) (v128.store (local.get $p) (local.get $x)) (local.set $vm (f32x4.max (local.get $vm) (local.get $x)))`)}
-  ${set("mx", "(f32.max (f32.max (f32x4.extract_lane 0 (local.get $vm)) (f32x4.extract_lane 1 (local.get $vm))) (f32.max (f32x4.extract_lane 2 (local.get $vm)) (f32x4.extract_lane 3 (local.get $vm))))")}
-  ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", f32At(get("row"), get("j")))} (f32.store (local.get $p) (f32.mul (f32.load (local.get $p)) (local.get $scale))) (local.set $mx (f32.max (local.get $mx) (f32.load (local.get $p))))`)}
+  ${set("vsc", "(f32x4.splat (local.get $scale))")}
+  ${set("m0", "(f32x4.splat (f32.const -inf))")}
+  ${set("m1", get("m0"))}
+  ${set("m2", get("m0"))}
+  ${set("m3", get("m0"))}
+  ${forLoop(
+    "j",
+    i32(0),
+    get("j16"),
+    i32(16),
+    [0, 1, 2, 3].map((u) => set(`m${u}`, `(f32x4.max (local.get $m${u}) ${scaled(u * 16)})`)).join("\n    "),
+  )}
+  ${forLoop("j", get("j16"), get("j4"), i32(4), set("m0", `(f32x4.max (local.get $m0) ${scaled(0)})`))}
+  ${set("m0", "(f32x4.max (f32x4.max (local.get $m0) (local.get $m1)) (f32x4.max (local.get $m2) (local.get $m3)))")}
+  ${set("mx", "(f32.max (f32.max (f32x4.extract_lane 0 (local.get $m0)) (f32x4.extract_lane 1 (local.get $m0))) (f32.max (f32x4.extract_lane 2 (local.get $m0)) (f32x4.extract_lane 3 (local.get $m0))))")}
+  ${forLoop("j", get("j4"), get("jm"), i32(1), `(local.set $mx (f32.max (local.get $mx) (f32.mul (f32.load ${f32At(get("row"), get("j"))}) (local.get $scale))))`)}
   (local.get $mx))
-(func $exp_sum (param $row i32) (param $jm i32) (param $shift f32) (result f32)
-  ;; row[j] = exp(row[j] - shift) for j < jm; returns the sum
-  (local $j i32) (local $j4 i32) (local $vs v128) (local $acc v128) (local $s f32) (local $p i32) ${VEXP_LOOP_LOCALS}
+(func $scaled_exp_sum (param $row i32) (param $jm i32) (param $scale f32) (param $shift f32) (result f32)
+  (local $j i32) (local $j4 i32) (local $vsc v128) (local $vs v128) (local $acc v128) (local $s f32) (local $p i32)
+  ${VEXP_LOOP_LOCALS}
   ${set("j4", `(i32.and ${get("jm")} (i32.const -4))`)}
+  ${set("vsc", "(f32x4.splat (local.get $scale))")}
   ${set("vs", "(f32x4.splat (local.get $shift))")}
   ${vexpLoop(
     "j",
     i32(0),
     get("j4"),
-    (o) => `(f32x4.sub (v128.load offset=${o} ${f32At(get("row"), get("j"))}) (local.get $vs))`,
+    (o) => `(f32x4.sub ${scaled(o)} (local.get $vs))`,
     (e, o) =>
       `(v128.store offset=${o} ${f32At(get("row"), get("j"))} ${e}) (local.set $acc (f32x4.add (local.get $acc) ${e}))`,
   )}
   ${set("s", hsum(get("acc")))}
-  ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", f32At(get("row"), get("j")))} (f32.store (local.get $p) (call $exp1 (f32.sub (f32.load (local.get $p)) (local.get $shift)))) (local.set $s (f32.add (local.get $s) (f32.load (local.get $p))))`)}
+  ${forLoop("j", get("j4"), get("jm"), i32(1), `${set("p", f32At(get("row"), get("j")))} (f32.store (local.get $p) (call $exp1 (f32.sub (f32.mul (f32.load (local.get $p)) (local.get $scale)) (local.get $shift)))) (local.set $s (f32.add (local.get $s) (f32.load (local.get $p))))`)}
   (local.get $s))
 (func $scale_row (param $row i32) (param $n i32) (param $a f32)
   (local $j i32) (local $j4 i32) (local $va v128) (local $p i32)
@@ -126,8 +145,8 @@ function forward() {
             i32(1),
             `${set("row", add(get("sbuf"), mul(mul(sub(get("i"), get("i0")), get("nb")), i32(4))))}
             ${set("jm", `(call $jmax ${get("i")} ${get("tq")} ${get("tk")} ${get("causal")})`)}
-            ${set("mx", `(call $scale_max ${get("row")} ${get("jm")} ${get("scale")})`)}
-            ${set("sum", `(call $exp_sum ${get("row")} ${get("jm")} ${get("mx")})`)}
+            ${set("mx", `(call $scaled_max ${get("row")} ${get("jm")} ${get("scale")})`)}
+            ${set("sum", `(call $scaled_exp_sum ${get("row")} ${get("jm")} ${get("scale")} ${get("mx")})`)}
             (call $scale_row ${get("row")} ${get("jm")} (f32.div (f32.const 1) ${get("sum")}))
             (memory.fill ${f32At(get("row"), get("jm"))} (i32.const 0) ${mul(sub(get("nb"), get("jm")), i32(4))})
             (f32.store ${f32At(get("lse"), add(mul(get("u"), get("tq")), get("i")))}
@@ -205,8 +224,7 @@ function backward() {
             ${set("l", `(f32.load ${f32At(get("lse"), get("row"))})`)}
             ${set("dd", `(call $dot ${add(get("doh"), mul(get("i"), get("rd")))} ${add(get("oh"), mul(get("i"), get("rd")))} ${get("dim")})`)}
             ;; P = exp(scale·S − lse), dS = P ∘ (dP − D)·scale; masked keys get 0
-            (call $scale_row ${get("prow")} ${get("jm")} ${get("scale")})
-            (drop (call $exp_sum ${get("prow")} ${get("jm")} ${get("l")}))
+            (drop (call $scaled_exp_sum ${get("prow")} ${get("jm")} ${get("scale")} ${get("l")}))
             (call $ds_row ${get("dprow")} ${get("prow")} ${get("jm")} ${get("dd")} ${get("scale")})
             (memory.fill ${f32At(get("prow"), get("jm"))} (i32.const 0) ${mul(sub(get("nb"), get("jm")), i32(4))})
             (memory.fill ${f32At(get("dprow"), get("jm"))} (i32.const 0) ${mul(sub(get("nb"), get("jm")), i32(4))})`,
@@ -262,8 +280,8 @@ function decodeRagged() {
         ;; s = q · K[0:n]ᵀ, softmax, o = p · V[0:n] (attn_fwd's steps for one query row)
         (call $gemm_block ${get("qh")} ${get("kh")} ${get("sbuf")} (i32.const 1) ${get("n")} ${get("dim")}
           (i32.const ${FLAG_TRANS_B}) (i32.const 0) (i32.const 1) ${get("scratch")})
-        ${set("mx", `(call $scale_max ${get("sbuf")} ${get("n")} ${get("scale")})`)}
-        ${set("sum", `(call $exp_sum ${get("sbuf")} ${get("n")} ${get("mx")})`)}
+        ${set("mx", `(call $scaled_max ${get("sbuf")} ${get("n")} ${get("scale")})`)}
+        ${set("sum", `(call $scaled_exp_sum ${get("sbuf")} ${get("n")} ${get("scale")} ${get("mx")})`)}
         (call $scale_row ${get("sbuf")} ${get("n")} (f32.div (f32.const 1) ${get("sum")}))
         (f32.store ${f32At(get("lse"), get("u"))}
           (f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $sum))))))
