@@ -8,8 +8,8 @@
 // q/o/do/dq [B][H][tq][dim], k/v/dk/dv [B][KVH][tk][dim], lse [B][H][tq].
 // Forward work units are (b, h) query heads; backward units are (b, kvh) kv heads, so the dk/dv
 // sums of one kv head stay on one thread.
-import { add, forLoop, get, i32, minU, mul, set, sub } from "./dsl.mjs";
-import { FLAG_ACCUMULATE, FLAG_TRANS_A, FLAG_TRANS_B } from "./gemm.mjs";
+import { add, fmaExpr, forLoop, get, i32, minU, mul, set, sub } from "./dsl.mjs";
+import { FLAG_ACCUMULATE, FLAG_TRANS_A, FLAG_TRANS_B, KC } from "./gemm.mjs";
 import { VEXP_LOOP_LOCALS, vexpLoop } from "./vexp.mjs";
 
 const hsum = (v) =>
@@ -241,6 +241,144 @@ function backward() {
   )})`;
 }
 
+/** i8x16.shuffle of a and b picking f32 lanes (0–3 from a, 4–7 from b). */
+const shuffle4 = (a, b, lanes) =>
+  `(i8x16.shuffle ${lanes.flatMap((l) => [0, 1, 2, 3].map((x) => 4 * l + x)).join(" ")} ${a} ${b})`;
+
+/**
+ * The two products of one decode row without packing (gemm_block packs all of K and V on every call, which at
+ * a thousand cached positions cost more than the arithmetic), each output summed exactly as gemm_block sums it
+ * for one row of A: the k dimension in blocks of KC, a block's terms accumulated in order from +0 (one mul+add
+ * or, in the relaxed variant, one relaxed_madd per term, the register tile's operation), the blocks' sums added
+ * in order. So a decode row keeps the bits of attn_fwd for that row (test/ragged-attention.test.ts).
+ *   $dec_scores  s[j] = Σ_p q[p]·K[j][p], j < n: four keys at a time, their rows transposed 4 × 4 in registers;
+ *   $dec_values  o[p] = Σ_j w[j]·V[j][p], p < dim: four or one vectors of o at a time, a pass over the keys each.
+ */
+function decodeProducts(relaxed) {
+  const fma = (a, b, c) => fmaExpr(relaxed, a, b, c);
+  const rowAt = (r, p) => add(get(r), mul(p, i32(4)));
+  const scalarColumn = (p) =>
+    `(f32x4.replace_lane 3 (f32x4.replace_lane 2 (f32x4.replace_lane 1 (f32x4.splat (f32.load ${rowAt("r0", p)}))
+      (f32.load ${rowAt("r1", p)})) (f32.load ${rowAt("r2", p)})) (f32.load ${rowAt("r3", p)}))`;
+  const qAt = (p) => `(f32x4.splat (f32.load ${add(get("q"), mul(p, i32(4)))}))`;
+  const step4 = `${[0, 1, 2, 3].map((r) => set(`x${r}`, `(v128.load ${rowAt(`r${r}`, get("p"))})`)).join(" ")}
+          ${set("t0", shuffle4(get("x0"), get("x1"), [0, 4, 1, 5]))}
+          ${set("t1", shuffle4(get("x2"), get("x3"), [0, 4, 1, 5]))}
+          ${set("t2", shuffle4(get("x0"), get("x1"), [2, 6, 3, 7]))}
+          ${set("t3", shuffle4(get("x2"), get("x3"), [2, 6, 3, 7]))}
+          ${set("acc", fma(qAt(get("p")), shuffle4(get("t0"), get("t1"), [0, 1, 4, 5]), get("acc")))}
+          ${set("acc", fma(qAt(add(get("p"), i32(1))), shuffle4(get("t0"), get("t1"), [2, 3, 6, 7]), get("acc")))}
+          ${set("acc", fma(qAt(add(get("p"), i32(2))), shuffle4(get("t2"), get("t3"), [0, 1, 4, 5]), get("acc")))}
+          ${set("acc", fma(qAt(add(get("p"), i32(3))), shuffle4(get("t2"), get("t3"), [2, 3, 6, 7]), get("acc")))}`;
+  const keyRow = (r) =>
+    set(
+      `r${r}`,
+      `(select ${add(get("r0"), mul(get("rd"), i32(r)))} ${get("last")} (i32.lt_u ${add(get("j"), i32(r))} ${get("n")}))`,
+    );
+  const vAcc = (v) => `(v128.load offset=${v * 16} ${add(get("vr"), mul(get("c"), i32(4)))})`;
+  return `
+(func $dec_scores (param $q i32) (param $k i32) (param $n i32) (param $dim i32) (param $s i32)
+  (local $j i32) (local $p i32) (local $pc i32) (local $pe i32) (local $p4 i32) (local $rd i32) (local $last i32)
+  (local $r0 i32) (local $r1 i32) (local $r2 i32) (local $r3 i32) (local $acc v128) (local $res v128)
+  (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
+  (local $t0 v128) (local $t1 v128) (local $t2 v128) (local $t3 v128)
+  ${set("rd", mul(get("dim"), i32(4)))}
+  ;; lanes past the last key read its row (valid memory) and are not stored
+  ${set("last", add(get("k"), mul(sub(get("n"), i32(1)), get("rd"))))}
+  ${forLoop(
+    "j",
+    i32(0),
+    get("n"),
+    i32(4),
+    `${set("r0", add(get("k"), mul(get("j"), get("rd"))))}
+    ${keyRow(3)} ${keyRow(2)} ${keyRow(1)}
+    ${forLoop(
+      "pc",
+      i32(0),
+      get("dim"),
+      i32(KC),
+      `${set("pe", minU(add(get("pc"), i32(KC)), get("dim")))}
+      ${set("p4", add(get("pc"), `(i32.and ${sub(get("pe"), get("pc"))} (i32.const -4))`))}
+      ${set("acc", "(v128.const i32x4 0 0 0 0)")}
+      ${forLoop("p", get("pc"), get("p4"), i32(4), step4)}
+      ${forLoop("p", get("p4"), get("pe"), i32(1), set("acc", fma(qAt(get("p")), scalarColumn(get("p")), get("acc"))))}
+      ${set("res", `(if (result v128) (i32.eqz ${get("pc")}) (then ${get("acc")}) (else (f32x4.add ${get("acc")} ${get("res")})))`)}`,
+    )}
+    (if (i32.le_u ${add(get("j"), i32(4))} ${get("n")})
+      (then (v128.store ${add(get("s"), mul(get("j"), i32(4)))} ${get("res")}))
+      (else
+        (f32.store ${add(get("s"), mul(get("j"), i32(4)))} (f32x4.extract_lane 0 ${get("res")}))
+        (if (i32.lt_u ${add(get("j"), i32(1))} ${get("n")})
+          (then (f32.store offset=4 ${add(get("s"), mul(get("j"), i32(4)))} (f32x4.extract_lane 1 ${get("res")}))))
+        (if (i32.lt_u ${add(get("j"), i32(2))} ${get("n")})
+          (then (f32.store offset=8 ${add(get("s"), mul(get("j"), i32(4)))} (f32x4.extract_lane 2 ${get("res")}))))))`,
+  )})
+(func $dec_values (param $w i32) (param $v i32) (param $n i32) (param $dim i32) (param $o i32)
+  (local $c i32) (local $c16 i32) (local $c4 i32) (local $j i32) (local $jc i32) (local $je i32) (local $rd i32)
+  (local $vr i32) (local $wj v128) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+  (local $o0 v128) (local $o1 v128) (local $o2 v128) (local $o3 v128)
+  ${set("rd", mul(get("dim"), i32(4)))}
+  ${set("c16", `(i32.and ${get("dim")} (i32.const -16))`)}
+  ${set("c4", `(i32.and ${get("dim")} (i32.const -4))`)}
+  ;; output columns [c, c + 16) (four vectors), then [c, c + 4), then one column at a time (lane 0)
+  ${[
+    ["c", i32(0), get("c16"), 16, 4],
+    ["c", get("c"), get("c4"), 4, 1],
+    ["c", get("c"), get("dim"), 1, 1],
+  ]
+    .map(
+      ([c, from, to, width, vectors]) =>
+        `${forLoop(
+          c,
+          from,
+          to,
+          i32(width),
+          `${forLoop(
+            "jc",
+            i32(0),
+            get("n"),
+            i32(KC),
+            `${set("je", minU(add(get("jc"), i32(KC)), get("n")))}
+          ${Array.from({ length: vectors }, (_, v) => set(`a${v}`, "(v128.const i32x4 0 0 0 0)")).join(" ")}
+          ${forLoop(
+            "j",
+            get("jc"),
+            get("je"),
+            i32(1),
+            `${set("wj", `(f32x4.splat (f32.load ${add(get("w"), mul(get("j"), i32(4)))}))`)}
+            ${set("vr", add(get("v"), mul(get("j"), get("rd"))))}
+            ${Array.from({ length: vectors }, (_, v) =>
+              set(
+                `a${v}`,
+                fma(
+                  get("wj"),
+                  width === 1 ? `(f32x4.splat (f32.load ${add(get("vr"), mul(get("c"), i32(4)))}))` : vAcc(v),
+                  get(`a${v}`),
+                ),
+              ),
+            ).join(" ")}`,
+          )}
+          ${Array.from({ length: vectors }, (_, v) =>
+            set(
+              `o${v}`,
+              `(if (result v128) (i32.eqz ${get("jc")}) (then ${get(`a${v}`)}) (else (f32x4.add ${get(`a${v}`)} ${get(`o${v}`)})))`,
+            ),
+          ).join(" ")}`,
+          )}
+        ${
+          width === 1
+            ? `(f32.store ${add(get("o"), mul(get("c"), i32(4)))} (f32x4.extract_lane 0 ${get("o0")}))`
+            : Array.from(
+                { length: vectors },
+                (_, v) => `(v128.store offset=${v * 16} ${add(get("o"), mul(get("c"), i32(4)))} ${get(`o${v}`)})`,
+              ).join(" ")
+        }`,
+        )}`,
+    )
+    .join("\n  ")})
+`;
+}
+
 /**
  * Decode attention over ragged per-sequence KV caches (docs/ARCHITECTURE.md §Continuous batching): one
  * query row per sequence, each sequence's keys and values in its own buffer [kvHeads][cap_b][dim] of which
@@ -278,18 +416,16 @@ function decodeRagged() {
         (f32.store ${f32At(get("lse"), get("u"))} (f32.const -inf)))
       (else
         ;; s = q · K[0:n]ᵀ, softmax, o = p · V[0:n] (attn_fwd's steps for one query row)
-        (call $gemm_block ${get("qh")} ${get("kh")} ${get("sbuf")} (i32.const 1) ${get("n")} ${get("dim")}
-          (i32.const ${FLAG_TRANS_B}) (i32.const 0) (i32.const 1) ${get("scratch")})
+        (call $dec_scores ${get("qh")} ${get("kh")} ${get("n")} ${get("dim")} ${get("sbuf")})
         ${set("mx", `(call $scaled_max ${get("sbuf")} ${get("n")} ${get("scale")})`)}
         ${set("sum", `(call $scaled_exp_sum ${get("sbuf")} ${get("n")} ${get("scale")} ${get("mx")})`)}
         (call $scale_row ${get("sbuf")} ${get("n")} (f32.div (f32.const 1) ${get("sum")}))
         (f32.store ${f32At(get("lse"), get("u"))}
           (f32.add (local.get $mx) (f32.demote_f64 (call $log (f64.promote_f32 (local.get $sum))))))
-        (call $gemm_block ${get("sbuf")} ${get("vh")} ${get("oh")} (i32.const 1) ${get("dim")} ${get("n")}
-          (i32.const 0) (i32.const 0) (i32.const 1) ${get("scratch")})))`,
+        (call $dec_values ${get("sbuf")} ${get("vh")} ${get("n")} ${get("dim")} ${get("oh")})))`,
   )})`;
 }
 
-export function attentionWat() {
-  return [helpers(), rowHelpers(), forward(), backward(), decodeRagged()].join("\n");
+export function attentionWat({ relaxed }) {
+  return [helpers(), rowHelpers(), forward(), backward(), decodeProducts(relaxed), decodeRagged()].join("\n");
 }

@@ -31,7 +31,7 @@ ${gemvWat()}
 ${rmsNormWat()}
 ${crossEntropyWat()}
 ${klDivergenceWat()}
-${attentionWat()}
+${attentionWat({ relaxed })}
 ${swigluWat()}
 ${adamwWat()}
 ${ropeWat()}

@@ -4,6 +4,7 @@ import { ShapeError } from "../../src/errors.js";
 import type { AttentionShape as BackendAttentionShape } from "../../src/backend.js";
 import { makeTiledAttention } from "../../src/backends/attention-gemm.js";
 import { type AttentionShape, type WasmKernels, createWasmKernels } from "../../src/wasm/index.js";
+import { expectDecodeBitsOfForward } from "./decode-bits.js";
 import { randomF32, rng } from "./reference.js";
 
 const SEED = Date.now() % 1_000_000;
@@ -115,6 +116,10 @@ describe.each([1, 2])("wasm fused attention, threads=%i", (threads) => {
       expect(maxAbs(dk, want.dk)).toBeLessThan(1e-4);
       expect(maxAbs(dv, want.dv)).toBeLessThan(1e-5);
     });
+
+  it(`decode rows (attentionDecodeRagged) have attentionForward's bits: odd and > 256 head sizes, > 256 keys (seed ${SEED})`, () => {
+    expectDecodeBitsOfForward(kernels, SEED + threads);
+  });
 
   it("rejects kvHeads that do not divide heads and short arrays", () => {
     const a = new Float32Array(64);

@@ -8,6 +8,7 @@ import {
   relaxedSimdSupported,
   wasmSimdSupported,
 } from "../../src/wasm/index.js";
+import { expectDecodeBitsOfForward } from "./decode-bits.js";
 import { matmulRef, randomF32, relError, rng } from "./reference.js";
 
 const SEED = Date.now() % 1_000_000;
@@ -47,5 +48,9 @@ describe("relaxed SIMD variant", () => {
           kernels.matmul(a, b, out, shape);
           expect(relError(out, matmulRef(a, b, shape))).toBeLessThan(1e-4);
         }
+  });
+
+  it(`decode rows keep attentionForward's bits with relaxed_madd sums (seed ${SEED})`, () => {
+    expectDecodeBitsOfForward(kernels, SEED);
   });
 });
