@@ -391,7 +391,7 @@ function decodeRagged() {
   return `
 (func (export "attn_decode_ragged") (param $q i32) (param $kTab i32) (param $vTab i32) (param $lenTab i32)
   (param $capTab i32) (param $out i32) (param $lse i32) (param $heads i32) (param $kvHeads i32) (param $dim i32)
-  (param $scale f32) (param $scratch i32) (param $sbuf i32) (param $unit0 i32) (param $unit1 i32)
+  (param $scale f32) (param $sbuf i32) (param $unit0 i32) (param $unit1 i32)
   (local $u i32) (local $b i32) (local $h i32) (local $kvo i32) (local $qh i32) (local $kh i32) (local $vh i32)
   (local $oh i32) (local $n i32) (local $mx f32) (local $sum f32) (local $rd i32) (local $group i32)
   ${set("rd", mul(get("dim"), i32(4)))}

@@ -20,7 +20,7 @@ export function crossEntropyWat() {
 (func (export "softmax_rows") (param $x i32) (param $lse i32) (param $scale i32) (param $hasScale i32) (param $vocab i32)
   (param $row0 i32) (param $row1 i32)
   (local $row i32) (local $lr i32) (local $j i32) (local $v4 i32) (local $vm v128) (local $mx f32) (local $acc v128)
-  (local $s f32) (local $e v128) (local $e1 f32) (local $inv v128) ${VEXP_LOOP_LOCALS}
+  (local $s f32) (local $e1 f32) (local $inv v128) ${VEXP_LOOP_LOCALS}
   ;; In place: row ← exp(row − max) while summing, then row ← row · (scale[row] or 1) / sum. One exp
   ;; per element; a row (V floats) stays in cache across the three passes.
   ${set("v4", `(i32.and ${get("vocab")} (i32.const -4))`)}

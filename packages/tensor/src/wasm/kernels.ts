@@ -1312,7 +1312,6 @@ class Kernels implements WasmKernels {
         kvHeads,
         dim,
         scale,
-        this.heap.scratch(t),
         ps + t * blockBytes,
         u0,
         u1,
