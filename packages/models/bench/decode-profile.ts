@@ -1,9 +1,10 @@
-// `pnpm bench models decode-profile [--model reference|stories260K|qwen3] [--layers N] [--dtype f32|bf16] [--backend native|wasm]
-// [--steps S] [--prompt P] [--phase decode|prefill] [--no-timers]`: where one KV-cache decode step's time goes
-// (or, with --phase prefill, one prefill of the P-token prompt: S prefills, each into a fresh cache). Every
-// kernel the active backend runs is wrapped with a timer; the rest of the step (op dispatch, allocation, shape checks, the KV-cache append, argmax and
-// the logits readback) is "outside kernels". Kernel times are wall time on one thread; the step's process CPU time
-// is printed next to its wall time, so load from other processes shows up as wall ≫ CPU.
+// `pnpm bench models decode-profile [--model reference|stories260K|qwen3] [--layers N] [--dtype f32|bf16]
+// [--backend native|wasm] [--steps S] [--prompt P] [--phase decode|prefill] [--no-timers]`: where one KV-cache
+// decode step's time goes (or, with --phase prefill, one prefill of the P-token prompt: S prefills, each into a
+// fresh cache). Every kernel the active backend runs is wrapped with a timer; the rest of the step (op dispatch,
+// allocation, shape checks, the KV-cache append, argmax and the logits readback) is "outside kernels". Kernel
+// times are wall time on one thread; the step's process CPU time is printed next to its wall time, so load from
+// other processes shows up as wall ≫ CPU.
 import {
   type KernelName,
   Tensor,
@@ -99,6 +100,7 @@ function rep(): { ms: number; cpuMs: number } {
     const t0 = performance.now();
     for (let s = 0; s < steps; s++) {
       if (phase === "prefill") {
+        cache.dispose();
         cache = model.newCache(1);
         logits = model.forward(promptIds(V), { cache, logitsToKeep: 1 });
       } else logits = model.forward(new Tensor(Int32Array.of(tok), [1, 1], "i32"), { cache });
@@ -111,6 +113,7 @@ function rep(): { ms: number; cpuMs: number } {
     }
     const ms = performance.now() - t0;
     const c = process.cpuUsage(c0);
+    cache.dispose();
     return { ms, cpuMs: (c.user + c.system) / 1000 };
   });
 }
