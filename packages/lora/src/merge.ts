@@ -1,7 +1,7 @@
 // Merging: W ← W + k·s·(B @ A), computed in f32 (PEFT get_delta_weight / merge), written
 // as f32 or bf16. The report shows how much of the delta a bf16 merge would lose: the
 // seeds measured a real quality drop from merging in bf16, so it must be visible.
-import { Tensor, f32ToBf16Bits, matmul, noGrad } from "@kiln/tensor";
+import { Tensor, bf16BitsToF32, f32ToBf16Bits, matmul, noGrad } from "@kiln/tensor";
 import { LoraError } from "./errors.js";
 import type { LoraAdapter } from "./lora-adapter.js";
 import type { LoraLayer } from "./lora-layer.js";
@@ -44,11 +44,9 @@ export interface MergeReport {
   original?: Map<string, Tensor>;
 }
 
+/** v rounded to bf16 and back (no allocation: this runs twice per weight of every merged module). */
 function bf16Round(v: number): number {
-  const bits = f32ToBf16Bits(v);
-  const u = new Uint32Array(1);
-  u[0] = bits << 16;
-  return new Float32Array(u.buffer)[0];
+  return bf16BitsToF32(f32ToBf16Bits(v));
 }
 
 /** Merge `adapter` into its base weights and detach it from the model. */
