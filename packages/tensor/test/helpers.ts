@@ -4,6 +4,15 @@ import { Rng, Tensor, backward, noGrad } from "../src/index.js";
 
 let seedCounter = 1000;
 
+/** Index of the first element whose bits differ (-1: none); toEqual on 100k-element arrays is slow. */
+export function firstDifference(x: Float32Array, y: Float32Array): number {
+  if (x.length !== y.length) return 0;
+  const a = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const b = new Uint32Array(y.buffer, y.byteOffset, y.length);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
+
 /** Fresh random f32 values (never zeros), uniform in [lo, hi). */
 export function randomArray(n: number, lo = -1, hi = 1, seed = seedCounter++): Float32Array {
   const u = new Rng(seed).uniform(n);

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { koffiModulePath, loadBlas, loadOneDnn } from "../../src/backends/native/blas.js";
 import * as T from "../../src/index.js";
-import { expectClose, randomArray } from "../helpers.js";
+import { expectClose, firstDifference, randomArray } from "../helpers.js";
 import { matmulReference } from "./matmul-reference.js";
 
 let unavailable: string | null = null;
@@ -14,15 +14,6 @@ try {
   unavailable = (err as Error).message;
 }
 if (unavailable) process.stderr.write(`native worker-split tests skipped: ${unavailable}\n`);
-
-/** Index of the first element whose bits differ (-1: none); toEqual on 100k-element arrays is slow. */
-function firstDifference(x: Float32Array, y: Float32Array): number {
-  if (x.length !== y.length) return 0;
-  const a = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  const b = new Uint32Array(y.buffer, y.byteOffset, y.length);
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
-  return -1;
-}
 
 describe.skipIf(unavailable !== null)("native: products split between the caller and the workers", () => {
   let worker: T.WorkerBlas;

@@ -3,15 +3,8 @@
 // row. Shared by the plain-SIMD tests and the relaxed-SIMD ones (the FMA variant sums with relaxed_madd).
 import { expect } from "vitest";
 import type { WasmKernels } from "../../src/wasm/index.js";
+import { firstDifference } from "../helpers.js";
 import { randomF32, rng } from "./reference.js";
-
-/** Index of the first element whose bits differ (-1: none). */
-function firstDifference(x: Float32Array, y: Float32Array): number {
-  const a = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  const b = new Uint32Array(y.buffer, y.byteOffset, y.length);
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
-  return a.length === b.length ? -1 : a.length;
-}
 
 /**
  * For head sizes that are not multiples of 4 or exceed one k block (256), and caches longer than one block of
