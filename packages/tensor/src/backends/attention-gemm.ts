@@ -4,7 +4,8 @@
 // Backward recomputes P from the saved row logsumexp (FlashAttention-2's recurrence):
 // dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = dS·K·s, dK += dSᵀ·Q·s.
 import type { AttentionShape, Kernels } from "../backend.js";
-import type { AttentionTiles } from "../wasm/types.js";
+import { groupJobArgs } from "../wasm/attention-groups.js";
+import type { AttentionTiles, TypedSgemm } from "../wasm/types.js";
 
 const BLOCK = 64;
 
@@ -150,6 +151,28 @@ export function makeGemmAttention(matmul: Matmul): Pick<Kernels, "attentionForwa
 const TILE_ELEMENTS = 1 << 18;
 
 /**
+ * Threads that run whole (batch, kv head) groups of tiles side by side (the native backend's workers, which load
+ * the same BLAS): see wasm/attention-groups.ts.
+ */
+export interface AttentionGroupThreads {
+  /** Worker threads; each takes a share of the groups beside the caller. */
+  readonly workers: number;
+  /** Whether the workers are free now (no job of another kernel pending on them). */
+  free(): boolean;
+  /** Starts a group job on worker `index`; returns the wait for it. */
+  start(index: number, args: readonly number[]): () => void;
+  /** The caller's cblas_sgemm, set to one library thread (what the workers' calls run on). */
+  sgemm(): TypedSgemm;
+}
+
+/**
+ * Below this many rows the native matmul runs a product as GEMVs, not one sgemm; a group job calls sgemm
+ * directly, so it takes only calls whose every product the one-thread path would also run as an sgemm
+ * (backends/native/gemm.ts SKINNY_F32_ROWS), and the bits do not depend on the thread count.
+ */
+const GROUP_MIN_ROWS = 4;
+
+/**
  * Attention whose five products per tile run on `matmul` (the native backend: BLAS) and whose softmax, exp
  * and dS run in the wasm module on the same resident memory (`tiles`). Without a key mask only; each
  * function returns false, having done nothing, when an array is not resident (the caller falls back).
@@ -158,6 +181,7 @@ export function makeTiledAttention(
   matmul: Matmul,
   tiles: AttentionTiles,
   tileElements = TILE_ELEMENTS,
+  groupThreads: AttentionGroupThreads | null = null,
 ): {
   forward(
     q: Float32Array,
@@ -208,12 +232,82 @@ export function makeTiledAttention(
       }
     return { list, blk };
   };
+  /**
+   * With two or more (batch, kv head) groups and free workers: the groups shared out between the caller and the
+   * workers, each thread running its groups' tiles one after another (wasm/attention-groups.ts). Returns false
+   * (nothing done) where that does not apply.
+   */
+  const byGroups = (
+    backward: boolean,
+    arrays: { q: Float32Array; k: Float32Array; v: Float32Array; out: Float32Array; lse: Float32Array },
+    grads: { dOut: Float32Array; dq: Float32Array; dk: Float32Array; dv: Float32Array } | null,
+    s: AttentionShape,
+  ): boolean => {
+    const groups = s.batch * s.kvHeads;
+    if (!groupThreads || groups < 2 || !groupThreads.free()) return false;
+    const { list, blk } = tilesOf(s);
+    if (list.some((t) => t.end > 0 && (t.rows < GROUP_MIN_ROWS || t.end < GROUP_MIN_ROWS))) return false;
+    const parts = Math.min(groups, groupThreads.workers + 1);
+    const scratch = Array.from({ length: parts }, () => [tiles.scratch(blk * s.tk), tiles.scratch(blk * s.tk)]);
+    const waits: (() => void)[] = [];
+    let failure: unknown = null;
+    try {
+      if (grads) {
+        tiles.zero(grads.dk);
+        tiles.zero(grads.dv);
+      }
+      const job = (t: number) =>
+        groupJobArgs({
+          backward,
+          q: arrays.q.byteOffset,
+          k: arrays.k.byteOffset,
+          v: arrays.v.byteOffset,
+          out: arrays.out.byteOffset,
+          lse: arrays.lse.byteOffset,
+          dOut: grads?.dOut.byteOffset ?? 0,
+          dq: grads?.dq.byteOffset ?? 0,
+          dk: grads?.dk.byteOffset ?? 0,
+          dv: grads?.dv.byteOffset ?? 0,
+          heads: s.heads,
+          kvHeads: s.kvHeads,
+          tq: s.tq,
+          tk: s.tk,
+          headDim: s.headDim,
+          scale: s.scale,
+          causal: s.causal,
+          blockRows: blk,
+          group0: Math.floor((t * groups) / parts),
+          group1: Math.floor(((t + 1) * groups) / parts),
+          P: scratch[t][0].byteOffset,
+          dP: scratch[t][1].byteOffset,
+        });
+      for (let t = 1; t < parts; t++) waits.push(groupThreads.start(t - 1, job(t)));
+      tiles.groups(job(0), groupThreads.sgemm());
+    } catch (err) {
+      failure = err;
+    }
+    // Every started job is waited for, also after an error: they write into the outputs and the scratch.
+    for (const wait of waits) {
+      try {
+        wait();
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    for (const [P, dP] of scratch.reverse()) {
+      tiles.release(dP);
+      tiles.release(P);
+    }
+    if (failure) throw failure;
+    return true;
+  };
   // The softmax-side work of tile i runs on a worker (tiles.start) while this thread runs BLAS products of the
   // tiles next to it, with two score buffers in turn; every product and every accumulation into dk/dv runs in
   // the same order as one tile after the other, so the results do not depend on the thread count.
   return {
     forward(q, k, v, out, lse, s) {
       if (!tiles.owns(q, k, v, out, lse)) return false;
+      if (byGroups(false, { q, k, v, out, lse }, null, s)) return true;
       const { headDim: d, scale } = s;
       const { list, blk } = tilesOf(s);
       const buffers = [tiles.scratch(blk * s.tk), tiles.scratch(blk * s.tk)];
@@ -269,6 +363,7 @@ export function makeTiledAttention(
 
     backward(q, k, v, out, lse, dOut, dq, dk, dv, s) {
       if (!tiles.owns(q, k, v, out, lse, dOut, dq, dk, dv)) return false;
+      if (byGroups(true, { q, k, v, out, lse }, { dOut, dq, dk, dv }, s)) return true;
       const { headDim: d, scale } = s;
       const { list, blk } = tilesOf(s);
       const P = [tiles.scratch(blk * s.tk), tiles.scratch(blk * s.tk)];

@@ -29,6 +29,7 @@ import type {
   WasmKernels,
   WorkerBlas,
 } from "./types.js";
+import { attentionGroupsJob } from "./attention-groups.js";
 import type { JsWorkerOp, WorkerOp } from "./worker-source.js";
 
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
@@ -441,6 +442,35 @@ class Kernels implements WasmKernels {
       this.exports.attn_tile_probs(S.byteOffset, rows, end, scale, vis0, lse.byteOffset),
     dscores: (P, dP, dOut, out, rows, end, d, scale) =>
       this.exports.attn_tile_dscores(P.byteOffset, dP.byteOffset, dOut.byteOffset, out.byteOffset, rows, end, d, scale),
+    groups: (args, sgemm) => {
+      this.live("attentionGroups");
+      const memory = this.heap.buffer();
+      // A view from each byte offset to the last element op(X) reads (as the worker's sgemm does).
+      const view = (p: number, rows: number, cols: number, ld: number) =>
+        new Float32Array(memory, p, rows === 0 ? 0 : (rows - 1) * ld + cols);
+      attentionGroupsJob(
+        args,
+        memory,
+        (ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc) =>
+          sgemm(
+            101,
+            ta,
+            tb,
+            m,
+            n,
+            k,
+            1,
+            ta === 112 ? view(pa, k, m, lda) : view(pa, m, k, lda),
+            lda,
+            tb === 112 ? view(pb, n, k, ldb) : view(pb, k, n, ldb),
+            ldb,
+            beta,
+            view(pc, m, n, ldc),
+            ldc,
+          ),
+        this.exports,
+      );
+    },
     start: {
       softmax: (S, rows, end, scale, vis0, lse) =>
         this.startOnWorker("attn_tile_softmax", [S.byteOffset, rows, end, scale, vis0, lse.byteOffset]),
@@ -486,6 +516,11 @@ class Kernels implements WasmKernels {
         const args = [transA ? 84 : 78, transB ? 84 : 78, m, n, k, a.byteOffset + aOff * 2, lda];
         pool.start(index, "gemm_bf16", [...args, b.byteOffset + bOff * 2, ldb, beta, c.byteOffset + cOff * 4, ldc]);
         return this.joinLibraryCall(pool, index, `dnnl_gemm_bf16bf16f32 ${m}×${n}×${k}`);
+      },
+      attentionGroups: (index, args) => {
+        this.live("attentionGroups");
+        pool.start(index, "attn_groups", args);
+        return this.joinLibraryCall(pool, index, "attention groups");
       },
       setSpin: (micros) => pool.setSpin(micros),
       get spinMicros() {

@@ -143,6 +143,24 @@ export interface WasmKernelOptions {
  * byte offsets; `lse` arguments start at the tile's first row). A score tile S is [rows][end]; row r sees keys
  * j < clamp(vis0 + r, 0, end).
  */
+/** cblas_sgemm on typed arrays: (order, transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc). */
+export type TypedSgemm = (
+  order: number,
+  transA: number,
+  transB: number,
+  m: number,
+  n: number,
+  k: number,
+  alpha: number,
+  a: Float32Array,
+  lda: number,
+  b: Float32Array,
+  ldb: number,
+  beta: number,
+  c: Float32Array,
+  ldc: number,
+) => void;
+
 export interface AttentionTiles {
   /** Whether every array is a view of the kernels' memory (then the other functions may take them). */
   owns(...arrays: Float32Array[]): boolean;
@@ -165,6 +183,11 @@ export interface AttentionTiles {
     d: number,
     scale: number,
   ): void;
+  /**
+   * Runs groups of a tiled attention (`attentionGroupsJob`'s arguments) on the calling thread, its products on
+   * `sgemm` (cblas_sgemm as koffi binds it, row-major, on one library thread).
+   */
+  groups(args: readonly number[], sgemm: TypedSgemm): void;
   /**
    * `softmax`, `probs` and `dscores` started on a worker thread where the kernels have one, returning the wait
    * for it; the caller goes on meanwhile (with BLAS products: the two overlap). Without workers they run at
@@ -231,6 +254,11 @@ export interface WorkerBlas {
     cOffset: number,
     ldc: number,
   ): () => void;
+  /**
+   * Starts groups of a tiled attention (`attentionGroupsJob`'s arguments, see wasm/attention-groups.ts) on worker
+   * `index`, its products on that worker's BLAS; returns the wait for it, which throws if the job failed.
+   */
+  attentionGroups(index: number, args: readonly number[]): () => void;
   /** As `sgemm` with bf16 A and B (oneDNN's dnnl_gemm_bf16bf16f32, after `loadOneDnn`). */
   gemmBf16(
     index: number,

@@ -2,6 +2,9 @@
 // browsers: Node runs it with `new Worker(code, { eval: true, workerData })`, browsers from a Blob URL
 // with the init object posted as the first message.
 //
+// attn_groups runs attentionGroupsJob (wasm/attention-groups.ts), embedded below by its text, with this
+// worker's sgemm.
+//
 // Protocol (one control SharedArrayBuffer per worker, see thread-pool.ts):
 //   Int32 [0] seq   bumped by the main thread for every job (workers Atomics.wait on it)
 //   Int32 [1] done  0 = running, 1 = finished, 2 = failed (main thread waits on it)
@@ -9,6 +12,8 @@
 //   Int32 [3] argc  number of arguments in the Float64 args area
 //   Int32 [4] spin  microseconds the worker polls seq after a job before it sleeps in Atomics.wait (0 = none)
 //   Float64 args from byte 64 on (f64 holds every i32 pointer and f32 scalar exactly)
+
+import { attentionGroupsJob } from "./attention-groups.js";
 
 /** Export names, indexed by op code (embedded into the worker text below). */
 export const WORKER_OPS = [
@@ -41,10 +46,11 @@ export const WORKER_OPS = [
   "sgemm",
   "onednn_load",
   "gemm_bf16",
+  "attn_groups",
 ] as const;
 export type WorkerOp = (typeof WORKER_OPS)[number];
 /** Worker ops written in JS (not module exports). */
-export type JsWorkerOp = "blas_load" | "sgemm" | "onednn_load" | "gemm_bf16";
+export type JsWorkerOp = "blas_load" | "sgemm" | "onednn_load" | "gemm_bf16" | "attn_groups";
 export const MAX_ARGS = 32;
 export const CONTROL_BYTES = 64 + MAX_ARGS * 8;
 export const CTL_SEQ = 0;
@@ -107,6 +113,9 @@ function kilnWasmWorker(init, ready) {
     const b = tb === 112 ? view(buf, pb, n, k, ldb) : view(buf, pb, k, n, ldb);
     sgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, view(buf, pc, m, n, ldc), ldc);
   };
+  ${attentionGroupsJob.toString()}
+  const sgemmAt = fns[names.indexOf("sgemm")];
+  fns[names.indexOf("attn_groups")] = (...a) => attentionGroupsJob(a, init.memory.buffer, sgemmAt, ex);
   const ctl = new Int32Array(init.control, 0, 16);
   const args = new Float64Array(init.control, ${ARGS_OFFSET}, ${MAX_ARGS});
   ready();

@@ -40,6 +40,7 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
       load: (k, l) => worker.load(k, l),
       loadOneDnn: (l, o) => worker.loadOneDnn(l, o),
       gemmBf16: (...args) => worker.gemmBf16(...args),
+      attentionGroups: (...args) => worker.attentionGroups(...args),
       owns: (...arrays) => worker.owns(...arrays),
       busy: () => worker.busy(),
       setSpin: (us) => worker.setSpin(us),
@@ -312,6 +313,7 @@ describe.skipIf(unavailable !== null)("native: a training step on two threads (w
       await T.initBackend("native", { threads, activate: false });
       // Count the parts the worker ran (the backend's NativeGemm holds this same object).
       let parts = 0;
+      let groupJobs = 0;
       const worker = T.wasmKernels()?.workerBlas;
       if (worker) {
         const sgemm = worker.sgemm;
@@ -319,14 +321,21 @@ describe.skipIf(unavailable !== null)("native: a training step on two threads (w
           parts++;
           return sgemm(...args);
         };
+        const attentionGroups = worker.attentionGroups;
+        worker.attentionGroups = (...args) => {
+          groupJobs++;
+          return attentionGroups(...args);
+        };
       }
       const values = T.withBackend("native", decoderStep);
-      return { split: T.nativeBackendInfo()?.gemmSplit, values, parts };
+      return { split: T.nativeBackendInfo()?.gemmSplit, values, parts, groupJobs };
     };
     const one = await run(1);
     const two = await run(2);
     expect(two.split).toBe("workers");
     expect(two.parts).toBeGreaterThan(10);
+    // Attention forward and backward ran by kv-head groups on the worker too (wasm/attention-groups.ts).
+    expect(two.groupJobs).toBe(2);
     expect(two.values.length).toBe(one.values.length);
     for (const [i, v] of one.values.entries()) expect(firstDifference(two.values[i], v), `value ${i}`).toBe(-1);
     expect(one.values[0][0]).toBeGreaterThan(0);

@@ -65,8 +65,63 @@ export const BLAS_SKINNY_K = 16;
  * cache), so the threshold is OpenBLAS's own (BLAS_PARALLEL_FLOPS).
  */
 export const WORKER_SPLIT_FLOPS = 1 << 24;
-/** Parts of a split product start at multiples of this many rows (or columns): whole register blocks. */
+/**
+ * Parts of a split oneDNN product start at multiples of this many rows (or columns): whole register blocks (sgemm
+ * products use the alignment probed for the library, `probeSplitAlignment`).
+ */
 export const WORKER_SPLIT_ALIGN = 16;
+/** Alignments `probeSplitAlignment` tries, smallest first. */
+const SPLIT_ALIGN_CANDIDATES = [16, 24, 32, 48, 64, 96, 128];
+
+/** Where the parts of a split sgemm may start: multiples of `rows` rows or `cols` columns (null: never). */
+export interface SplitAlignment {
+  rows: number | null;
+  cols: number | null;
+}
+
+/**
+ * The smallest alignments at which a product run as parts, each its own sgemm, gives the unsplit product's bits
+ * (a whole number of the kernel's register blocks, so every element of C is summed by the same code in the same
+ * order), by rows and by columns. Measured on the loaded library rather than looked up by core name: OpenBLAS's
+ * AVX-512 sgemm (cores SkylakeX, Cooperlake) splits at 16 rows or columns; its AVX2 one (Haswell, which the Zen
+ * cores also use) at 24 rows and at no column tried — there a 16-row split of 512×256×256 changed 4,388 elements.
+ */
+export function probeSplitAlignment(sgemm: BlasLibrary["sgemm"]): SplitAlignment {
+  // Products the size the workers split (WORKER_SPLIT_FLOPS and up): small ones may take another kernel.
+  const wide = 256;
+  const reproduces = (align: number, byRows: boolean) => {
+    const size = 8 * align + 5;
+    const cuts = [0, align, 3 * align, size];
+    const [m, n, k] = byRows ? [size, wide, wide] : [wide, size, wide];
+    const a = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37) * 2);
+    const b = Float32Array.from({ length: k * n }, (_, i) => Math.cos(i * 0.61) * 2);
+    for (const trans of [false, true]) {
+      const ta = byRows && trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
+      const tb = !byRows && trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
+      const lda = ta === CBLAS_TRANS ? m : k;
+      const ldb = tb === CBLAS_TRANS ? k : n;
+      const whole = new Float32Array(m * n);
+      sgemm(CBLAS_ROW_MAJOR, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, whole, n);
+      const parts = new Float32Array(m * n);
+      for (let p = 0; p + 1 < cuts.length; p++) {
+        const [p0, p1] = [cuts[p], cuts[p + 1]];
+        if (byRows) {
+          const aPart = a.subarray(ta === CBLAS_TRANS ? p0 : p0 * lda);
+          sgemm(CBLAS_ROW_MAJOR, ta, tb, p1 - p0, n, k, 1, aPart, lda, b, ldb, 0, parts.subarray(p0 * n), n);
+        } else {
+          const bPart = b.subarray(tb === CBLAS_TRANS ? p0 * ldb : p0);
+          sgemm(CBLAS_ROW_MAJOR, ta, tb, m, p1 - p0, k, 1, a, lda, bPart, ldb, 0, parts.subarray(p0), n);
+        }
+      }
+      for (let i = 0; i < whole.length; i++) if (!Object.is(whole[i], parts[i])) return false;
+    }
+    return true;
+  };
+  return {
+    rows: SPLIT_ALIGN_CANDIDATES.find((align) => reproduces(align, true)) ?? null,
+    cols: SPLIT_ALIGN_CANDIDATES.find((align) => reproduces(align, false)) ?? null,
+  };
+}
 
 export interface NativeGemmOptions {
   /**
@@ -163,19 +218,23 @@ interface ProductPart {
  * Runs a (rows × cols) product as one part per thread: parts 1.. start on workers 0.. (`onWorker` returns the
  * wait), part 0 runs here, then every started part is waited for, also after an error (they write into C).
  * Rows are split where there are enough: column parts of a C with short k ran at half speed (512×688×16: both
- * threads store into every row of C). Parts start at multiples of WORKER_SPLIT_ALIGN.
+ * threads store into every row of C). Parts start at multiples of `alignment`'s rows (columns).
  */
 function splitProduct(
   workers: number,
+  alignment: SplitAlignment,
   s: { transA: boolean; transB: boolean },
   g: { rows: number; cols: number; lda: number; ldb: number; ldc: number; aOff: number; bOff: number; cOff: number },
   onWorker: (index: number, p: ProductPart) => () => void,
   here: (p: ProductPart) => void,
 ): void {
-  const byRows = g.rows >= 4 * WORKER_SPLIT_ALIGN || g.rows >= g.cols;
+  const byRows =
+    alignment.cols === null || (alignment.rows !== null && (g.rows >= 4 * alignment.rows || g.rows >= g.cols));
   const total = byRows ? g.rows : g.cols;
-  const parts = Math.min(workers + 1, Math.ceil(total / WORKER_SPLIT_ALIGN));
-  const per = Math.ceil(total / parts / WORKER_SPLIT_ALIGN) * WORKER_SPLIT_ALIGN;
+  // Without an alignment for that direction: one part, here.
+  const align = (byRows ? alignment.rows : alignment.cols) ?? total;
+  const parts = Math.min(workers + 1, Math.ceil(total / align));
+  const per = Math.ceil(total / parts / align) * align;
   const part = (p0: number, p1: number): ProductPart =>
     byRows
       ? { m: p1 - p0, n: g.cols, aAt: g.aOff + (s.transA ? p0 : p0 * g.lda), bAt: g.bOff, cAt: g.cOff + p0 * g.ldc }
@@ -234,6 +293,8 @@ export class NativeGemm {
   private readonly worker: WorkerBlas | null;
   /** The same workers where they also loaded oneDNN (then its bf16 products split too, each on one thread). */
   private readonly onednnWorker: WorkerBlas | null;
+  /** Where the parts of a split sgemm start, probed on the library; null without workers. */
+  readonly splitAlignment: SplitAlignment | null;
 
   constructor(
     readonly blas: BlasLibrary,
@@ -243,8 +304,15 @@ export class NativeGemm {
     this.bf16Gemm = options.bf16Gemm ?? "widen";
     this.threads = Math.max(1, options.threads ?? 1);
     this.blasThreads = this.threads;
-    this.worker = this.threads > 1 && options.worker && options.worker.workers > 0 ? options.worker : null;
-    this.onednnWorker = this.worker && options.onednnOnWorkers && options.onednn ? this.worker : null;
+    const worker = this.threads > 1 && options.worker && options.worker.workers > 0 ? options.worker : null;
+    if (worker) {
+      // The probe compares single-threaded calls, what each part of a split runs.
+      blas.setThreads(1);
+      this.splitAlignment = probeSplitAlignment(blas.sgemm);
+      blas.setThreads(this.blasThreads);
+    } else this.splitAlignment = null;
+    this.worker = this.splitAlignment?.rows || this.splitAlignment?.cols ? worker : null;
+    this.onednnWorker = worker && options.onednnOnWorkers && options.onednn ? worker : null;
     if (this.bf16Gemm === "onednn" && !options.onednn)
       throw new ShapeError('NativeGemm: bf16Gemm "onednn" needs a loaded oneDNN library');
   }
@@ -367,6 +435,7 @@ export class NativeGemm {
     const tb = s.transB ? CBLAS_TRANS : CBLAS_NO_TRANS;
     splitProduct(
       worker.workers,
+      this.splitAlignment ?? { rows: WORKER_SPLIT_ALIGN, cols: WORKER_SPLIT_ALIGN },
       s,
       { rows, cols, lda, ldb, ldc: s.n, aOff, bOff, cOff },
       (t, p) =>
@@ -389,6 +458,12 @@ export class NativeGemm {
           s.n,
         ),
     );
+  }
+
+  /** cblas_sgemm on one library thread, for callers that run their own products beside the workers'. */
+  oneThreadSgemm(): BlasLibrary["sgemm"] {
+    this.setBlasThreads(1);
+    return this.blas.sgemm;
   }
 
   /** Whether a (rows × cols × k) product is split across the workers (see WORKER_SPLIT_FLOPS). */
@@ -569,6 +644,7 @@ export class NativeGemm {
         if (split)
           splitProduct(
             worker.workers,
+            { rows: WORKER_SPLIT_ALIGN, cols: WORKER_SPLIT_ALIGN },
             s,
             g,
             (t, p) =>

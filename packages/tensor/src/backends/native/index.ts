@@ -14,7 +14,7 @@ import {
 import { BackendError } from "../../errors.js";
 import type { StorageBackend } from "../../storage.js";
 import type { BaseBackendOptions } from "../../backend-options.js";
-import { makeGemmAttention, makeTiledAttention } from "../attention-gemm.js";
+import { type AttentionGroupThreads, makeGemmAttention, makeTiledAttention } from "../attention-gemm.js";
 import { initWasmBackend, wasmKernels } from "../wasm.js";
 import {
   type BlasLibrary,
@@ -252,7 +252,17 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
   const backward = (kernels.attentionBackward ?? referenceKernel("attentionBackward")) as Kernels["attentionBackward"];
   // Prefill and training: products on BLAS, softmax/exp/dS in the wasm module, on resident memory. Decode
   // (a few query rows) keeps the fused wasm kernel: its products are GEMVs, where BLAS has nothing to gain.
-  const blasAttention = wasm ? makeTiledAttention(matmul, wasm.attentionTiles) : null;
+  // With workers that load the BLAS, (batch, kv head) groups of tiles also run side by side, one group per thread.
+  const groupWorkers = gemmSplit === "workers" ? workerBlas : null;
+  const groupThreads: AttentionGroupThreads | null = groupWorkers
+    ? {
+        workers: groupWorkers.workers,
+        free: () => !groupWorkers.busy(),
+        start: (index, args) => groupWorkers.attentionGroups(index, args),
+        sgemm: () => next.oneThreadSgemm(),
+      }
+    : null;
+  const blasAttention = wasm ? makeTiledAttention(matmul, wasm.attentionTiles, undefined, groupThreads) : null;
   registerBackend<HostArrays>(sharedStorage(storageOf("wasm"), "native"), {
     ...kernels,
     matmul,
