@@ -9,11 +9,13 @@ export {
   NativeGemm,
   nativeBackendInfo,
   nativeGemm,
+  probeSplitAlignment,
   WORKER_SPIN_MICROS,
   type Bf16Gemm,
   type GemmSplit,
   type NativeBackendInfo,
   type NativeBackendOptions,
+  type SplitAlignment,
 } from "./backends/native/index.js";
 export type { AutoBackendOptions, BackendChoice } from "./backends/native/auto.js";
 export {

@@ -77,7 +77,8 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
   it("says the workers split products (and the library does when asked)", () => {
     const info = T.nativeBackendInfo();
     expect(info?.gemmSplit).toBe("workers");
-    expect(info?.summary).toContain("products split by the workers");
+    expect(info?.summary).toContain("products split by the workers (at ");
+    expect(info?.splitAlignment?.rows ?? info?.splitAlignment?.cols).toBeGreaterThanOrEqual(16);
     expect(worker.workers).toBe(1);
   });
 

@@ -24,10 +24,10 @@ import {
   loadBlas,
   loadOneDnn,
 } from "./blas.js";
-import { type Bf16Converter, type Bf16Gemm, NativeGemm } from "./gemm.js";
+import { type Bf16Converter, type Bf16Gemm, NativeGemm, type SplitAlignment } from "./gemm.js";
 
 export { NativeBackendUnavailableError } from "./blas.js";
-export { type Bf16Gemm, NativeGemm } from "./gemm.js";
+export { type Bf16Gemm, NativeGemm, probeSplitAlignment, type SplitAlignment } from "./gemm.js";
 export { loadBlas, loadOneDnn, type BlasLibrary, type LoadBlasOptions, type OneDnnLibrary } from "./blas.js";
 
 export interface NativeBackendOptions {
@@ -62,6 +62,13 @@ export interface NativeBackendOptions {
 
 export type GemmSplit = "workers" | "library";
 
+/** " (at 16 rows / 16 columns)" for the summary line. */
+function alignmentNote(a: SplitAlignment | null): string {
+  if (!a) return "";
+  const part = (n: number | null, what: string) => (n === null ? `never by ${what}` : `${n} ${what}`);
+  return ` (at ${part(a.rows, "rows")} / ${part(a.cols, "columns")})`;
+}
+
 /**
  * Poll time of the threads between jobs with gemmSplit "workers": a sleeping thread takes tens of µs or more to
  * run again. Longer is not better everywhere (tensor README, "Products split by the workers"): niced beside a
@@ -82,6 +89,8 @@ export interface NativeBackendInfo {
   bf16Gemm: Bf16Gemm;
   /** How products use more than one thread ("library" also where the workers could not load the BLAS). */
   gemmSplit: GemmSplit;
+  /** With gemmSplit "workers": where split products' parts start (probed on the library; see NativeGemm). */
+  splitAlignment: SplitAlignment | null;
   onednn: string | null;
   /** Environment variables that pin OpenBLAS's kernel, as they were when the library loaded. */
   pinnedBy: string[];
@@ -289,12 +298,13 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
     threadsApplied,
     bf16Gemm,
     gemmSplit,
+    splitAlignment: next.splitAlignment,
     onednn: onednn?.path ?? null,
     pinnedBy,
     summary:
       `${blas.vendor} (${blas.path}${blas.core ? `, core ${blas.core}` : ""}${pinnedBy.length ? ` pinned by ${pinnedBy.join(" ")}` : ""}` +
       `${options.ignoreOpenblasEnv && pinning.length ? `, ${pinning.join(" ")} ignored` : ""}), ` +
       `${threads} thread${threads === 1 ? "" : "s"}${threadsApplied ? "" : " (library default)"}` +
-      `${threads > 1 ? `, products split by ${gemmSplit === "workers" ? "the workers" : "the library"}` : ""}, bf16 ${bf16Gemm}`,
+      `${threads > 1 ? `, products split by ${gemmSplit === "workers" ? `the workers${alignmentNote(next.splitAlignment)}` : "the library"}` : ""}, bf16 ${bf16Gemm}`,
   };
 }
