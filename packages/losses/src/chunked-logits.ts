@@ -4,7 +4,18 @@
 // projects `chunkRows` rows at a time: the per-row loss of each chunk is computed and its logits
 // dropped; the backward projects each chunk again and sends its gradient to the hidden rows
 // (and to whatever the head trains). At most one chunk of logits (and its gradient) is alive.
-import { Tensor, backwardMany, concat, isGradEnabled, isTensor, narrow, noGrad, reshape, withGrad } from "@kiln/tensor";
+import {
+  Tensor,
+  backwardMany,
+  concat,
+  isGradEnabled,
+  isTensor,
+  narrow,
+  noGrad,
+  reshape,
+  takeGrad,
+  withGrad,
+} from "@kiln/tensor";
 import { LossInputError } from "./errors.js";
 import { checkPositiveInt, defaultChunkRows, fmt, logitRows } from "./inputs.js";
 
@@ -121,7 +132,8 @@ export function mapLogitChunks(
         const { values: v, chunk } = withGrad(() => run(h, s));
         if (v.requiresGrad) backwardMany([v], [narrow(g, 0, s, e)]);
         chunk.dispose();
-        if (hidden.requiresGrad) grads.push(h.grad ?? Tensor.zeros([e - s, h.shape[1]]));
+        const hg = takeGrad(h);
+        if (hidden.requiresGrad) grads.push(hg ?? Tensor.zeros([e - s, h.shape[1]]));
       }
       if (!hidden.requiresGrad) return [null];
       return [reshape(grads.length === 1 ? grads[0] : concat(grads, 0), hidden.shape)];

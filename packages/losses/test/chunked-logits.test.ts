@@ -78,6 +78,31 @@ const labels = T.tensor(
 );
 
 describe("ChunkedLogits", () => {
+  for (const chunkRows of [4, 64])
+    it(`training steps on chunked logits (${chunkRows === 4 ? "three chunks" : "one chunk"}) leave no memory behind`, () => {
+      const x = randn(5, [B, L, D]);
+      const w0 = randn(6, [D, D], 0.5).requireGrad();
+      const weight = randn(7, [V, D], 0.7).requireGrad();
+      const live: number[] = [];
+      for (let step = 0; step < 4; step++) {
+        T.tidy(() => {
+          for (const p of [w0, weight]) {
+            p.grad?.dispose();
+            p.grad = null;
+          }
+          // hidden needs a gradient (it comes from w0): each chunk's detached copy gets one during backward.
+          const hidden = T.linear(x, w0);
+          T.backward(sftLoss({ hidden, vocab: V, project: (rows) => T.linear(rows, weight), chunkRows }, labels).loss);
+        });
+        live.push(T.memory().allocations);
+      }
+      expect(live.slice(1), `live allocations after each step: ${live.join(", ")}`).toEqual([
+        live[0],
+        live[0],
+        live[0],
+      ]);
+    });
+
   it("tokenLogProbs (with and without a gradient hint)", () => {
     const targets = T.tensor(
       Int32Array.from({ length: B * L }, (_, i) => (i % 5 === 0 ? -100 : (i * 7) % V)),

@@ -10,6 +10,7 @@ import {
   narrow,
   noGrad,
   reshape,
+  takeGrad,
   tokenLogProbs,
   withGrad,
 } from "@kiln/tensor";
@@ -82,7 +83,8 @@ export function headTokenLogProbs(
         h.requiresGrad = hidden.requiresGrad;
         const lp = withGrad(() => chunkLogProbs(h, r));
         if (lp.requiresGrad) backwardMany([lp], [narrow(flatGrad, 0, r, end)]);
-        if (hidden.requiresGrad) grads.push(h.grad ?? Tensor.zeros([end - r, D]));
+        const hg = takeGrad(h);
+        if (hidden.requiresGrad) grads.push(hg ?? Tensor.zeros([end - r, D]));
       }
       if (!hidden.requiresGrad) return [null];
       return [reshape(grads.length === 1 ? grads[0] : concat(grads, 0), hidden.shape)];

@@ -1,5 +1,5 @@
 // The row-chunked head → log-prob path against the full-logits path, and the memory it saves.
-import { Tensor, backward, mul, narrow, noGrad, reshape, sum, tokenLogProbs } from "@kiln/tensor";
+import { Tensor, backward, memory, mul, narrow, noGrad, reshape, sum, tidy, tokenLogProbs } from "@kiln/tensor";
 import { describe, expect, it } from "vitest";
 import { type CausalLM, createModel, headTokenLogProbs, loadModel, scoreCompletions } from "../src/index.js";
 import { FIXTURES, maxAbsDiff, tinyDir } from "./helpers.js";
@@ -54,6 +54,32 @@ describe("headTokenLogProbs", () => {
       for (const [i, g] of chunked.grads.entries()) expect(maxAbsDiff(g, full.grads[i])).toBeLessThan(1e-5);
     });
   }
+
+  for (const chunkRows of [3, 64])
+    it(`training steps through the chunked head (${chunkRows === 3 ? "five chunks" : "one chunk"}) leave no memory behind`, async () => {
+      const model = await loadModel(tinyDir("qwen3"));
+      const params = model.requireGrad();
+      const B = 2;
+      const T = 7;
+      const ids = Int32Array.from({ length: B * T }, (_, i) => (i * 13 + 5) % 64);
+      const targets = new Tensor(targetsFor(ids, B, T, 4), [B, T], "i32");
+      const live: number[] = [];
+      for (let step = 0; step < 4; step++) {
+        tidy(() => {
+          for (const p of params) {
+            p.grad?.dispose();
+            p.grad = null;
+          }
+          backward(sum(model.tokenLogProbs(new Tensor(ids, [B, T], "i32"), targets, { chunkRows })));
+        });
+        live.push(memory().allocations);
+      }
+      expect(live.slice(1), `live allocations after each step: ${live.join(", ")}`).toEqual([
+        live[0],
+        live[0],
+        live[0],
+      ]);
+    });
 
   it("chunkedLogits projects rows to exactly the forward's logits", async () => {
     const model = await loadModel(tinyDir("qwen3"));

@@ -3,7 +3,7 @@
 // forward of the block for not storing its activations.
 import { backwardMany, isGradEnabled, noGrad, withGrad } from "./autograd.js";
 import { rngSequencePosition, setRngSequencePosition } from "./random.js";
-import { Tensor } from "./tensor.js";
+import { Tensor, takeGrad } from "./tensor.js";
 
 /**
  * y = fn(...inputs) with recomputation. Parameters the block closes over still receive
@@ -37,7 +37,7 @@ export function checkpoint(fn: (...inputs: Tensor[]) => Tensor, ...inputs: Tenso
         setRngSequencePosition(resume);
       }
       if (recomputed.requiresGrad) backwardMany([recomputed], [g]);
-      return detached.map((d) => (d.requiresGrad ? (d.grad ?? Tensor.zeros(d.shape)) : null));
+      return detached.map((d) => (d.requiresGrad ? (takeGrad(d) ?? Tensor.zeros(d.shape)) : null));
     },
   };
   return result;

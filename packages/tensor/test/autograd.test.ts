@@ -60,6 +60,26 @@ describe("autograd", () => {
     expectClose(w2.grad!.toFloat32Array(), g2, 1e-5, 1e-6);
   });
 
+  it("checkpoint frees the gradients of its recomputed inputs: a training loop's memory does not grow", () => {
+    const w1 = randomTensor([6, 6]);
+    const w2 = randomTensor([6, 6]);
+    const x = randomTensor([3, 6], -1, 1, false);
+    const block = (h: T.Tensor) => T.silu(T.linear(h, w2));
+    const live: number[] = [];
+    for (let step = 0; step < 4; step++) {
+      T.tidy(() => {
+        for (const w of [w1, w2]) {
+          w.grad?.dispose();
+          w.grad = null;
+        }
+        // The checkpointed block's input needs a gradient (it comes from w1), so its detached copy gets one.
+        T.backward(T.sum(T.square(T.checkpoint(block, T.linear(x, w1)))));
+      });
+      live.push(T.memory().allocations);
+    }
+    expect(live.slice(1), `live allocations after each step: ${live.join(", ")}`).toEqual([live[0], live[0], live[0]]);
+  });
+
   it("gradient accumulation over micro-batches equals one large batch (sum reduction)", () => {
     const w = randomTensor([4, 3]);
     const x = randomTensor([6, 3], -1, 1, false);
