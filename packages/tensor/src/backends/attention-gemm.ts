@@ -258,6 +258,7 @@ export function makeTiledAttention(
       }
       const job = (t: number) =>
         groupJobArgs({
+          ...s,
           backward,
           q: arrays.q.byteOffset,
           k: arrays.k.byteOffset,
@@ -268,13 +269,6 @@ export function makeTiledAttention(
           dq: grads?.dq.byteOffset ?? 0,
           dk: grads?.dk.byteOffset ?? 0,
           dv: grads?.dv.byteOffset ?? 0,
-          heads: s.heads,
-          kvHeads: s.kvHeads,
-          tq: s.tq,
-          tk: s.tk,
-          headDim: s.headDim,
-          scale: s.scale,
-          causal: s.causal,
           blockRows: blk,
           group0: Math.floor((t * groups) / parts),
           group1: Math.floor(((t + 1) * groups) / parts),

@@ -5,7 +5,9 @@
 // one-thread tiled attention runs them, so the bits do not depend on how the groups are shared out.
 //
 // `attentionGroupsJob` is embedded in the worker's source by its text (wasm/worker-source.ts), so it must
-// stay self-contained: no imports, no module-level names, no nested functions.
+// stay self-contained: no imports, no module-level names, no nested functions (the types below are erased).
+
+import type { AttentionShape } from "../kernel-contract.js";
 
 /** C = op(A)·op(B) + beta·C, row-major, alpha 1; op 111 = none, 112 = transpose; A, B, C as byte offsets. */
 export type SgemmAt = (
@@ -39,8 +41,11 @@ export interface AttentionTileExports {
   ): void;
 }
 
-/** One group job: arrays as byte offsets into the kernels' memory (unused ones 0 in a forward job). */
-export interface GroupJob {
+/**
+ * One group job: the call's shape without its batch (groups index batch × kv head) and arrays as byte offsets
+ * into the kernels' memory (the gradient ones 0 in a forward job).
+ */
+export interface GroupJob extends Omit<AttentionShape, "batch"> {
   backward: boolean;
   q: number;
   k: number;
@@ -51,13 +56,6 @@ export interface GroupJob {
   dq: number;
   dk: number;
   dv: number;
-  heads: number;
-  kvHeads: number;
-  tq: number;
-  tk: number;
-  headDim: number;
-  scale: number;
-  causal: boolean;
   blockRows: number;
   /** Groups [group0, group1). */
   group0: number;

@@ -2,6 +2,7 @@
 // through koffi (an FFI with prebuilt binaries; an optional dependency). Nothing here is imported
 // unless `initBackend("native")` runs, so browsers and machines without a BLAS never load it.
 import { BackendError } from "../../errors.js";
+import type { TypedSgemm } from "../../wasm/types.js";
 import { GEMM_BF16_SIGNATURE, SGEMM_SIGNATURE, SGEMV_SIGNATURE } from "../../wasm/worker-source.js";
 
 /** The native backend cannot run here (no FFI, no BLAS, or a BLAS without cblas_sgemm). */
@@ -11,22 +12,8 @@ export const CBLAS_ROW_MAJOR = 101;
 export const CBLAS_NO_TRANS = 111;
 export const CBLAS_TRANS = 112;
 
-type Sgemm = (
-  order: number,
-  transA: number,
-  transB: number,
-  m: number,
-  n: number,
-  k: number,
-  alpha: number,
-  a: Float32Array,
-  lda: number,
-  b: Float32Array,
-  ldb: number,
-  beta: number,
-  c: Float32Array,
-  ldc: number,
-) => void;
+/** cblas_sgemm as koffi binds it (one home for the signature's type: the workers' attention jobs call it too). */
+type Sgemm = TypedSgemm;
 
 type Sgemv = (
   order: number,
