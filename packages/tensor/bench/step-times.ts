@@ -4,7 +4,7 @@
 import * as T from "../src/index.js";
 import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
 
-const [threadsArg = "2", backend = "native", stepsArg = "24"] = process.argv.slice(2);
+const [threadsArg = "2", backend = "native", stepsArg = "20"] = process.argv.slice(2);
 const threads = Number(threadsArg);
 const steps = Number(stepsArg);
 await T.initBackend(backend, { threads, relaxedSimd: true, ignoreOpenblasEnv: true });

@@ -4,10 +4,12 @@
 // group's tiles touch only their own output rows and their own kv head's dk/dv, and run in the order the
 // one-thread tiled attention runs them, so the bits do not depend on how the groups are shared out.
 //
-// `attentionGroupsJob` is embedded in the worker's source by its text (wasm/worker-source.ts), so it must
-// stay self-contained: no imports, no module-level names, no nested functions (the types below are erased).
+// `attentionGroupsJob` and `sgemmOnMemory` are embedded in the worker's source by their text
+// (wasm/worker-source.ts), so they stay self-contained: no imports, no module-level names, no nested functions
+// (the types below are erased).
 
 import type { AttentionShape } from "../kernel-contract.js";
+import type { TypedSgemm } from "./types.js";
 
 /** C = op(A)·op(B) + beta·C, row-major, alpha 1; op 111 = none, 112 = transpose; A, B, C as byte offsets. */
 export type SgemmAt = (
@@ -24,6 +26,35 @@ export type SgemmAt = (
   c: number,
   ldc: number,
 ) => void;
+
+/**
+ * cblas_sgemm (as koffi binds it: typed arrays, row-major) on byte offsets into `memory`, each operand a view
+ * from its offset to the last element op(X) reads; alpha 1. The workers' `sgemm` op and the caller's share of a
+ * group job both call the library through it.
+ */
+export function sgemmOnMemory(
+  memory: ArrayBufferLike,
+  typed: TypedSgemm,
+  ta: number,
+  tb: number,
+  m: number,
+  n: number,
+  k: number,
+  pa: number,
+  lda: number,
+  pb: number,
+  ldb: number,
+  beta: number,
+  pc: number,
+  ldc: number,
+): void {
+  const [aRows, aCols] = ta === 112 ? [k, m] : [m, k];
+  const [bRows, bCols] = tb === 112 ? [n, k] : [k, n];
+  const a = new Float32Array(memory, pa, aRows === 0 ? 0 : (aRows - 1) * lda + aCols);
+  const b = new Float32Array(memory, pb, bRows === 0 ? 0 : (bRows - 1) * ldb + bCols);
+  const c = new Float32Array(memory, pc, m === 0 ? 0 : (m - 1) * ldc + n);
+  typed(101, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc);
+}
 
 /** The module exports a group job calls (scripts/wat/attention-tiles.mjs). */
 export interface AttentionTileExports {

@@ -29,7 +29,7 @@ import type {
   WasmKernels,
   WorkerBlas,
 } from "./types.js";
-import { attentionGroupsJob } from "./attention-groups.js";
+import { attentionGroupsJob, sgemmOnMemory } from "./attention-groups.js";
 import type { JsWorkerOp, WorkerOp } from "./worker-source.js";
 
 /** Below this many flops a matmul runs on the calling thread only (a worker round trip costs ~10–50 µs). */
@@ -445,31 +445,7 @@ class Kernels implements WasmKernels {
     groups: (args, sgemm) => {
       this.live("attentionGroups");
       const memory = this.heap.buffer();
-      // A view from each byte offset to the last element op(X) reads (as the worker's sgemm does).
-      const view = (p: number, rows: number, cols: number, ld: number) =>
-        new Float32Array(memory, p, rows === 0 ? 0 : (rows - 1) * ld + cols);
-      attentionGroupsJob(
-        args,
-        memory,
-        (ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc) =>
-          sgemm(
-            101,
-            ta,
-            tb,
-            m,
-            n,
-            k,
-            1,
-            ta === 112 ? view(pa, k, m, lda) : view(pa, m, k, lda),
-            lda,
-            tb === 112 ? view(pb, n, k, ldb) : view(pb, k, n, ldb),
-            ldb,
-            beta,
-            view(pc, m, n, ldc),
-            ldc,
-          ),
-        this.exports,
-      );
+      attentionGroupsJob(args, memory, (...a) => sgemmOnMemory(memory, sgemm, ...a), this.exports);
     },
     start: {
       softmax: (S, rows, end, scale, vis0, lse) =>

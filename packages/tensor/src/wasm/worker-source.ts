@@ -2,8 +2,8 @@
 // browsers: Node runs it with `new Worker(code, { eval: true, workerData })`, browsers from a Blob URL
 // with the init object posted as the first message.
 //
-// attn_groups runs attentionGroupsJob (wasm/attention-groups.ts), embedded below by its text, with this
-// worker's sgemm.
+// sgemm and attn_groups run sgemmOnMemory and attentionGroupsJob (wasm/attention-groups.ts), embedded below
+// by their text.
 //
 // Protocol (one control SharedArrayBuffer per worker, see thread-pool.ts):
 //   Int32 [0] seq   bumped by the main thread for every job (workers Atomics.wait on it)
@@ -13,7 +13,7 @@
 //   Int32 [4] spin  microseconds the worker polls seq after a job before it sleeps in Atomics.wait (0 = none)
 //   Float64 args from byte 64 on (f64 holds every i32 pointer and f32 scalar exactly)
 
-import { attentionGroupsJob } from "./attention-groups.js";
+import { attentionGroupsJob, sgemmOnMemory } from "./attention-groups.js";
 
 /** Export names, indexed by op code (embedded into the worker text below). */
 export const WORKER_OPS = [
@@ -107,12 +107,8 @@ function kilnWasmWorker(init, ready) {
     const status = gemmBf16(ta, tb, m, n, k, 1, a, lda, b, ldb, beta, view(buf, pc, m, n, ldc), ldc);
     if (status !== 0) throw new Error("dnnl_gemm_bf16bf16f32 status " + status);
   };
-  fns[names.indexOf("sgemm")] = (ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc) => {
-    const buf = init.memory.buffer;
-    const a = ta === 112 ? view(buf, pa, k, m, lda) : view(buf, pa, m, k, lda);
-    const b = tb === 112 ? view(buf, pb, n, k, ldb) : view(buf, pb, k, n, ldb);
-    sgemm(101, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, view(buf, pc, m, n, ldc), ldc);
-  };
+  ${sgemmOnMemory.toString()}
+  fns[names.indexOf("sgemm")] = (...a) => sgemmOnMemory(init.memory.buffer, sgemm, ...a);
   ${attentionGroupsJob.toString()}
   const sgemmAt = fns[names.indexOf("sgemm")];
   fns[names.indexOf("attn_groups")] = (...a) => attentionGroupsJob(a, init.memory.buffer, sgemmAt, ex);

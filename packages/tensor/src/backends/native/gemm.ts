@@ -66,10 +66,10 @@ export const BLAS_SKINNY_K = 16;
  */
 export const WORKER_SPLIT_FLOPS = 1 << 24;
 /**
- * Parts of a split oneDNN product start at multiples of this many rows (or columns): whole register blocks (sgemm
+ * Where the parts of a split oneDNN product start: whole register blocks of its bf16 GEMM (tested bit for bit; sgemm
  * products use the alignment probed for the library, `probeSplitAlignment`).
  */
-export const WORKER_SPLIT_ALIGN = 16;
+const ONEDNN_SPLIT_ALIGNMENT: SplitAlignment = { rows: 16, cols: 16 };
 /** Alignments `probeSplitAlignment` tries, smallest first. */
 const SPLIT_ALIGN_CANDIDATES = [16, 24, 32, 48, 64, 96, 128];
 
@@ -435,7 +435,7 @@ export class NativeGemm {
     const tb = s.transB ? CBLAS_TRANS : CBLAS_NO_TRANS;
     splitProduct(
       worker.workers,
-      this.splitAlignment ?? { rows: WORKER_SPLIT_ALIGN, cols: WORKER_SPLIT_ALIGN },
+      this.splitAlignment as SplitAlignment, // set whenever there is a worker
       s,
       { rows, cols, lda, ldb, ldc: s.n, aOff, bOff, cOff },
       (t, p) =>
@@ -644,7 +644,7 @@ export class NativeGemm {
         if (split)
           splitProduct(
             worker.workers,
-            { rows: WORKER_SPLIT_ALIGN, cols: WORKER_SPLIT_ALIGN },
+            ONEDNN_SPLIT_ALIGNMENT,
             s,
             g,
             (t, p) =>
