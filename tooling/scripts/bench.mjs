@@ -15,6 +15,7 @@ const extra = {
   "repro-batching": ["kit", "repro-batching.ts"],
   "decode-step-cpu": ["kit", "decode-step-cpu.ts"],
   "agent-model-clem": ["kit", "agent-model-clem.ts"],
+  "agent-model-copy": ["kit", "agent-model-copy.ts"],
   "opd-expert-call": ["kit", "opd-expert-call.ts"],
 };
 // Benchmarks that also run further scripts after their own: name → [[package, script], …]. The

@@ -1,4 +1,4 @@
-// `pnpm bench agent-model-clem [--model DIR] [--games a,b] [--backend NAME]`: the embedded agent model's
+// `pnpm bench agent-model-clem [--model DIR] [--games a,b] [--backend NAME] [--max-tokens N]`: the embedded agent model's
 // clembench measurement. Every held-out instance (agent-model/clem-split.ts) of each game the model was
 // trained on, played greedily through ClemGameEnvironment beside the scripted partners, and the same
 // instances played by the scripted experts; clemeval's table (quality, % played, clemscore) for both.
@@ -20,6 +20,10 @@ const games = arg("games", AGENT_CLEM_GAMES.join(",")).split(",") as AgentClemGa
 const unknown = games.filter((g) => !(AGENT_CLEM_GAMES as readonly string[]).includes(g));
 if (unknown.length > 0)
   throw new Error(`unknown game(s) ${unknown.join(", ")}; the model plays ${AGENT_CLEM_GAMES.join(", ")}`);
+// Tokens per reply: `kiln repro arp`'s budget (arpClem.maxTokens). At 24 a Wordle reply that opens with its
+// explanation line was cut before its guess, and the episode aborted.
+const maxTokens = Number(arg("max-tokens", "64"));
+if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new Error(`--max-tokens must be a positive integer`);
 await initBackend(arg("backend", "auto") as Parameters<typeof initBackend>[0]);
 
 const t0 = Date.now();
@@ -34,8 +38,6 @@ const policy = new LocalPolicy({
 });
 for (const game of games) {
   const t1 = Date.now();
-  // A referencegame expression is the 25 cells of a grid; every other reply is a short line.
-  const maxTokens = game === "referencegame" ? 64 : 24;
   const r = await evaluateClemHeldout({
     games: [game],
     policy,

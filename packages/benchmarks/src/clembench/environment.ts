@@ -12,7 +12,14 @@ import type { Action, Environment, Message, ResetResult, StepResult, ToolSchema 
 import { resolveDataDir } from "./data-dir.js";
 import { playEpisode } from "./episode.js";
 import type { GameDefinition } from "./game.js";
-import { type EpisodeSpec, type InstanceFilter, listEpisodes, loadInstances } from "./instances.js";
+import {
+  type EpisodeSpec,
+  type InstanceFilter,
+  type InstancesFile,
+  listEpisodes,
+  loadInstances,
+  parseInstancesFile,
+} from "./instances.js";
 import type { ChatTurn, Context, PlayerBackend } from "./player.js";
 import { cleanReply, ensureAlternatingRoles } from "./player.js";
 import * as M from "./metrics.js";
@@ -23,6 +30,11 @@ export interface ClemEnvironmentOptions {
   /** Game name of the registry ("wordle", "wordle_withclue", "taboo", …). */
   game: string;
   dataDir?: string;
+  /**
+   * The instances to play instead of the game's instances.json (validated like it; prompts and other resources
+   * still come from `dataDir`): generated instances, e.g. a training corpus's fresh targets.
+   */
+  instances?: InstancesFile;
   /** Which instances reset() draws from (seed modulo their number). */
   filter?: InstanceFilter;
   /** Keep only the instances (by index in the filtered list) this returns true for, e.g. a train/eval split. */
@@ -109,7 +121,9 @@ export class ClemGameEnvironment implements Environment<ClemEnvironmentState> {
     this.dataDir = resolveDataDir(options.dataDir);
     const all = listEpisodes(
       this.def.name,
-      loadInstances(this.def.dataPath ?? this.def.name, this.dataDir),
+      options.instances
+        ? parseInstancesFile(options.instances, `instances given for ${this.def.name}`)
+        : loadInstances(this.def.dataPath ?? this.def.name, this.dataDir),
       options.filter,
     );
     this.episodes = options.pick ? all.filter((_, i) => options.pick?.(i)) : all;

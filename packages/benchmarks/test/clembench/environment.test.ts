@@ -3,8 +3,11 @@ import { describe, expect, it } from "vitest";
 import {
   ClemGameEnvironment,
   type WordleWords,
+  loadInstances,
   policyFromBackend,
   privateSharedOracle,
+  reversingDescriber,
+  reversingGuesser,
   wordleSolver,
 } from "../../src/clembench/index.js";
 import { dataDir, spec } from "./helpers.js";
@@ -51,6 +54,40 @@ describe("a clembench game as a rollout environment", () => {
       expect(c.outcome.scores.success).toBe(1);
     }
     expect(() => new ClemGameEnvironment({ game: "taboo", dataDir })).toThrow(/give 1 partner backend/);
+  });
+
+  it("plays instances given in place of the data directory's, validated like the file", async () => {
+    const file = loadInstances("taboo", dataDir);
+    const given = {
+      experiments: file.experiments.map((e) => ({
+        ...e,
+        game_instances: [
+          {
+            game_id: 7,
+            target_word: "lantern",
+            related_word: ["lamp", "light", "candle"],
+            target_word_stem: "lantern",
+            related_word_stem: ["lamp", "light", "candl"],
+          },
+        ],
+      })),
+    };
+    const env = new ClemGameEnvironment({ game: "taboo", dataDir, instances: given, partners: [reversingGuesser()] });
+    expect(env.instances).toBe(file.experiments.length);
+    const r = await runEpisodes({
+      makeEnv: () => env,
+      policy: policyFromBackend(reversingDescriber(), "describer"),
+      episodes: 1,
+      concurrency: 1,
+      limits: { maxTurns: 4 },
+    });
+    const t = r.trajectories[0];
+    expect(t.prompt.map((m) => m.content).join("\n")).toContain("lantern");
+    expect(t.turns[0].message.content).toBe("CLUE: nretnal backwards");
+    expect(t.outcome.scores.success).toBe(1);
+    expect(
+      () => new ClemGameEnvironment({ game: "taboo", dataDir, instances: { experiments: [{ name: "x" }] } as never }),
+    ).toThrow(/instances given for taboo: experiment "x" has no "game_instances" list/);
   });
 
   it("a game that asks before its first await (privateshared) is played, and its pseudo turn opens the prompt", async () => {

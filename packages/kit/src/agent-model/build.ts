@@ -24,14 +24,14 @@ export interface AgentModelSize {
 
 // A 1024-token vocabulary (512 before the clembench games): the games' long, repeated prompts take fewer
 // tokens, so more of a game's state fits in a row.
-export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, vocabSize: 1024 };
+export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 192, layers: 6, heads: 6, kvHeads: 2, vocabSize: 1024 };
 
 // Guess-number and stories were 1000 and 300 documents (half the corpus's tokens) while the clembench
 // games got a small share; fewer of them leave the steps to the games the model failed.
 export const AGENT_MODEL_GUESS_NUMBER_EPISODES = 400;
 export const AGENT_MODEL_STORIES = 100;
 /** Steps of the shipped build: about one pass over its corpus. */
-export const AGENT_MODEL_STEPS = 850;
+export const AGENT_MODEL_STEPS = 4000;
 
 export interface BuildAgentModelOptions {
   outDir: string;
@@ -49,6 +49,8 @@ export interface BuildAgentModelOptions {
   /** More documents (questworld windows, Wordle games) made by their own generators. */
   extraDocuments?: CorpusDocument[];
   size?: Partial<AgentModelSize>;
+  /** The command the model card names as its recipe (default `kiln agent-model --seed S --steps N`). */
+  recipe?: string;
   log?: (line: string) => void;
   progress?: boolean;
 }
@@ -343,7 +345,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     title: "kiln agent-tiny: the embedded agent model",
     tags: ["agent", "from-scratch"],
     body: [
-      `A ${parameters}-parameter Qwen3-architecture decoder trained from random weights by kiln (\`kiln agent-model --seed ${seed} --steps ${steps}\`)`,
+      `A ${parameters}-parameter Qwen3-architecture decoder trained from random weights by kiln (\`${options.recipe ?? `kiln agent-model --seed ${seed} --steps ${steps}`}\`)`,
       "on transcripts of scripted players of mixed skill and on stories sampled from stories260K. It plays its games *badly*",
       "on purpose: the recipes have room to improve it (and to break it).",
       "",

@@ -9,6 +9,7 @@ import { clembench } from "@kiln/benchmarks";
 import { type Message, type Policy, cloneMessages, mulberry32, runEpisodes, trajectoryMessages } from "@kiln/rollout";
 import { viewPolicy } from "../recipes/opd-samples.js";
 import { isHeldOutInstance, isTrainingInstance } from "./clem-split.js";
+import { SYNTHETIC_CLEM_GAMES, type SyntheticClemGame, syntheticClemInstances } from "./clem-synthetic.js";
 import type { CorpusDocument } from "./corpus.js";
 import { type WordleSkill, wordlePlayer, wordleVocabulary } from "./wordle-players.js";
 
@@ -76,8 +77,12 @@ export function clemPartners(game: AgentClemGame): clembench.PlayerBackend[] {
 }
 
 /** The environment a game is played in: role 0, scripted partners, instances kept by `pick`. */
-export function clemEnvironment(game: AgentClemGame, pickInstance: (index: number) => boolean) {
-  return new clembench.ClemGameEnvironment({ game, pick: pickInstance, partners: clemPartners(game) });
+export function clemEnvironment(
+  game: AgentClemGame,
+  pickInstance: (index: number) => boolean,
+  instances?: clembench.InstancesFile,
+) {
+  return new clembench.ClemGameEnvironment({ game, pick: pickInstance, partners: clemPartners(game), instances });
 }
 
 /**
@@ -220,10 +225,15 @@ export interface ClemCorpusOptions {
   episodes: Partial<Record<AgentClemGame, number>>;
   /** Wordle players' vocabulary size (default 400). */
   wordleVocabulary?: number;
+  /** Share of a game's episodes played on generated instances (SYNTHETIC_CLEM_GAMES only; default 0). */
+  generated?: Partial<Record<SyntheticClemGame, number>>;
 }
 
-/** A clembench transcript: which instance (index in the game's full list) it was played on. */
-export type ClemDocument = CorpusDocument & { instance: number };
+/**
+ * A clembench transcript: which instance it was played on — the index in the game's full list, or with
+ * `generated`, in the generated instances (clem-synthetic.ts).
+ */
+export type ClemDocument = CorpusDocument & { instance: number; generated?: boolean };
 
 /** Share of a privateshared episode's replies kept as (windowed) documents. */
 export const PRIVATESHARED_TURN_RATE = 0.3;
@@ -243,10 +253,12 @@ export async function clemEpisodeDocuments(options: {
   wordleVocabulary: readonly string[];
   /** privateshared: share of the replies kept (default PRIVATESHARED_TURN_RATE; 1 keeps all). */
   turnRate?: number;
+  /** Instances to play instead of the game's file (generated ones; `pickInstance` indexes them). */
+  instances?: clembench.InstancesFile;
 }): Promise<ClemDocument[]> {
   const { game, skill, position } = options;
   const def = clembench.getGame(game);
-  const all = clembench.listEpisodes(def.name, clembench.loadInstances(def.dataPath ?? def.name));
+  const all = clembench.listEpisodes(def.name, options.instances ?? clembench.loadInstances(def.dataPath ?? def.name));
   const kept = all.map((_, i) => i).filter(options.pickInstance);
   const index = kept[position];
   if (index === undefined) throw new Error(`clembench ${game}: no instance at position ${position} of the split`);
@@ -254,7 +266,7 @@ export async function clemEpisodeDocuments(options: {
     ? wordlePlayer((skill === "expert" ? "solver" : "careless") as WordleSkill, options.wordleVocabulary, options.seed)
     : clemPlayer(game as Exclude<AgentClemGame, `wordle${string}`>, skill, all[index].instance, options.seed);
   const r = await runEpisodes({
-    makeEnv: () => clemEnvironment(game, options.pickInstance),
+    makeEnv: () => clemEnvironment(game, options.pickInstance, options.instances),
     policy,
     episodes: [{ id: `${game}-${index}`, seed: position }],
     limits: { maxTurns: MAX_TURNS[game] },
@@ -264,7 +276,8 @@ export async function clemEpisodeDocuments(options: {
   if (t.outcome.status === "error")
     throw new Error(`clembench ${game} instance ${index}: ${t.outcome.error?.message ?? "the episode failed"}`);
   const messages = trajectoryMessages(t);
-  if (game !== "privateshared") return [{ game, skill, messages, lossOn: "assistant", instance: index }];
+  const generated = options.instances ? { generated: true } : {};
+  if (game !== "privateshared") return [{ game, skill, messages, lossOn: "assistant", instance: index, ...generated }];
   const rate = options.turnRate ?? PRIVATESHARED_TURN_RATE;
   const keep = mulberry32(options.seed + 17);
   const docs: ClemDocument[] = [];
@@ -313,17 +326,50 @@ export async function clemCorpus(options: ClemCorpusOptions): Promise<ClemDocume
     const positions = await clemTrainPositions(game);
     const g = AGENT_CLEM_GAMES.indexOf(game);
     const rng = mulberry32(options.seed * 1009 + g);
-    for (let k = 0; k < count; k++)
+    const share = (SYNTHETIC_CLEM_GAMES as readonly string[]).includes(game)
+      ? (options.generated?.[game as SyntheticClemGame] ?? 0)
+      : 0;
+    // Episodes go in pairs (expert, weak); a pair is played on generated instances or on training ones, the
+    // generated pairs spread evenly, so both skills play both kinds.
+    const pairs = Math.ceil(count / 2);
+    const generatedPairs = Math.round(pairs * share);
+    const onGenerated = Array.from(
+      { length: count },
+      (_, k) =>
+        Math.floor(((Math.floor(k / 2) + 1) * generatedPairs) / pairs) >
+        Math.floor((Math.floor(k / 2) * generatedPairs) / pairs),
+    );
+    const generatedCount = onGenerated.filter(Boolean).length;
+    const generated =
+      generatedCount > 0 ? syntheticClemInstances(game as SyntheticClemGame, generatedCount, options.seed) : undefined;
+    let nextGenerated = 0;
+    for (let k = 0; k < count; k++) {
+      const seed = options.seed * 100_003 + k * 7 + g;
+      const skill = k % 2 === 0 ? "expert" : "weak";
+      const position = Math.floor(rng() * positions.length);
       docs.push(
-        ...(await clemEpisodeDocuments({
-          game,
-          skill: k % 2 === 0 ? "expert" : "weak",
-          pickInstance: isTrainingInstance,
-          position: positions[Math.floor(rng() * positions.length)],
-          seed: options.seed * 100_003 + k * 7 + g,
-          wordleVocabulary: vocabulary,
-        })),
+        ...(await clemEpisodeDocuments(
+          onGenerated[k]
+            ? {
+                game,
+                skill,
+                pickInstance: () => true,
+                position: nextGenerated++,
+                seed,
+                wordleVocabulary: vocabulary,
+                instances: generated,
+              }
+            : {
+                game,
+                skill,
+                pickInstance: isTrainingInstance,
+                position: positions[position],
+                seed,
+                wordleVocabulary: vocabulary,
+              },
+        )),
       );
+    }
   }
   return docs;
 }

@@ -1,24 +1,36 @@
 // `kiln agent-model`: rebuild the embedded agent model (the committed one was made with the defaults).
-import { defineCommand } from "../cli/args.js";
+import { defineCommand, setAssignments } from "../cli/args.js";
 import { onInterrupt, shellQuote } from "../cli/interrupt.js";
 import { withDirLocks } from "../dir-lock.js";
-import { AGENT_MODEL_STEPS, buildAgentModel } from "./build.js";
+import { AGENT_MODEL_SIZE, AGENT_MODEL_STEPS, buildAgentModel } from "./build.js";
 import { agentModelCorpusExtras } from "./extras.js";
+import { agentModelSettingKeys, agentModelSettings, checkAgentModelSize } from "./settings.js";
 
 export const agentModelCommand = defineCommand({
   name: "agent-model",
   summary: "build the embedded agent model from nothing",
   description:
-    "Scripted-player transcripts (guess-number, questworld, eight clembench games, tau2 retail) and stories → BPE tokenizer → a small Qwen3 trained from random weights → a Hugging Face directory. Its 850 default steps took 56 minutes on two loaded cores (2026-12-01); 1,700 steps took 33 minutes on two quiet ones since right-padded rows skip attention's masked path (2026-12-02).",
+    "Scripted-player transcripts (guess-number, questworld, eight clembench games — taboo and guesswhat mostly on generated instances — tau2 retail), spelling and copy drills, and stories → BPE tokenizer → a Qwen3 of 2.8M parameters trained from random weights → a Hugging Face directory. Its 4,000 default steps took 36 minutes on two quiet cores (2026-12-03).",
   options: {
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
     steps: { type: "integer", default: AGENT_MODEL_STEPS, min: 1, description: "training steps" },
     backend: { type: "string", choices: ["wasm", "native", "js"], default: "wasm", description: "tensor backend" },
     "no-progress": { type: "boolean", description: "no progress bar" },
+    set: {
+      type: "string",
+      multiple: true,
+      placeholder: "KEY=V[;KEY=V…]",
+      description: `the model's size or the corpus's (${agentModelSettingKeys().join(", ")})`,
+    },
   },
-  examples: ["kiln agent-model --out my-agent-model --backend native"],
+  examples: [
+    "kiln agent-model --out my-agent-model --backend native",
+    'kiln agent-model --out bigger --set "size.hiddenSize=192;size.layers=6;size.heads=6" --steps 1800',
+  ],
   run: async ({ values, argv }) => {
+    const settings = agentModelSettings(setAssignments(values.set));
+    checkAgentModelSize({ ...AGENT_MODEL_SIZE, ...settings.size });
     const { initBackend, setBackend } = await import("@kiln/tensor");
     const again = ["kiln", "agent-model", ...argv].map(shellQuote).join(" ");
     const stopInterrupts = onInterrupt(() => undefined, `${again} (the build starts over; it keeps no checkpoints)`);
@@ -29,7 +41,14 @@ export const agentModelCommand = defineCommand({
         outDir: values.out,
         seed: values.seed,
         steps: values.steps,
-        extraDocuments: await agentModelCorpusExtras(values.seed),
+        size: settings.size,
+        recipe: [
+          "kiln agent-model",
+          `--seed ${values.seed}`,
+          `--steps ${values.steps}`,
+          ...setAssignments(values.set).map(([k, v]) => `--set ${shellQuote(`${k}=${v}`)}`),
+        ].join(" "),
+        extraDocuments: await agentModelCorpusExtras(values.seed, settings.corpus),
         progress: !values["no-progress"],
       });
       console.log(JSON.stringify(r));

@@ -1,0 +1,99 @@
+// `kiln agent-model --set key=value`: the model's size and the corpus's sizes, so that every build the kit
+// README reports (other sizes, drills, generated instances) is one command. Unknown keys and values out
+// of range are refused before anything is built.
+import { UsageError } from "../errors.js";
+import type { AgentModelSize } from "./build.js";
+import { AGENT_CLEM_GAMES } from "./clem-players.js";
+import { SYNTHETIC_CLEM_GAMES } from "./clem-synthetic.js";
+import { AGENT_MODEL_CORPUS } from "./extras.js";
+
+export interface AgentModelSettings {
+  size: Partial<AgentModelSize>;
+  corpus: Partial<typeof AGENT_MODEL_CORPUS>;
+}
+
+type Kind = "count" | "positive" | "share";
+
+const SIZE_KEYS: readonly (keyof AgentModelSize)[] = ["hiddenSize", "layers", "heads", "kvHeads", "vocabSize"];
+const CORPUS_KEYS: Readonly<Record<string, Kind>> = {
+  questworldEpisodes: "count",
+  questworldTurnRate: "share",
+  spellingDrills: "count",
+  copyDrills: "count",
+  tau2Episodes: "count",
+  tau2TurnRate: "share",
+};
+
+/** Every key `--set` accepts, for help and error messages. */
+export function agentModelSettingKeys(): string[] {
+  return [
+    ...SIZE_KEYS.map((k) => `size.${k}`),
+    ...Object.keys(CORPUS_KEYS).map((k) => `corpus.${k}`),
+    ...AGENT_CLEM_GAMES.map((g) => `corpus.clemEpisodes.${g}`),
+    ...SYNTHETIC_CLEM_GAMES.map((g) => `corpus.clemGenerated.${g}`),
+  ];
+}
+
+function parseValue(key: string, raw: string, kind: Kind): number {
+  const v = Number(raw);
+  const ok =
+    raw.trim() !== "" &&
+    Number.isFinite(v) &&
+    (kind === "share" ? v >= 0 && v <= 1 : Number.isInteger(v) && (kind === "count" ? v >= 0 : v >= 1));
+  if (!ok) {
+    const wanted = kind === "share" ? "a number from 0 to 1" : kind === "count" ? "an integer ≥ 0" : "an integer ≥ 1";
+    throw new UsageError(`--set ${key} must be ${wanted}, got "${raw}"`);
+  }
+  return v;
+}
+
+/** `[key, value]` pairs (from `setAssignments`) → size and corpus overrides, checked. */
+export function agentModelSettings(assignments: readonly (readonly [string, string])[]): AgentModelSettings {
+  const size: Partial<AgentModelSize> = {};
+  const corpus: Partial<typeof AGENT_MODEL_CORPUS> = {};
+  const clemEpisodes: Record<string, number> = { ...AGENT_MODEL_CORPUS.clemEpisodes };
+  const clemGenerated: Record<string, number> = { ...AGENT_MODEL_CORPUS.clemGenerated };
+  let episodesSet = false;
+  let generatedSet = false;
+  for (const [key, raw] of assignments) {
+    const [head, name, game, ...rest] = key.split(".");
+    if (head === "size" && game === undefined && (SIZE_KEYS as readonly string[]).includes(name)) {
+      size[name as keyof AgentModelSize] = parseValue(key, raw, "positive");
+    } else if (head === "corpus" && game === undefined && name in CORPUS_KEYS) {
+      (corpus as Record<string, number>)[name] = parseValue(key, raw, CORPUS_KEYS[name]);
+    } else if (
+      head === "corpus" &&
+      name === "clemEpisodes" &&
+      rest.length === 0 &&
+      AGENT_CLEM_GAMES.includes(game as never)
+    ) {
+      clemEpisodes[game] = parseValue(key, raw, "count");
+      episodesSet = true;
+    } else if (
+      head === "corpus" &&
+      name === "clemGenerated" &&
+      rest.length === 0 &&
+      SYNTHETIC_CLEM_GAMES.includes(game as never)
+    ) {
+      clemGenerated[game] = parseValue(key, raw, "share");
+      generatedSet = true;
+    } else {
+      throw new UsageError(`--set: unknown key "${key}"; the keys are ${agentModelSettingKeys().join(", ")}`);
+    }
+  }
+  if (episodesSet) corpus.clemEpisodes = clemEpisodes;
+  if (generatedSet) corpus.clemGenerated = clemGenerated;
+  return { size, corpus };
+}
+
+/** The size's constraints (heads divide the width, kv heads divide the heads), as a usage error. */
+export function checkAgentModelSize(size: AgentModelSize): void {
+  if (size.hiddenSize % size.heads !== 0)
+    throw new UsageError(`size.hiddenSize (${size.hiddenSize}) must be a multiple of size.heads (${size.heads})`);
+  if (size.heads % size.kvHeads !== 0)
+    throw new UsageError(`size.heads (${size.heads}) must be a multiple of size.kvHeads (${size.kvHeads})`);
+  if ((size.hiddenSize / size.heads) % 2 !== 0)
+    throw new UsageError(
+      `size.hiddenSize / size.heads (${size.hiddenSize / size.heads}) must be even: rotary embeddings rotate pairs`,
+    );
+}
