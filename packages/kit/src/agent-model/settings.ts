@@ -29,8 +29,7 @@ export function agentModelSettingKeys(): string[] {
   return [
     ...SIZE_KEYS.map((k) => `size.${k}`),
     ...Object.keys(CORPUS_KEYS).map((k) => `corpus.${k}`),
-    ...AGENT_CLEM_GAMES.map((g) => `corpus.clemEpisodes.${g}`),
-    ...SYNTHETIC_CLEM_GAMES.map((g) => `corpus.clemGenerated.${g}`),
+    ...Object.entries(PER_GAME_KEYS).flatMap(([name, t]) => t.games.map((g) => `corpus.${name}.${g}`)),
   ];
 }
 
@@ -47,43 +46,34 @@ function parseValue(key: string, raw: string, kind: Kind): number {
   return v;
 }
 
+/** Per-game corpus keys (`corpus.<name>.<game>`): the games each takes and the kind of its values. */
+const PER_GAME_KEYS = {
+  clemEpisodes: { games: AGENT_CLEM_GAMES as readonly string[], kind: "count" },
+  clemGenerated: { games: SYNTHETIC_CLEM_GAMES as readonly string[], kind: "share" },
+} as const;
+
 /** `[key, value]` pairs (from `setAssignments`) → size and corpus overrides, checked. */
 export function agentModelSettings(assignments: readonly (readonly [string, string])[]): AgentModelSettings {
   const size: Partial<AgentModelSize> = {};
   const corpus: Partial<typeof AGENT_MODEL_CORPUS> = {};
-  const clemEpisodes: Record<string, number> = { ...AGENT_MODEL_CORPUS.clemEpisodes };
-  const clemGenerated: Record<string, number> = { ...AGENT_MODEL_CORPUS.clemGenerated };
-  let episodesSet = false;
-  let generatedSet = false;
+  const perGame: Partial<Record<keyof typeof PER_GAME_KEYS, Record<string, number>>> = {};
   for (const [key, raw] of assignments) {
     const [head, name, game, ...rest] = key.split(".");
+    const table =
+      head === "corpus" && rest.length === 0 ? PER_GAME_KEYS[name as keyof typeof PER_GAME_KEYS] : undefined;
     if (head === "size" && game === undefined && (SIZE_KEYS as readonly string[]).includes(name)) {
       size[name as keyof AgentModelSize] = parseValue(key, raw, "positive");
     } else if (head === "corpus" && game === undefined && name in CORPUS_KEYS) {
       (corpus as Record<string, number>)[name] = parseValue(key, raw, CORPUS_KEYS[name]);
-    } else if (
-      head === "corpus" &&
-      name === "clemEpisodes" &&
-      rest.length === 0 &&
-      AGENT_CLEM_GAMES.includes(game as never)
-    ) {
-      clemEpisodes[game] = parseValue(key, raw, "count");
-      episodesSet = true;
-    } else if (
-      head === "corpus" &&
-      name === "clemGenerated" &&
-      rest.length === 0 &&
-      SYNTHETIC_CLEM_GAMES.includes(game as never)
-    ) {
-      clemGenerated[game] = parseValue(key, raw, "share");
-      generatedSet = true;
+    } else if (table && game !== undefined && table.games.includes(game)) {
+      const field = name as keyof typeof PER_GAME_KEYS;
+      perGame[field] ??= { ...AGENT_MODEL_CORPUS[field] };
+      perGame[field][game] = parseValue(key, raw, table.kind);
     } else {
       throw new UsageError(`--set: unknown key "${key}"; the keys are ${agentModelSettingKeys().join(", ")}`);
     }
   }
-  if (episodesSet) corpus.clemEpisodes = clemEpisodes;
-  if (generatedSet) corpus.clemGenerated = clemGenerated;
-  return { size, corpus };
+  return { size, corpus: { ...corpus, ...perGame } };
 }
 
 /** The size's constraints (heads divide the width, kv heads divide the heads), as a usage error. */
