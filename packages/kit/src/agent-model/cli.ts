@@ -42,6 +42,7 @@ export const agentModelCommand = defineCommand({
         seed: values.seed,
         steps: values.steps,
         size: settings.size,
+        ...settings.build,
         recipe: [
           "kiln agent-model",
           `--seed ${values.seed}`,

@@ -10,7 +10,11 @@ import { AGENT_MODEL_CORPUS } from "./extras.js";
 export interface AgentModelSettings {
   size: Partial<AgentModelSize>;
   corpus: Partial<typeof AGENT_MODEL_CORPUS>;
+  /** The documents `buildAgentModel` makes itself (guess-number episodes, training stories). */
+  build: { guessNumberEpisodes?: number; stories?: number };
 }
+
+const BUILD_KEYS = ["guessNumberEpisodes", "stories"] as const;
 
 type Kind = "count" | "positive" | "share";
 
@@ -28,6 +32,7 @@ const CORPUS_KEYS: Readonly<Record<string, Kind>> = {
 export function agentModelSettingKeys(): string[] {
   return [
     ...SIZE_KEYS.map((k) => `size.${k}`),
+    ...BUILD_KEYS.map((k) => `corpus.${k}`),
     ...Object.keys(CORPUS_KEYS).map((k) => `corpus.${k}`),
     ...Object.entries(PER_GAME_KEYS).flatMap(([name, t]) => t.games.map((g) => `corpus.${name}.${g}`)),
   ];
@@ -56,6 +61,7 @@ const PER_GAME_KEYS = {
 export function agentModelSettings(assignments: readonly (readonly [string, string])[]): AgentModelSettings {
   const size: Partial<AgentModelSize> = {};
   const corpus: Partial<typeof AGENT_MODEL_CORPUS> = {};
+  const build: AgentModelSettings["build"] = {};
   const perGame: Partial<Record<keyof typeof PER_GAME_KEYS, Record<string, number>>> = {};
   for (const [key, raw] of assignments) {
     const [head, name, game, ...rest] = key.split(".");
@@ -63,6 +69,8 @@ export function agentModelSettings(assignments: readonly (readonly [string, stri
       head === "corpus" && rest.length === 0 ? PER_GAME_KEYS[name as keyof typeof PER_GAME_KEYS] : undefined;
     if (head === "size" && game === undefined && (SIZE_KEYS as readonly string[]).includes(name)) {
       size[name as keyof AgentModelSize] = parseValue(key, raw, "positive");
+    } else if (head === "corpus" && game === undefined && (BUILD_KEYS as readonly string[]).includes(name)) {
+      build[name as (typeof BUILD_KEYS)[number]] = parseValue(key, raw, "count");
     } else if (head === "corpus" && game === undefined && name in CORPUS_KEYS) {
       (corpus as Record<string, number>)[name] = parseValue(key, raw, CORPUS_KEYS[name]);
     } else if (table && game !== undefined && table.games.includes(game)) {
@@ -73,7 +81,7 @@ export function agentModelSettings(assignments: readonly (readonly [string, stri
       throw new UsageError(`--set: unknown key "${key}"; the keys are ${agentModelSettingKeys().join(", ")}`);
     }
   }
-  return { size, corpus: { ...corpus, ...perGame } };
+  return { size, corpus: { ...corpus, ...perGame }, build };
 }
 
 /** The size's constraints (heads divide the width, kv heads divide the heads), as a usage error. */

@@ -17,7 +17,11 @@ describe("kiln agent-model --set", () => {
     expect(s.corpus.tau2TurnRate).toBe(0.25);
     expect(s.corpus.clemEpisodes).toEqual({ ...AGENT_MODEL_CORPUS.clemEpisodes, taboo: 40 });
     expect(s.corpus.clemGenerated).toEqual({ ...AGENT_MODEL_CORPUS.clemGenerated, guesswhat: 0.5 });
-    expect(parse("")).toEqual({ size: {}, corpus: {} });
+    expect(parse("")).toEqual({ size: {}, corpus: {}, build: {} });
+    expect(parse("corpus.guessNumberEpisodes=0;corpus.stories=8").build).toEqual({
+      guessNumberEpisodes: 0,
+      stories: 8,
+    });
   });
 
   it("refuses unknown keys and values out of range, naming them", () => {
