@@ -17,14 +17,13 @@ import {
   type InstanceFilter,
   type InstancesFile,
   listEpisodes,
-  loadInstances,
   parseInstancesFile,
 } from "./instances.js";
 import type { ChatTurn, Context, PlayerBackend } from "./player.js";
 import { cleanReply, ensureAlternatingRoles } from "./player.js";
 import * as M from "./metrics.js";
 import { toNumber } from "./py.js";
-import { getGame } from "./registry.js";
+import { getGame, loadGameInstances } from "./registry.js";
 
 export interface ClemEnvironmentOptions {
   /** Game name of the registry ("wordle", "wordle_withclue", "taboo", …). */
@@ -123,7 +122,7 @@ export class ClemGameEnvironment implements Environment<ClemEnvironmentState> {
       this.def.name,
       options.instances
         ? parseInstancesFile(options.instances, `instances given for ${this.def.name}`)
-        : loadInstances(this.def.dataPath ?? this.def.name, this.dataDir),
+        : loadGameInstances(this.def.name, this.dataDir),
       options.filter,
     );
     this.episodes = options.pick ? all.filter((_, i) => options.pick?.(i)) : all;

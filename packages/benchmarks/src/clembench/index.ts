@@ -36,7 +36,7 @@ export * from "./games/wordle.js";
 export { turnsCloseness, turnsStrategy, wordleFeedback } from "./games/wordle-feedback.js";
 export * from "./games/wordle-turn-faults.js";
 export { NLTK_ENGLISH_STOPWORDS, snowballStem } from "./english.js";
-export { GAMES, getGame, STATIC_GAMES, STATSCORE_GAMES } from "./registry.js";
+export { GAMES, getGame, loadGameInstances, STATIC_GAMES, STATSCORE_GAMES } from "./registry.js";
 export { ClemGameEnvironment, type ClemEnvironmentOptions, type ClemEnvironmentState } from "./environment.js";
 export * from "./games/static-benchmarks.js";
 export { episodeDir, writeEpisode } from "./results-writer.js";

@@ -1,5 +1,6 @@
 import { RunnerOptionsError } from "./errors.js";
 import type { GameDefinition } from "./game.js";
+import { type InstancesFile, loadInstances } from "./instances.js";
 import { adventuregame } from "./games/adventuregame/master.js";
 import { codenames } from "./games/codenames/index.js";
 import { guesswhat } from "./games/guesswhat.js";
@@ -44,4 +45,10 @@ export function getGame(name: string): GameDefinition {
       `unknown clembench game "${name}"; implemented: ${[...Object.keys(GAMES), ...Object.keys(STATIC_GAMES)].join(", ")}`,
     );
   return g;
+}
+
+/** The instances file a game plays (its `dataPath`, else its name, under the data directory). */
+export function loadGameInstances(name: string, dataDir?: string): InstancesFile {
+  const g = getGame(name);
+  return loadInstances(g.dataPath ?? g.name, dataDir);
 }

@@ -13,9 +13,9 @@ import { resolveDataDir } from "./data-dir.js";
 import { type EpisodeResult, playEpisode } from "./episode.js";
 import { RunnerOptionsError } from "./errors.js";
 import type { GameDefinition } from "./game.js";
-import { type EpisodeSpec, type InstanceFilter, listEpisodes, loadInstances } from "./instances.js";
+import { type EpisodeSpec, type InstanceFilter, listEpisodes } from "./instances.js";
 import { type PlayerBackend, PolicyBackend } from "./player.js";
-import { getGame } from "./registry.js";
+import { getGame, loadGameInstances } from "./registry.js";
 import { writeEpisode, writeResultFile } from "./results-writer.js";
 import { join } from "node:path";
 
@@ -97,7 +97,7 @@ export async function runBenchmark(opts: RunOptions): Promise<RunSummary> {
         `${def.name} has ${def.players} LLM role(s) (${def.roles.join(", ")}); got ${backends.length} players`,
       );
     def.startRun?.();
-    for (const spec of listEpisodes(def.name, loadInstances(def.dataPath ?? def.name, dataDir), opts.filter))
+    for (const spec of listEpisodes(def.name, loadGameInstances(def.name, dataDir), opts.filter))
       jobs.push({ def, spec });
   }
   let done = 0;

@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import {
   ClemGameEnvironment,
   type WordleWords,
+  RunnerOptionsError,
+  loadGameInstances,
   loadInstances,
   policyFromBackend,
   privateSharedOracle,
@@ -54,6 +56,14 @@ describe("a clembench game as a rollout environment", () => {
       expect(c.outcome.scores.success).toBe(1);
     }
     expect(() => new ClemGameEnvironment({ game: "taboo", dataDir })).toThrow(/give 1 partner backend/);
+  });
+
+  it("loads a game's instances by its name, through its data path where it has one", () => {
+    expect(loadGameInstances("taboo", dataDir)).toEqual(loadInstances("taboo", dataDir));
+    const bbh = loadGameInstances("bbh", dataDir);
+    expect(bbh).toEqual(loadInstances("static/bbh", dataDir));
+    expect(bbh.experiments.length).toBeGreaterThan(0);
+    expect(() => loadGameInstances("chess", dataDir)).toThrow(RunnerOptionsError);
   });
 
   it("plays instances given in place of the data directory's, validated like the file", async () => {

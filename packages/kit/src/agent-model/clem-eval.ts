@@ -41,7 +41,7 @@ export async function evaluateClemHeldout(options: ClemEvalOptions): Promise<Cle
   const rows: clembench.ScoreRow[] = [];
   for (const game of options.games) {
     const def = clembench.getGame(game);
-    const all = clembench.listEpisodes(def.name, clembench.loadInstances(def.dataPath ?? def.name));
+    const all = clembench.listEpisodes(def.name, clembench.loadGameInstances(def.name));
     const heldout = clemSplitIndices(game, "heldout");
     const specs = heldout.map((index, position) => ({ id: `${game}-${index}`, seed: position }));
     const perInstance = typeof options.policy === "function";

@@ -258,7 +258,7 @@ export async function clemEpisodeDocuments(options: {
 }): Promise<ClemDocument[]> {
   const { game, skill, position } = options;
   const def = clembench.getGame(game);
-  const all = clembench.listEpisodes(def.name, options.instances ?? clembench.loadInstances(def.dataPath ?? def.name));
+  const all = clembench.listEpisodes(def.name, options.instances ?? clembench.loadGameInstances(def.name));
   const kept = all.map((_, i) => i).filter(options.pickInstance);
   const index = kept[position];
   if (index === undefined) throw new Error(`clembench ${game}: no instance at position ${position} of the split`);

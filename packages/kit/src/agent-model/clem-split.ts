@@ -21,7 +21,7 @@ export function isTrainingInstance(index: number): boolean {
 /** Indices (into the game's full instance list) of one side of the split. */
 export function clemSplitIndices(game: string, split: "train" | "heldout", dataDir?: string): number[] {
   const def = clembench.getGame(game);
-  const all = clembench.listEpisodes(def.name, clembench.loadInstances(def.dataPath ?? def.name, dataDir));
+  const all = clembench.listEpisodes(def.name, clembench.loadGameInstances(def.name, dataDir));
   const keep = split === "heldout" ? isHeldOutInstance : isTrainingInstance;
   return all.map((_, i) => i).filter(keep);
 }

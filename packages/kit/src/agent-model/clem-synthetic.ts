@@ -25,10 +25,6 @@ function draw<T>(pool: readonly T[], n: number, rng: () => number): T[] {
   return out;
 }
 
-function realFile(game: string): clembench.InstancesFile {
-  return clembench.loadInstances(clembench.getGame(game).dataPath ?? game);
-}
-
 /**
  * `count` generated instances of `game`, spread over its experiments in turn (each experiment keeps its
  * prompts and settings). taboo: a target from spellingDrillWords and three other words of it as the related
@@ -36,7 +32,7 @@ function realFile(game: string): clembench.InstancesFile {
  * (concrete or abstract words, as the experiment has them), one of them the target.
  */
 export function syntheticClemInstances(game: SyntheticClemGame, count: number, seed: number): clembench.InstancesFile {
-  const file = realFile(game);
+  const file = clembench.loadGameInstances(game);
   const rng = mulberry32(seed * 65_537 + (game === "taboo" ? 1 : 2));
   const experiments = file.experiments.map((e) => ({ ...e, game_instances: [] as clembench.GameInstance[] }));
   // Indices into the game's full list run across experiments in file order (clem-split.ts).

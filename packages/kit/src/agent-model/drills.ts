@@ -29,7 +29,7 @@ interface GuessWhatInstance {
 }
 
 function instancesOf<T>(game: string): T[] {
-  const file = clembench.loadInstances(clembench.getGame(game).dataPath ?? game);
+  const file = clembench.loadGameInstances(game);
   return file.experiments.flatMap((e) => (e.game_instances ?? []) as unknown as T[]);
 }
 
@@ -51,7 +51,7 @@ export function spellingDrillWords(seed: number, wordleWords = 1500): string[] {
   });
   for (const g of instancesOf<GuessWhatInstance>("guesswhat")) for (const c of g.candidate_list ?? []) add(c);
   const list = (
-    clembench.loadInstances(clembench.getGame("wordle").dataPath ?? "wordle").experiments[0].lang_keywords as {
+    clembench.loadGameInstances("wordle").experiments[0].lang_keywords as {
       official_words_list: string[];
     }
   ).official_words_list;

@@ -20,7 +20,7 @@ export const WORDLE_OPENER = "crane";
 
 /** A vocabulary of `size` list words (a seeded sample) plus every instance target. */
 export function wordleVocabulary(size: number, seed: number): string[] {
-  const file = clembench.loadInstances(clembench.getGame("wordle").dataPath ?? "wordle");
+  const file = clembench.loadGameInstances("wordle");
   const words = (file.experiments[0].lang_keywords as { official_words_list: string[] }).official_words_list;
   const rng = mulberry32(seed);
   const picked = new Set<string>();

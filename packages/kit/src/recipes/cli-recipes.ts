@@ -123,7 +123,7 @@ export function arpEnvironment(env: string): ArpEnvironmentSetup {
       expertTurns: 8,
     };
   // Wordle through its game master: every fifth instance is held out for evaluation.
-  const file = clembench.loadInstances(clembench.getGame(env).dataPath ?? env);
+  const file = clembench.loadGameInstances(env);
   const words = (file.experiments[0].lang_keywords as { official_words_list: string[] }).official_words_list;
   const known = new Set(words.map((w) => w.toLowerCase()));
   const guessOf = (m: { content?: string | null }) => /guess:\s*(\S+)/i.exec(m.content ?? "")?.[1]?.toLowerCase();

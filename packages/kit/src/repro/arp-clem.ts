@@ -160,7 +160,7 @@ export function clemSuiteEpisodes(games: readonly string[], count: number, makeE
   for (const game of games) {
     const env = makeEnv(game);
     const def = clembench.getGame(game);
-    const all = clembench.listEpisodes(def.name, clembench.loadInstances(def.dataPath ?? def.name));
+    const all = clembench.listEpisodes(def.name, clembench.loadGameInstances(def.name));
     const heldout = all.filter((_, i) => isHeldOutInstance(i));
     if (heldout.length !== env.instances)
       throw new ReproError(

@@ -48,7 +48,7 @@ export interface ArpGame {
 }
 
 function wordleWords(game = "wordle"): clembench.WordleWords {
-  const file = clembench.loadInstances(clembench.getGame(game).dataPath ?? game);
+  const file = clembench.loadGameInstances(game);
   return file.experiments[0].lang_keywords as clembench.WordleWords;
 }
 
@@ -60,7 +60,7 @@ const WORDLE_OPENERS = ["crane", "slate", "trace", "adieu"];
  * stateless policy: it finds the instance by its initial prompt and replays the contexts so far.
  */
 function privateSharedExpert(): Policy {
-  const file = clembench.loadInstances(clembench.getGame("privateshared").dataPath ?? "privateshared");
+  const file = clembench.loadGameInstances("privateshared");
   const instances = file.experiments.flatMap((e) => e.game_instances as clembench.GameInstance[]);
   return {
     id: "privateshared-oracle",
