@@ -141,9 +141,10 @@ function aptInstall(deps) {
 /**
  * Probe, install where possible, probe again. Returns the environment marking each runnable
  * suite as required and the list of suites that cannot run here (with the reason and the fix).
+ * `suites` narrows it to the named ones (the demo needs only "native").
  */
-export function ensureSystemDeps(root) {
-  const deps = systemDeps(root);
+export function ensureSystemDeps(root, suites = null) {
+  const deps = systemDeps(root).filter((d) => suites === null || suites.includes(d.suite));
   let missing = deps.map((d) => ({ dep: d, reason: d.probe() })).filter((m) => m.reason !== null);
   const canApt = process.platform === "linux" && process.getuid?.() === 0 && sh("apt-get", ["--version"]).status === 0;
   const installable = missing.filter((m) => m.dep.apt.length > 0);
@@ -157,7 +158,7 @@ export function ensureSystemDeps(root) {
   }
   for (const m of missing) {
     console.log(
-      `[kiln] MISSING for ${m.dep.why}: ${m.reason}. Install: ${m.dep.manual}. That suite will report NOT RUN.`,
+      `[kiln] MISSING for ${m.dep.why}: ${m.reason}. Install: ${m.dep.manual}.${suites === null ? " That suite will report NOT RUN." : ""}`,
     );
   }
   return { env, notRun: missing.map((m) => `${m.dep.suite} (${m.reason})`) };

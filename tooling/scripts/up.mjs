@@ -51,6 +51,14 @@ if (mode === "test") {
   }
 } else {
   run(pnpm, ["run", "build"], env);
+  // The README's tables were measured on the native backend: install its BLAS where this setup can
+  // (root with apt), and say so plainly where it cannot — the demo then runs on wasm, whose table is
+  // deterministic too but not the README's cell for cell.
+  const system = ensureSystemDeps(root, ["native"]);
+  if (system.notRun.length > 0)
+    console.log(
+      "[kiln] no CBLAS library: the demo runs on the wasm backend; its table will not match the README's (native)",
+    );
   // The main demo is ARP's result table on the embedded agent model (`kiln repro arp`); the
   // earlier stories260K walk-through stays reachable as `pnpm kiln demo`.
   // One seed unless the caller names seeds: `kiln repro` runs two by default, the demo stays ~10 minutes.
