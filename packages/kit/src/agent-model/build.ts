@@ -30,14 +30,25 @@ export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 192, layers: 6, he
 // games got a small share; fewer of them leave the steps to the games the model failed.
 export const AGENT_MODEL_GUESS_NUMBER_EPISODES = 400;
 export const AGENT_MODEL_STORIES = 100;
-/** Steps of the shipped build: about one pass over its corpus. */
+/** Steps of the shipped build (about one pass over its corpus), the copy warm-up included. */
 export const AGENT_MODEL_STEPS = 4000;
+// Copying from the prompt forms only with enough drill tokens: copy drills alone for 1,500 steps taught
+// this architecture to copy; the same drills as half the mixture's loss tokens over 4,000 steps did not
+// (kit README, "Copying from the prompt is the wall"). The shipped build has no warm-up yet.
+export const AGENT_MODEL_COPY_WARMUP_STEPS = 0;
+/** The documents the copy warm-up trains on (drills.ts `copyDrills`). */
+export const COPY_DRILL_GAME = "drills/copy";
 
 export interface BuildAgentModelOptions {
   outDir: string;
   seed?: number;
   /** Optimizer steps (default AGENT_MODEL_STEPS). */
   steps?: number;
+  /**
+   * The first steps (of `steps`) train on copy drills alone (default 0: none; `kiln agent-model` uses
+   * AGENT_MODEL_COPY_WARMUP_STEPS). Needs copy drills among `extraDocuments`.
+   */
+  copyWarmupSteps?: number;
   /** Packed rows of `maxLength` tokens per step (default 5). */
   batchSize?: number;
   lr?: number;
@@ -84,7 +95,7 @@ export function documentText(doc: CorpusDocument): string {
   return corpusTemplate().render(doc.messages, { tools: doc.tools });
 }
 
-interface Row {
+export interface Row {
   ids: Int32Array;
   /** 1 where the token carries the loss. */
   mask: Uint8Array;
@@ -196,6 +207,26 @@ function epochPackedBatches(rows: readonly Row[], batchRows: number, width: numb
   return batches;
 }
 
+/**
+ * Each step's packed rows, without end: epochs over `warmupRows` alone for the first `warmupSteps` steps,
+ * then epochs over every row (the warm-up's unfinished epoch is dropped).
+ */
+export function* stepBatches(
+  rows: readonly Row[],
+  warmupRows: readonly Row[],
+  warmupSteps: number,
+  batchRows: number,
+  width: number,
+  rng: () => number,
+): Generator<Row[][], never> {
+  let queue: Row[][][] = [];
+  for (let step = 0; ; step++) {
+    if (step === warmupSteps) queue = [];
+    if (queue.length === 0) queue = epochPackedBatches(step < warmupSteps ? warmupRows : rows, batchRows, width, rng);
+    yield queue.shift()!;
+  }
+}
+
 /** `batchRows` rows of `width` tokens, each the concatenation of its documents, with their loss masks. */
 function makePackedBatch(batch: readonly Row[][], batchRows: number, width: number, padId: number): SftCollated {
   const rows = Array.from({ length: batchRows }, (_, b) => {
@@ -238,6 +269,11 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const seed = options.seed ?? 0;
   const size = { ...AGENT_MODEL_SIZE, ...options.size };
   const steps = options.steps ?? AGENT_MODEL_STEPS;
+  const copyWarmup = options.copyWarmupSteps ?? 0;
+  if (!(Number.isInteger(copyWarmup) && copyWarmup >= 0 && copyWarmup < steps))
+    throw new AgentModelBuildError(
+      `the copy warm-up (${copyWarmup} steps) must be a whole number of steps below the build's ${steps}`,
+    );
   const batchSize = options.batchSize ?? 5;
   const maxLength = options.maxLength ?? 768;
 
@@ -264,6 +300,11 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
 
   const tokenizer = trainBpeTokenizer(texts, size.vocabSize);
   const rows = docs.map((d) => documentRow(d, tokenizer, maxLength));
+  const copyRows = rows.filter((_, i) => docs[i].game === COPY_DRILL_GAME);
+  if (copyWarmup > 0 && copyRows.length === 0)
+    throw new AgentModelBuildError(
+      `a copy warm-up of ${copyWarmup} steps needs copy drills in the corpus (corpus.copyDrills > 0), found none`,
+    );
   const trainTokens = rows.reduce((a, r) => a + r.ids.length, 0);
   log(
     `[agent-model] BPE vocabulary ${tokenizer.vocabSize}; ${trainTokens} tokens (${(trainTokens / rows.length).toFixed(0)} per document)`,
@@ -290,7 +331,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const params = model.requireGrad();
   const parameters = params.reduce((a, p) => a + p.size, 0);
   log(
-    `[agent-model] Qwen3 d=${size.hiddenSize} × ${size.layers} layers, ${parameters} parameters; ${steps} steps of ${batchSize} packed rows × ${maxLength} tokens on ${getBackend()}`,
+    `[agent-model] Qwen3 d=${size.hiddenSize} × ${size.layers} layers, ${parameters} parameters; ${steps} steps of ${batchSize} packed rows × ${maxLength} tokens on ${getBackend()}${copyWarmup > 0 ? `; the first ${copyWarmup} on the ${copyRows.length} copy drills alone` : ""}`,
   );
   const lr = options.lr ?? 3e-3;
   const optimizer = new AdamW(params, { lr, weightDecay: 0.01, betas: [0.9, 0.95] });
@@ -302,13 +343,12 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     label: "agent-model",
     stream: options.progress === false ? null : undefined,
   });
-  let queue: Row[][][] = [];
+  const batches = stepBatches(rows, copyRows, copyWarmup, batchSize, maxLength, rng);
   let lossFirst = Number.NaN;
   let lossLast = Number.NaN;
   let ema = Number.NaN;
   for (let step = 0; step < steps; step++) {
-    if (queue.length === 0) queue = epochPackedBatches(rows, batchSize, maxLength, rng);
-    const docs = queue.shift()!;
+    const docs = batches.next().value as Row[][];
     optimizer.lr = lr * schedule(step);
     const loss = tidy(() => {
       const b = makePackedBatch(docs, batchSize, maxLength, pad);

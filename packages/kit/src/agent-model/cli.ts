@@ -2,9 +2,9 @@
 import { defineCommand, setAssignments } from "../cli/args.js";
 import { onInterrupt, shellQuote } from "../cli/interrupt.js";
 import { withDirLocks } from "../dir-lock.js";
-import { AGENT_MODEL_SIZE, AGENT_MODEL_STEPS, buildAgentModel } from "./build.js";
+import { AGENT_MODEL_COPY_WARMUP_STEPS, AGENT_MODEL_SIZE, AGENT_MODEL_STEPS, buildAgentModel } from "./build.js";
 import { agentModelCorpusExtras } from "./extras.js";
-import { agentModelSettingKeys, agentModelSettings, checkAgentModelSize } from "./settings.js";
+import { agentModelSettingKeys, agentModelSettings, checkAgentModelSize, checkCopyWarmup } from "./settings.js";
 
 export const agentModelCommand = defineCommand({
   name: "agent-model",
@@ -15,6 +15,12 @@ export const agentModelCommand = defineCommand({
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
     steps: { type: "integer", default: AGENT_MODEL_STEPS, min: 1, description: "training steps" },
+    "copy-warmup": {
+      type: "integer",
+      default: AGENT_MODEL_COPY_WARMUP_STEPS,
+      min: 0,
+      description: "the first steps train on the copy drills alone (0: none); counted in --steps",
+    },
     backend: { type: "string", choices: ["wasm", "native", "js"], default: "wasm", description: "tensor backend" },
     "no-progress": { type: "boolean", description: "no progress bar" },
     set: {
@@ -31,6 +37,8 @@ export const agentModelCommand = defineCommand({
   run: async ({ values, argv }) => {
     const settings = agentModelSettings(setAssignments(values.set));
     checkAgentModelSize({ ...AGENT_MODEL_SIZE, ...settings.size });
+    const copyWarmup = values["copy-warmup"];
+    checkCopyWarmup(copyWarmup, values.steps, settings.corpus);
     const { initBackend, setBackend } = await import("@kiln/tensor");
     const again = ["kiln", "agent-model", ...argv].map(shellQuote).join(" ");
     const stopInterrupts = onInterrupt(() => undefined, `${again} (the build starts over; it keeps no checkpoints)`);
@@ -41,12 +49,14 @@ export const agentModelCommand = defineCommand({
         outDir: values.out,
         seed: values.seed,
         steps: values.steps,
+        copyWarmupSteps: copyWarmup,
         size: settings.size,
         ...settings.build,
         recipe: [
           "kiln agent-model",
           `--seed ${values.seed}`,
           `--steps ${values.steps}`,
+          ...(copyWarmup > 0 ? [`--copy-warmup ${copyWarmup}`] : []),
           ...setAssignments(values.set).map(([k, v]) => `--set ${shellQuote(`${k}=${v}`)}`),
         ].join(" "),
         extraDocuments: await agentModelCorpusExtras(values.seed, settings.corpus),

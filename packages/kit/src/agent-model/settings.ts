@@ -95,3 +95,13 @@ export function checkAgentModelSize(size: AgentModelSize): void {
       `size.hiddenSize / size.heads (${size.hiddenSize / size.heads}) must be even: rotary embeddings rotate pairs`,
     );
 }
+
+/** `--copy-warmup` against `--steps` and the corpus it trains on, as a usage error. */
+export function checkCopyWarmup(copyWarmup: number, steps: number, corpus: AgentModelSettings["corpus"]): void {
+  if (copyWarmup >= steps)
+    throw new UsageError(
+      `--copy-warmup (${copyWarmup}) must be below --steps (${steps}); --copy-warmup 0 trains on the whole corpus from the first step`,
+    );
+  if (copyWarmup > 0 && corpus.copyDrills === 0)
+    throw new UsageError(`--copy-warmup ${copyWarmup} trains on the copy drills, but corpus.copyDrills=0 leaves none`);
+}

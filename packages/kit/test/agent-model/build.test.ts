@@ -5,7 +5,8 @@ import { ChatTemplate, LocalPolicy, loadModel, loadTokenizer } from "@kiln/model
 import { GuessNumberEnv, runEpisodes } from "@kiln/rollout";
 import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildAgentModel } from "../../src/agent-model/build.js";
+import { AgentModelBuildError, type Row, buildAgentModel, stepBatches } from "../../src/agent-model/build.js";
+import { mulberry32 } from "@kiln/rollout";
 
 const root = mkdtempSync(join(tmpdir(), "kiln-agent-model-"));
 
@@ -65,4 +66,37 @@ describe("buildAgentModel", () => {
     });
     expect(r.trajectories[0].turns.length).toBeGreaterThan(0);
   }, 120_000);
+
+  it("trains the copy warm-up's steps on the warm-up rows alone, then on every row", () => {
+    const row = (id: number, length: number): Row => ({
+      ids: new Int32Array(length).fill(id),
+      mask: new Uint8Array(length).fill(1),
+      fullLength: length,
+    });
+    const copy = [row(1, 30), row(2, 50), row(3, 40)];
+    const rows = [row(7, 60), copy[0], row(8, 20), copy[1], row(9, 70), copy[2]];
+    const batches = stepBatches(rows, copy, 5, 1, 64, mulberry32(3));
+    const seen = Array.from({ length: 25 }, () => batches.next().value.flat());
+    for (const step of seen.slice(0, 5)) for (const r of step) expect(copy).toContain(r);
+    const after = new Set(seen.slice(5).flat());
+    for (const r of rows) expect(after.has(r)).toBe(true);
+  });
+
+  it("refuses a copy warm-up without copy drills, or as long as the build, before training", async () => {
+    const build = (copyWarmupSteps: number) =>
+      buildAgentModel({
+        outDir: join(root, "w"),
+        seed: 1,
+        steps: 3,
+        copyWarmupSteps,
+        guessNumberEpisodes: 4,
+        stories: 2,
+        heldoutStories: 1,
+        size: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, vocabSize: 160 },
+        log: () => {},
+        progress: false,
+      });
+    await expect(build(2)).rejects.toThrow(/needs copy drills in the corpus/);
+    await expect(build(3)).rejects.toThrow(AgentModelBuildError);
+  });
 });

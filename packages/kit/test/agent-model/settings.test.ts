@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { AGENT_MODEL_SIZE } from "../../src/agent-model/build.js";
 import { AGENT_MODEL_CORPUS } from "../../src/agent-model/extras.js";
-import { agentModelSettingKeys, agentModelSettings, checkAgentModelSize } from "../../src/agent-model/settings.js";
+import {
+  agentModelSettingKeys,
+  agentModelSettings,
+  checkAgentModelSize,
+  checkCopyWarmup,
+} from "../../src/agent-model/settings.js";
 import { setAssignments } from "../../src/cli/args.js";
 import { UsageError } from "../../src/errors.js";
 
@@ -44,5 +49,13 @@ describe("kiln agent-model --set", () => {
       /multiple of size.kvHeads/,
     );
     expect(() => checkAgentModelSize({ ...AGENT_MODEL_SIZE, hiddenSize: 36, heads: 4, kvHeads: 2 })).toThrow(/even/);
+  });
+
+  it("refuses a copy warm-up as long as the build or without copy drills", () => {
+    expect(() => checkCopyWarmup(1500, 5500, {})).not.toThrow();
+    expect(() => checkCopyWarmup(0, 1, { copyDrills: 0 })).not.toThrow();
+    expect(() => checkCopyWarmup(1500, 1500, {})).toThrow(UsageError);
+    expect(() => checkCopyWarmup(1500, 100, {})).toThrow(/--copy-warmup \(1500\) must be below --steps \(100\)/);
+    expect(() => checkCopyWarmup(10, 100, { copyDrills: 0 })).toThrow(/corpus.copyDrills=0 leaves none/);
   });
 });
