@@ -30,12 +30,12 @@ export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 192, layers: 6, he
 // games got a small share; fewer of them leave the steps to the games the model failed.
 export const AGENT_MODEL_GUESS_NUMBER_EPISODES = 400;
 export const AGENT_MODEL_STORIES = 100;
-/** Steps of the shipped build (about one pass over its corpus), the copy warm-up included. */
-export const AGENT_MODEL_STEPS = 4000;
+/** Steps of the shipped build, the copy warm-up included. */
+export const AGENT_MODEL_STEPS = 5500;
 // Copying from the prompt forms only with enough drill tokens: copy drills alone for 1,500 steps taught
-// this architecture to copy; the same drills as half the mixture's loss tokens over 4,000 steps did not
-// (kit README, "Copying from the prompt is the wall"). The shipped build has no warm-up yet.
-export const AGENT_MODEL_COPY_WARMUP_STEPS = 0;
+// this architecture to copy; the same drills as half the mixture's loss tokens over 4,000 steps did not,
+// and a 1,500-step warm-up before the mixture keeps it (kit README, "Copying from the prompt is the wall").
+export const AGENT_MODEL_COPY_WARMUP_STEPS = 1500;
 /** The documents the copy warm-up trains on (drills.ts `copyDrills`). */
 export const COPY_DRILL_GAME = "drills/copy";
 

@@ -10,7 +10,7 @@ export const agentModelCommand = defineCommand({
   name: "agent-model",
   summary: "build the embedded agent model from nothing",
   description:
-    "Scripted-player transcripts (guess-number, questworld, eight clembench games — taboo and guesswhat mostly on generated instances — tau2 retail), spelling and copy drills, and stories → BPE tokenizer → a Qwen3 of 2.8M parameters trained from random weights → a Hugging Face directory. Its 4,000 default steps took 36 minutes on two quiet cores (2026-12-03).",
+    "Scripted-player transcripts (guess-number, questworld, eight clembench games — taboo and guesswhat mostly on generated instances — tau2 retail), spelling and copy drills, and stories → BPE tokenizer → a Qwen3 of 2.8M parameters trained from random weights → a Hugging Face directory. Its 5,500 default steps (the first 1,500 on the copy drills alone) took 71 minutes on two quiet cores (2026-12-06).",
   options: {
     out: { type: "string", default: "agent-model", placeholder: "DIR", description: "the model directory to write" },
     seed: { type: "integer", default: 0, description: "seed of the corpus, the tokenizer and the weights" },
