@@ -12,6 +12,7 @@ import { writeMergedModel } from "../artifacts.js";
 import { tinyQwen3Config } from "../recipes/tiny-chat.js";
 import { trainBpeTokenizer } from "./bpe.js";
 import { type CorpusDocument, guessNumberCorpus } from "./corpus.js";
+import { COPY_DRILL_GAME } from "./drills.js";
 import { sampleStories } from "./plain-text.js";
 
 export interface AgentModelSize {
@@ -36,8 +37,6 @@ export const AGENT_MODEL_STEPS = 5500;
 // this architecture to copy; the same drills as half the mixture's loss tokens over 4,000 steps did not,
 // and a 1,500-step warm-up before the mixture keeps it (kit README, "Copying from the prompt is the wall").
 export const AGENT_MODEL_COPY_WARMUP_STEPS = 1500;
-/** The documents the copy warm-up trains on (drills.ts `copyDrills`). */
-export const COPY_DRILL_GAME = "drills/copy";
 
 export interface BuildAgentModelOptions {
   outDir: string;
@@ -291,6 +290,10 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     ...(options.extraDocuments ?? []),
     ...stories.slice(0, storyCount).map((text) => ({ game: "text", skill: "stories260K", text })),
   ];
+  if (copyWarmup > 0 && !docs.some((d) => d.game === COPY_DRILL_GAME))
+    throw new AgentModelBuildError(
+      `a copy warm-up of ${copyWarmup} steps needs copy drills in the corpus (corpus.copyDrills > 0), found none`,
+    );
   const counts: Record<string, number> = {};
   for (const d of docs) counts[`${d.game}/${d.skill}`] = (counts[`${d.game}/${d.skill}`] ?? 0) + 1;
   const texts = docs.map(documentText);
@@ -301,10 +304,6 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   const tokenizer = trainBpeTokenizer(texts, size.vocabSize);
   const rows = docs.map((d) => documentRow(d, tokenizer, maxLength));
   const copyRows = rows.filter((_, i) => docs[i].game === COPY_DRILL_GAME);
-  if (copyWarmup > 0 && copyRows.length === 0)
-    throw new AgentModelBuildError(
-      `a copy warm-up of ${copyWarmup} steps needs copy drills in the corpus (corpus.copyDrills > 0), found none`,
-    );
   const trainTokens = rows.reduce((a, r) => a + r.ids.length, 0);
   log(
     `[agent-model] BPE vocabulary ${tokenizer.vocabSize}; ${trainTokens} tokens (${(trainTokens / rows.length).toFixed(0)} per document)`,

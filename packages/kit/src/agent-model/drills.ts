@@ -135,6 +135,9 @@ export function copyDrillLine(words: string[], kind: number, asked: number): str
   }
 }
 
+/** The `game` of every copy-drill document (what the build's copy warm-up trains on). */
+export const COPY_DRILL_GAME = "drills/copy";
+
 /** Plain-text copy drills (seeded), words drawn from spellingDrillWords. */
 export function copyDrills(options: CopyDrillOptions): CorpusDocument[] {
   const pool = spellingDrillWords(options.seed);
@@ -149,7 +152,7 @@ export function copyDrills(options: CopyDrillOptions): CorpusDocument[] {
       while (words.size < 8) words.add(pool[Math.floor(rng() * pool.length)]);
       text.push(copyDrillLine([...words], Math.floor(rng() * 3), Math.floor(rng() * 8)));
     }
-    out.push({ game: "drills/copy", skill: "drill", text: text.join("\n") });
+    out.push({ game: COPY_DRILL_GAME, skill: "drill", text: text.join("\n") });
   }
   return out;
 }

@@ -2,11 +2,16 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChatTemplate, LocalPolicy, loadModel, loadTokenizer } from "@kiln/models";
-import { GuessNumberEnv, runEpisodes } from "@kiln/rollout";
+import { GuessNumberEnv, mulberry32, runEpisodes } from "@kiln/rollout";
 import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentModelBuildError, type Row, buildAgentModel, stepBatches } from "../../src/agent-model/build.js";
-import { mulberry32 } from "@kiln/rollout";
+import {
+  AgentModelBuildError,
+  type BuildAgentModelOptions,
+  type Row,
+  buildAgentModel,
+  stepBatches,
+} from "../../src/agent-model/build.js";
 
 const root = mkdtempSync(join(tmpdir(), "kiln-agent-model-"));
 
@@ -20,7 +25,7 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const tiny = (outDir: string, seed: number) =>
+const tiny = (outDir: string, seed: number, options: Partial<BuildAgentModelOptions> = {}) =>
   buildAgentModel({
     outDir,
     seed,
@@ -32,6 +37,7 @@ const tiny = (outDir: string, seed: number) =>
     size: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, vocabSize: 160 },
     log: () => {},
     progress: false,
+    ...options,
   });
 
 describe("buildAgentModel", () => {
@@ -83,19 +89,7 @@ describe("buildAgentModel", () => {
   });
 
   it("refuses a copy warm-up without copy drills, or as long as the build, before training", async () => {
-    const build = (copyWarmupSteps: number) =>
-      buildAgentModel({
-        outDir: join(root, "w"),
-        seed: 1,
-        steps: 3,
-        copyWarmupSteps,
-        guessNumberEpisodes: 4,
-        stories: 2,
-        heldoutStories: 1,
-        size: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, vocabSize: 160 },
-        log: () => {},
-        progress: false,
-      });
+    const build = (copyWarmupSteps: number) => tiny(join(root, "w"), 1, { copyWarmupSteps });
     await expect(build(2)).rejects.toThrow(/needs copy drills in the corpus/);
     await expect(build(3)).rejects.toThrow(AgentModelBuildError);
   });
