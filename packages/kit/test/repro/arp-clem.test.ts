@@ -22,7 +22,8 @@ import {
   weightsDigest,
 } from "../../src/repro/arp-clem.js";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
-import { isHeldOutInstance } from "../../src/agent-model/clem-split.js";
+import { clemSplitIndices, isHeldOutInstance } from "../../src/agent-model/clem-split.js";
+import { reproConfig } from "../../src/repro/config.js";
 import { parseSeeds } from "../../src/repro/cli.js";
 import type { StaticScore } from "../../src/repro/static-score.js";
 
@@ -118,6 +119,22 @@ describe("ARP's clemscore per phase", () => {
     expect(Number.isNaN(d?.mean)).toBe(true);
     const same = clemPhaseDelta(good, good);
     expect(same).toMatchObject({ mean: 0, se: 0, n: 18 });
+  });
+});
+
+describe("the repro's ARP evaluation set", () => {
+  it("plays every held-out instance of each game by default: the agent model's own benchmark's set", () => {
+    const defaults = reproConfig(42).arpClem;
+    expect(defaults.instancesPerGame).toBe(0);
+    const { interactive } = arpClemEpisodes(defaults);
+    for (const game of defaults.games) {
+      const played = interactive.filter((e) => e.game === game).map((e) => e.index);
+      const heldout = clemSplitIndices(game, "heldout");
+      expect(played).toEqual(heldout.map((_, position) => position));
+    }
+    // and what instancesPerGame > 0 keeps: that many per game, spread over the list
+    const three = arpClemEpisodes({ ...defaults, instancesPerGame: 3 }).interactive;
+    expect(three).toHaveLength(3 * defaults.games.length);
   });
 });
 
