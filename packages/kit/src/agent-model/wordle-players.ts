@@ -2,6 +2,8 @@
 // on its training instances (every fifth instance is held out, as `kiln arp --env wordle` does), so the
 // prompts and the feedback are the benchmark's. Players keep the words consistent with the feedback
 // within a small vocabulary; weaker ones often ignore the feedback or write a word of the wrong length.
+// In wordle_withcritic the critic's verdict on a guess comes back before the game scores it, and the
+// players keep that guess (as clembench's scripted solver does).
 import { clembench } from "@kiln/benchmarks";
 import { type Message, type Policy, mulberry32, runEpisodes, trajectoryMessages } from "@kiln/rollout";
 import { isTrainingInstance } from "./clem-split.js";
@@ -9,7 +11,18 @@ import type { CorpusDocument } from "./corpus.js";
 
 export type WordleSkill = "solver" | "careless";
 
-const WRONG_LENGTH = ["cat", "house", "apples", "tree", "plant", "ocean", "sun", "breads"];
+/**
+ * A careless player's wrong-length guess: the word it meant, one letter short or one too long. The 2026-12-06
+ * model was built with eight fixed words instead ("sun", "breads", …); each was likelier than any one valid word
+ * wherever the valid guesses were spread thin, so greedy decoding wrote them (every held-out wordle_withcritic
+ * episode aborted on one).
+ */
+function wrongLength(meant: string, rng: () => number): string {
+  return rng() < 0.5 ? meant.slice(0, -1) : `${meant}s`;
+}
+
+/** What wordle_withcritic shows the guesser after the critic has judged its guess (benchmarks' wordle game). */
+const CRITIC_VERDICT = /guess_agreement:/;
 
 /**
  * Every player's first word when it is not making a mistake (clembench's scripted Wordle solver opens
@@ -52,14 +65,21 @@ export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], 
     async generate(messages) {
       const h = history(messages);
       const fits = vocabulary.filter((w) => h.every(([g, fb]) => clembench.wordleFeedback(g, w) === fb));
-      let guess: string;
       const u = rng();
-      const opening = !messages.some((m) => m.role === "assistant" && /guess:/i.test(m.content ?? ""));
-      if (skill === "careless" && u < 0.15) guess = WRONG_LENGTH[Math.floor(rng() * WRONG_LENGTH.length)];
-      else if (opening) guess = WORDLE_OPENER;
-      else if (skill === "careless" && u < 0.6) guess = vocabulary[Math.floor(rng() * vocabulary.length)];
-      else guess = fits.length > 0 ? fits[Math.floor(rng() * fits.length)] : vocabulary[0];
-      const text = `explanation: ${fits.length} words fit the feedback\nguess: ${guess}`;
+      const guesses = messages
+        .filter((m) => m.role === "assistant")
+        .map((m) => /guess:\s*(\S+)/i.exec(m.content ?? "")?.[1]?.toLowerCase())
+        .filter((g): g is string => g !== undefined);
+      const lastUser = [...messages].reverse().find((m) => m.role === "user")?.content ?? "";
+      const verdict = guesses.length > 0 && CRITIC_VERDICT.test(lastUser);
+      let meant: string;
+      if (verdict) meant = guesses[guesses.length - 1];
+      else if (guesses.length === 0) meant = WORDLE_OPENER;
+      else if (skill === "careless" && u >= 0.15 && u < 0.6) meant = vocabulary[Math.floor(rng() * vocabulary.length)];
+      else meant = fits.length > 0 ? fits[Math.floor(rng() * fits.length)] : vocabulary[0];
+      const guess = skill === "careless" && u < 0.15 ? wrongLength(meant, rng) : meant;
+      const explanation = verdict ? "the critic has spoken, I keep my guess" : `${fits.length} words fit the feedback`;
+      const text = `explanation: ${explanation}\nguess: ${guess}`;
       return { message: { role: "assistant", content: text }, text, finishReason: "stop" };
     },
   };

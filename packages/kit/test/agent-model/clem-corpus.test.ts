@@ -118,6 +118,43 @@ describe("the agent model's clembench corpus", () => {
     expect(weak.filter((w) => w === WORDLE_OPENER).length).toBeGreaterThan(weak.length / 2);
   }, 120_000);
 
+  it("Wordle players keep their guess once wordle_withcritic's critic has judged it", async () => {
+    const docs = await clemCorpus({ seed: 5, episodes: { wordle_withcritic: 12 } });
+    const guessOf = (m: Message) => /guess: (\S+)/.exec(m.content ?? "")?.[1] ?? "";
+    let verdicts = 0;
+    for (const d of docs) {
+      const messages = d.messages ?? [];
+      for (let i = 2; i < messages.length; i++) {
+        if (messages[i].role !== "assistant" || !/guess_agreement:/.test(messages[i - 1].content ?? "")) continue;
+        verdicts++;
+        const before = guessOf(messages[i - 2]);
+        const after = guessOf(messages[i]);
+        if (d.skill === "expert") expect(after).toBe(before);
+        // a careless player may still write it one letter short or long
+        else expect([before, before.slice(0, -1), `${before}s`]).toContain(after);
+        expect(messages[i].content).toContain("I keep my guess");
+      }
+    }
+    expect(verdicts).toBeGreaterThan(12);
+  }, 120_000);
+
+  it("careless Wordle guesses of the wrong length are the meant word one letter short or long, not a fixed list", async () => {
+    const docs = await clemCorpus({ seed: 6, episodes: { wordle: 40 } });
+    const vocabulary = new Set([...wordleVocabulary(400, 6), WORDLE_OPENER]);
+    const wrong = docs
+      .filter((d) => d.skill === "weak")
+      .flatMap((d) => (d.messages ?? []).filter((m) => m.role === "assistant"))
+      .map((m) => /guess: (\S+)/.exec(m.content ?? "")?.[1] ?? "")
+      .filter((g) => g.length !== 5);
+    expect(wrong.length).toBeGreaterThan(3);
+    for (const g of wrong)
+      expect(g.length === 4 ? [...vocabulary].some((w) => w.startsWith(g)) : vocabulary.has(g.slice(0, -1))).toBe(true);
+    // no one wrong-length word stands out (the 2026-12-06 model's eight fixed ones did, and greedy decoding wrote them)
+    const counts = new Map<string, number>();
+    for (const g of wrong) counts.set(g, (counts.get(g) ?? 0) + 1);
+    expect(counts.size).toBeGreaterThan(wrong.length / 3);
+  }, 120_000);
+
   it("weak taboo describers' misspelt clues keep the game going, so the corpus shows later turns", async () => {
     const docs = await clemCorpus({ seed: 4, episodes: { taboo: 40 } });
     const later = docs.filter((d) => d.messages!.filter((m) => m.role === "assistant").length >= 2);
