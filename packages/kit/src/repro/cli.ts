@@ -15,7 +15,7 @@ import { reproArp, reproArpSeeds } from "./arp-repro.js";
 import { type ReproConfig, reproConfig, reproLayers, reproQuickConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
-import { reproOel } from "./oel-repro.js";
+import { OelEvaluationCache, reproOel } from "./oel-repro.js";
 import { reproOpd } from "./opd-repro.js";
 import {
   type ReproEpisodeError,
@@ -229,6 +229,8 @@ export async function runReproCommand(
               configProvenance(which, reproLayers(which, f.quick === true), config[which]),
             )}\n`,
           );
+          // One per recipe: later seeds reuse the seed-free OEL rows the first seed played.
+          const oelEvaluations = new OelEvaluationCache();
           const runOne = (c: ReproConfig, dir?: string): Promise<ReproResult> => {
             const seedIo = dir ? { ...io, dir } : io;
             if (r === "arp")
@@ -239,7 +241,7 @@ export async function runReproCommand(
                 teacher: f.teacher ? dirModelSource(f.teacher) : undefined,
                 ablation: ablation as "early-turn-weight" | "clamp" | "objective" | undefined,
               });
-            return reproOel(source, c, seedIo);
+            return reproOel(source, c, { ...seedIo, evaluations: oelEvaluations });
           };
           const show = (result: ReproResult, c: ReproConfig) => {
             const markdown = writeReproOutputs(result, c, command, backendLine);

@@ -45,7 +45,14 @@ export {
 } from "./config.js";
 export { ReproError } from "./errors.js";
 export { type ModelSource, dirModelSource, tinyChatSource } from "./model-source.js";
-export { type OelRow, consolidationTable, oelSplits, oelTable, reproOel } from "./oel-repro.js";
+export {
+  OelEvaluationCache,
+  type OelRow,
+  consolidationTable,
+  oelSplits,
+  oelTable,
+  reproOel,
+} from "./oel-repro.js";
 export {
   type OpdArm,
   type OpdReproSetup,

@@ -7,6 +7,8 @@
 // not a result). pass^1…pass^k ± SE (tau2's estimator, per-task SE) and the paired Δ per task.
 // The customer is tau2's scripted user (its reason for calling, then ###STOP###); no NL judge runs,
 // so the reward is the DB match (docs/ARCHITECTURE.md §Recipes).
+// Over several seeds the base and bound rows are seed-free (the same weights, test tasks, trial seeds and
+// greedy decoding): the first seed plays them and later seeds reuse them (OelEvaluationCache), saying so.
 import { join } from "node:path";
 import { tau2 } from "@kiln/benchmarks";
 import { type Policy, type Trajectory, pairedDelta } from "@kiln/rollout";
@@ -17,6 +19,7 @@ import { isSuccessful } from "../recipes/sft-set.js";
 import type { ChatCodec } from "../trainer/chat-batches.js";
 import type { StepRecord } from "../trainer/trainer.js";
 import type { ReproIo } from "./arp-repro.js";
+import { weightsDigest } from "./arp-clem.js";
 import type { ReproConfig } from "./config.js";
 import { ReproError } from "./errors.js";
 import type { ModelSource } from "./model-source.js";
@@ -32,6 +35,24 @@ export interface OelRow {
   seconds: number;
   /** Episodes that ended in an error (scored as failures). */
   errors: ReproEpisodeError[];
+  /** The seed whose identical evaluation this row is (see OelEvaluationCache); absent when played here. */
+  reusedFromSeed?: number;
+}
+
+/**
+ * Rows of `kiln repro oel` that depend on no seed — the base's and the memory-in-prompt bound's: the same
+ * weights, test tasks, trial seeds and greedy decoding play the same episodes — kept by the first seed that
+ * played them so that a later seed of the same run takes them instead of playing them again. Keyed by
+ * everything the episodes depend on (the weights' digest included); sampled evaluations are never reused.
+ */
+export class OelEvaluationCache {
+  private readonly rows = new Map<string, { seed: number; row: OelRow; trajectories: Trajectory[] }>();
+  get(key: string): { seed: number; row: OelRow; trajectories: Trajectory[] } | undefined {
+    return this.rows.get(key);
+  }
+  set(key: string, seed: number, row: OelRow, trajectories: Trajectory[]): void {
+    if (!this.rows.has(key)) this.rows.set(key, { seed, row, trajectories });
+  }
 }
 
 /**
@@ -139,12 +160,41 @@ export function consolidationTable(history: readonly StepRecord[], clip: number)
 }
 
 /** `kiln repro oel`: base, consolidated and the memory-in-prompt bound on tau2 retail's test split. */
-export async function reproOel(source: ModelSource, config: ReproConfig, io: ReproIo = {}): Promise<ReproResult> {
+export async function reproOel(
+  source: ModelSource,
+  config: ReproConfig,
+  io: ReproIo & { evaluations?: OelEvaluationCache } = {},
+): Promise<ReproResult> {
   const start = performance.now();
   const dir = io.dir ?? join(io.out ?? "runs", "repro-oel");
   const c = structuredClone(config.oel);
   const { train, test } = oelSplits(config);
   const { model, codec } = await source.load();
+  // What a seed-free row's episodes depend on; the digest is taken before runOel attaches any adapter.
+  const digest = c.eval.temperature === 0 ? weightsDigest(model) : undefined;
+  const cacheKey = (row: string) =>
+    digest === undefined || !io.evaluations
+      ? undefined
+      : JSON.stringify({
+          row,
+          digest,
+          test: test.map((t) => t.id),
+          trials: c.eval.trials,
+          maxTokens: c.rollout.maxTokens,
+          maxTurns: c.rollout.maxTurns,
+          trialSeed: config.heldout.oelBaseSeed,
+        });
+  /** A seed-free row from an earlier seed of this run, or played here and kept for the next. */
+  const seedFreeRow = async (
+    key: string | undefined,
+    play: () => Promise<{ row: OelRow; trajectories: Trajectory[] }>,
+  ): Promise<{ row: OelRow; trajectories: Trajectory[] }> => {
+    const hit = key === undefined ? undefined : io.evaluations?.get(key);
+    if (hit) return { row: { ...hit.row, seconds: 0, reusedFromSeed: hit.seed }, trajectories: hit.trajectories };
+    const played = await play();
+    if (key !== undefined) io.evaluations?.set(key, config.seed, played.row, played.trajectories);
+    return played;
+  };
   const user = (task: tau2.Tau2Task) => tau2.scriptedUser(task);
   // Each environment knows only its split's tasks: a test id cannot reach deploy, nor a train id the evaluation.
   const makeTrainEnv = () => new Tau2TasksEnvironment(train, user);
@@ -210,7 +260,10 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
     progress: io.progress,
     log: io.log,
     evaluate: async (policy, phase) => {
-      const { row, trajectories } = await evalRow(phase, policy);
+      const { row, trajectories } =
+        phase === "base"
+          ? await seedFreeRow(cacheKey("base"), () => evalRow(phase, policy))
+          : await evalRow(phase, policy);
       // The memory never reaches a base or consolidated test prompt.
       if (row.memoryTurns > 0)
         throw new ReproError(`OEL: ${row.memoryTurns} ${phase} test prompts held an experience memory`);
@@ -219,8 +272,10 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
         for (const t of trajectories)
           if (t.metadata.trial === 0) testMemories[String(t.metadata.task)] = experienceMemory(t);
         rows.bound = (
-          await evalRow("base + its test-task memory in prompt (upper bound)", (task) =>
-            scaffoldedTeacher(policy, testMemories[task.id]),
+          await seedFreeRow(cacheKey("bound"), () =>
+            evalRow("base + its test-task memory in prompt (upper bound)", (task) =>
+              scaffoldedTeacher(policy, testMemories[task.id]),
+            ),
           )
         ).row;
       } else seconds["deploy + consolidate + merge"] = secondsSince(mark) - row.seconds;
@@ -229,7 +284,10 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
     },
   });
   const ordered = [rows.base, rows.consolidated, rows.bound];
-  for (const r of ordered) seconds[r.label] = r.seconds;
+  for (const r of ordered)
+    seconds[r.reusedFromSeed === undefined ? r.label : `${r.label} (seed ${r.reusedFromSeed}'s evaluation)`] =
+      r.seconds;
+  const reused = ordered.filter((r) => r.reusedFromSeed !== undefined);
   const ids = (ts: readonly tau2.Tau2Task[]) => ts.map((t) => t.id).join(", ");
   return {
     recipe: "oel",
@@ -243,6 +301,11 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
           "Customer: tau2's scripted user (its reason for calling, then ###STOP###), so greedy trials of a task replay one conversation and pass^k = pass^1 unless decoding differs; no NL judge, so reward = the DB match.",
           `Seed card: tau2 retail's test split, ${c.eval.trials} trials, greedy, memory never in a test prompt, consolidation by ${c.divergence} over the full vocabulary, lr ${c.train.lr} (the authors' LoRA range tops out at 5e-5), merge then evaluate. kiln's: the LoRA in f32 (the seed: bf16) at r ${c.lora.r} / α ${c.lora.alpha}, ${train.length} train tasks, rollouts of ≤ ${c.rollout.maxTurns} replies × ${c.rollout.maxTokens} tokens, the scripted customer, no NL judge, the model.`,
           `pass^k = mean over tasks of C(successes, k) / C(trials, k) (tau2's estimator; SE = per-task SD / √tasks); Δ = paired per-task pass^k. The bound row holds each test task's own memory (from its first base trial): it sees the test task, so it bounds, it does not score, consolidation. Consolidation: ${result.samples} turns, loss ${result.lossFirst.toFixed(4)} → ${result.lossLast.toFixed(4)}.`,
+          ...(reused.length > 0
+            ? [
+                `Seed-free rows reused: ${reused.map((r) => `${r.label} is seed ${r.reusedFromSeed}'s evaluation`).join("; ")} — the same weights, test tasks, trial seeds and greedy decoding play the same episodes, so this run did not play them again.`,
+              ]
+            : []),
         ],
       ),
       consolidationTable(result.history, c.train.maxGradNorm),
@@ -260,6 +323,7 @@ export async function reproOel(source: ModelSource, config: ReproConfig, io: Rep
         promptTurns: r.promptTurns,
         memoryTurns: r.memoryTurns,
         summary: r.summary,
+        ...(r.reusedFromSeed === undefined ? {} : { reusedFromSeed: r.reusedFromSeed }),
       })),
     },
     errors: ordered.flatMap((r) => r.errors),

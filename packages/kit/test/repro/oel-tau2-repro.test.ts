@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reproConfig, reproQuickConfig } from "../../src/repro/config.js";
 import { ReproError } from "../../src/repro/errors.js";
 import { tinyChatSource } from "../../src/repro/model-source.js";
-import { oelSplits, oelTable, reproOel } from "../../src/repro/oel-repro.js";
+import { OelEvaluationCache, oelSplits, oelTable, reproOel } from "../../src/repro/oel-repro.js";
 import { Tau2TasksEnvironment } from "../../src/recipes/oel-tau2.js";
 import { passHatKEval } from "../../src/recipes/oel.js";
 import { tau2Agent } from "../../src/agent-model/tau2-corpus.js";
@@ -149,5 +149,46 @@ describe("kiln repro oel on tau2 retail", () => {
     const consolidation = r.tables[1];
     expect(consolidation.rows.find((x) => x[0].startsWith("optimizer steps"))?.[1]).toBe("1");
     expect(consolidation.rows.find((x) => x[0].startsWith("grad-norm clip"))?.[1]).toBe("1");
+  }, 900_000);
+});
+
+describe("kiln repro oel over several seeds", () => {
+  it("a later seed reuses the base and bound rows, which equal that seed's own play; a sampled evaluation is played", async () => {
+    const source = tinyChatSource(3);
+    const io = (name: string) => ({ progress: false, log: () => {}, dir: join(root, "seeds", name) });
+    const cache = new OelEvaluationCache();
+    const first = await reproOel(source, reproQuickConfig(42), { ...io("42"), evaluations: cache });
+    const later = await reproOel(source, reproQuickConfig(43), { ...io("43"), evaluations: cache });
+    const alone = await reproOel(source, reproQuickConfig(43), io("43-alone"));
+    type Rows = { rows: { label: string; summary: tau2.PassHatKSummary; reusedFromSeed?: number }[] };
+    const rows = (r: { details: unknown }) => (r.details as Rows).rows;
+    const [firstBase, , firstBound] = rows(first);
+    const [laterBase, laterConsolidated, laterBound] = rows(later);
+    const [aloneBase, , aloneBound] = rows(alone);
+    // What the reuse claims: seed 43 playing its own base and bound rows gets seed 42's episodes.
+    expect(aloneBase.summary).toEqual(firstBase.summary);
+    expect(aloneBound.summary).toEqual(firstBound.summary);
+    expect(aloneBase.reusedFromSeed).toBeUndefined();
+    expect(aloneBase.summary.numSimulations).toBe(6);
+    // and the later seed took them, says so, and still trained and evaluated its own consolidated model.
+    expect(laterBase.summary).toEqual(aloneBase.summary);
+    expect(laterBound.summary).toEqual(aloneBound.summary);
+    expect([laterBase.reusedFromSeed, laterConsolidated.reusedFromSeed, laterBound.reusedFromSeed]).toEqual([
+      42,
+      undefined,
+      42,
+    ]);
+    expect((later.tables[0].notes ?? []).join("\n")).toMatch(/Seed-free rows reused: base is seed 42's evaluation/);
+    expect(Object.keys(later.seconds)).toContain("base (seed 42's evaluation)");
+    // Sampled evaluations depend on more than the weights: never reused.
+    const sampled = (seed: number) => {
+      const c = reproQuickConfig(seed);
+      c.oel.eval.temperature = 0.7;
+      return c;
+    };
+    const cache2 = new OelEvaluationCache();
+    await reproOel(source, sampled(42), { ...io("s42"), evaluations: cache2 });
+    const sampledLater = await reproOel(source, sampled(43), { ...io("s43"), evaluations: cache2 });
+    expect(rows(sampledLater).map((r) => r.reusedFromSeed)).toEqual([undefined, undefined, undefined]);
   }, 900_000);
 });
