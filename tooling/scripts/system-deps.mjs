@@ -10,7 +10,7 @@ import { join } from "node:path";
 
 const BACKPORTS_LIST = "/etc/apt/sources.list.d/kiln-bookworm-backports.list";
 
-/** @typedef {{ suite: string, env: string, why: string, probe: () => string | null, apt: string[], backports?: boolean, manual: string }} SystemDep */
+/** @typedef {{ suite: string, env: string, why: string, probe: () => string | null, cpu?: () => string | null, apt: string[], backports?: boolean, manual: string }} SystemDep */
 
 function sh(cmd, args, options = {}) {
   return spawnSync(cmd, args, { encoding: "utf8", timeout: 60_000, ...options });
@@ -55,6 +55,30 @@ function probeBlas() {
   return "no CBLAS library (OpenBLAS, MKL or BLIS) on the loader path";
 }
 
+/**
+ * oneDNN's bf16 GEMM: libdnnl on the loader path and a CPU it has kernels for. The library loads on any
+ * x86-64, but without AVX-512 every dnnl_gemm_bf16bf16f32 call returns "unimplemented" (kiln's loadOneDnn
+ * asks the same with a 1 × 1 product).
+ */
+function cpuForOneDnnBf16() {
+  if (process.platform === "linux" && process.arch === "x64" && existsSync("/proc/cpuinfo")) {
+    const flags =
+      readFileSync("/proc/cpuinfo", "utf8")
+        .match(/^flags\s*:(.*)$/m)?.[1]
+        .split(/\s+/) ?? [];
+    if (!flags.includes("avx512f"))
+      return "this CPU has no AVX-512, for which oneDNN's bf16 GEMM has no kernel (the native backend widens bf16 to f32 here)";
+  }
+  return null;
+}
+
+function probeOneDnnBf16() {
+  const result = sh("ldconfig", ["-p"]);
+  if (result.status === 0 && /libdnnl\.so/.test(result.stdout)) return null;
+  if (process.platform === "darwin") return null; // Homebrew's onednn is not in a loader cache; the suite says
+  return "no libdnnl (oneDNN) on the loader path";
+}
+
 /** node-llama-cpp's prebuilt llama.cpp (an npm package, not a system one) loads on the CPU, or the reason it does not. */
 function probeLlamaCpp(root) {
   const result = sh(process.execPath, [join(root, "tooling", "scripts", "probe-llama-cpp.mjs")], {
@@ -96,6 +120,16 @@ function systemDeps(root) {
       apt: ["libopenblas0-pthread", "libdnnl2"],
       manual:
         "`apt-get install libopenblas0-pthread libdnnl2` (Debian), `dnf install openblas onednn` or `brew install openblas onednn`",
+    },
+    {
+      suite: "oneDNN bf16",
+      env: "KILN_ONEDNN_BF16",
+      why: "the native backend's oneDNN bf16 GEMM tests",
+      probe: probeOneDnnBf16,
+      // What no package fixes: checked first, and then nothing is installed for it.
+      cpu: cpuForOneDnnBf16,
+      apt: ["libdnnl2"],
+      manual: "`apt-get install libdnnl2` (Debian) on a CPU with AVX-512",
     },
     {
       suite: "llama.cpp",
@@ -145,12 +179,16 @@ function aptInstall(deps) {
  */
 export function ensureSystemDeps(root, suites = null) {
   const deps = systemDeps(root).filter((d) => suites === null || suites.includes(d.suite));
-  let missing = deps.map((d) => ({ dep: d, reason: d.probe() })).filter((m) => m.reason !== null);
+  const probe = (d) => {
+    const cpu = d.cpu?.() ?? null;
+    return cpu === null ? { reason: d.probe(), hardware: false } : { reason: cpu, hardware: true };
+  };
+  let missing = deps.map((d) => ({ dep: d, ...probe(d) })).filter((m) => m.reason !== null);
   const canApt = process.platform === "linux" && process.getuid?.() === 0 && sh("apt-get", ["--version"]).status === 0;
-  const installable = missing.filter((m) => m.dep.apt.length > 0);
+  const installable = missing.filter((m) => m.dep.apt.length > 0 && !m.hardware);
   if (installable.length > 0 && canApt) {
     aptInstall(installable.map((m) => m.dep));
-    missing = missing.map((m) => ({ dep: m.dep, reason: m.dep.probe() })).filter((m) => m.reason !== null);
+    missing = missing.map((m) => ({ dep: m.dep, ...probe(m.dep) })).filter((m) => m.reason !== null);
   }
   const env = {};
   for (const d of deps) {
@@ -158,7 +196,7 @@ export function ensureSystemDeps(root, suites = null) {
   }
   for (const m of missing) {
     console.log(
-      `[kiln] MISSING for ${m.dep.why}: ${m.reason}. Install: ${m.dep.manual}.${suites === null ? " That suite will report NOT RUN." : ""}`,
+      `[kiln] MISSING for ${m.dep.why}: ${m.reason}.${m.hardware ? " Needs:" : " Install:"} ${m.dep.manual}.${suites === null ? " That suite will report NOT RUN." : ""}`,
     );
   }
   return { env, notRun: missing.map((m) => `${m.dep.suite} (${m.reason})`) };

@@ -29,6 +29,14 @@ describe("native backend availability", () => {
     expect(unavailable).toBeNull();
   });
   it.skipIf(unavailable === null)(`native backend unavailable here: ${unavailable ?? ""}`, () => {});
+  // oneDNN's bf16 GEMM loads on any x86-64 but runs only with AVX-512; setups that find both require it.
+  it.runIf(process.env.KILN_ONEDNN_BF16 === "required")(
+    "oneDNN's bf16 GEMM runs (KILN_ONEDNN_BF16=required)",
+    async () => {
+      const onednn = await loadOneDnn();
+      expect(typeof onednn === "string" ? onednn : null).toBeNull();
+    },
+  );
   it("a missing library is a NativeBackendUnavailableError with a one-line reason", async () => {
     const err = await loadBlas({ library: "/nonexistent/libnothing.so" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(T.NativeBackendUnavailableError);

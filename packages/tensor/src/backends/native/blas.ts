@@ -273,6 +273,27 @@ export async function loadOneDnn(library?: string): Promise<OneDnnLibrary | stri
     }
     const gemm = optionalFunc(lib, GEMM_BF16_SIGNATURE);
     if (!gemm) return `${p} has no dnnl_gemm_bf16bf16f32`;
+    // The library loads on any x86-64, but its bf16 GEMM has kernels only for AVX-512 CPUs; elsewhere
+    // every call fails (status 3, unimplemented). Ask once with 1 × 1 before promising it.
+    const one = 0x3f80; // 1.0 in bf16
+    const product = new Float32Array(1);
+    const status = (gemm as unknown as GemmBf16)(
+      78, // 'N'
+      78,
+      1,
+      1,
+      1,
+      1,
+      new Uint16Array([one]),
+      1,
+      new Uint16Array([one]),
+      1,
+      0,
+      product,
+      1,
+    );
+    if (status !== 0 || product[0] !== 1)
+      return `${p}: dnnl_gemm_bf16bf16f32 does not run on this CPU (status ${status}${status === 3 ? ", unimplemented: oneDNN's bf16 GEMM needs AVX-512" : ""})`;
     // oneDNN's CPU runtime is OpenMP in Debian's build: its thread count is the OpenMP runtime's.
     let ompSet: ((...args: unknown[]) => unknown) | null = null;
     let openmp: string | null = null;
