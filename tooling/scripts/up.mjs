@@ -44,10 +44,10 @@ if (mode === "test") {
   run(pnpm, ["run", "check"], { ...env, ...system.env });
   if (system.notRun.length > 0) {
     console.log(
-      `[kiln] every suite that ran passed; NOT RUN (missing system packages, see above): ${system.notRun.join("; ")}`,
+      `[kiln] every suite that ran passed; NOT RUN (missing system packages or CPU features, see above): ${system.notRun.join("; ")}`,
     );
   } else {
-    console.log("[kiln] every suite ran and passed (webgpu, browser, native and llama.cpp suites included)");
+    console.log("[kiln] every suite ran and passed (webgpu, browser, native, oneDNN bf16 and llama.cpp suites included)");
   }
 } else {
   run(pnpm, ["run", "build"], env);
