@@ -47,7 +47,9 @@ if (mode === "test") {
       `[kiln] every suite that ran passed; NOT RUN (missing system packages or CPU features, see above): ${system.notRun.join("; ")}`,
     );
   } else {
-    console.log("[kiln] every suite ran and passed (webgpu, browser, native, oneDNN bf16 and llama.cpp suites included)");
+    console.log(
+      "[kiln] every suite ran and passed (webgpu, browser, native, oneDNN bf16 and llama.cpp suites included)",
+    );
   }
 } else {
   run(pnpm, ["run", "build"], env);
