@@ -75,7 +75,12 @@ function cpuForOneDnnBf16() {
 function probeOneDnnBf16() {
   const result = sh("ldconfig", ["-p"]);
   if (result.status === 0 && /libdnnl\.so/.test(result.stdout)) return null;
-  if (process.platform === "darwin") return null; // Homebrew's onednn is not in a loader cache; the suite says
+  // macOS has no loader cache: look where Homebrew puts it (the name loadOneDnn loads there).
+  if (
+    process.platform === "darwin" &&
+    ["/opt/homebrew/lib", "/usr/local/lib"].some((d) => existsSync(join(d, "libdnnl.3.dylib")))
+  )
+    return null;
   return "no libdnnl (oneDNN) on the loader path";
 }
 

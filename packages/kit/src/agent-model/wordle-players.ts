@@ -13,9 +13,8 @@ export type WordleSkill = "solver" | "careless";
 
 /**
  * A careless player's wrong-length guess: the word it meant, one letter short or one too long. The 2026-12-06
- * model was built with eight fixed words instead ("sun", "breads", …); each was likelier than any one valid word
- * wherever the valid guesses were spread thin, so greedy decoding wrote them (every held-out wordle_withcritic
- * episode aborted on one).
+ * model was built with eight fixed words instead ("sun", "breads", …), and greedy decoding wrote them where the
+ * valid guesses were spread thin: none of its held-out wordle_withcritic episodes was played to the end.
  */
 function wrongLength(meant: string, rng: () => number): string {
   return rng() < 0.5 ? meant.slice(0, -1) : `${meant}s`;
