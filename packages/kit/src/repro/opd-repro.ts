@@ -471,6 +471,13 @@ export async function reproOpd(
               key: "divergence",
               value: "reverse_kl",
             },
+            // Mass-covering: raises the teacher's token by the teacher's probability whatever the student
+            // gives it, where the two mode-seeking arms scale with the student's own (docs/NUMERICS.md §4.4).
+            {
+              label: `top-${config.opd.objective.teacherTopK} forward KL (kiln's variant, mass-covering)`,
+              key: "divergence",
+              value: "forward_kl",
+            },
           ]
         : config.ablations.earlyTurnWeights.map((w) => ({
             label: `early-turn weight ${w}`,

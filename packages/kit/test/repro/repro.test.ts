@@ -192,6 +192,25 @@ describe("kiln repro at --quick size", () => {
     );
   }, 600_000);
 
+  it("OPD --ablation objective: the seed's sampled-token arm, then the top-k reverse and forward KL arms, each trained with its own divergence", async () => {
+    const config = reproQuickConfig(8);
+    const r = await reproOpd(tinyChatSource(8), config, { ...quiet, out: join(root, "obj"), ablation: "objective" });
+    const k = config.opd.objective.teacherTopK;
+    const labels = [
+      "sampled-token advantage (the seed's)",
+      `top-${k} reverse KL (kiln's variant)`,
+      `top-${k} forward KL (kiln's variant, mass-covering)`,
+    ];
+    expect(r.tables[0].rows.map((row) => row[0])).toEqual(labels);
+    for (const row of r.tables[0].rows) for (const c of row.slice(2, 4)) expect(c).toMatch(SE_CELL);
+    const divergences = labels.map(
+      (label) =>
+        JSON.parse(readFileSync(join(r.dir, label.replace(/\s+/g, "-"), "config.json"), "utf8")).objective.divergence,
+    );
+    expect(divergences).toEqual(["sampled", "reverse_kl", "forward_kl"]);
+    expect(r.errors).toEqual([]);
+  }, 600_000);
+
   it("OPD --teacher: a separate model is the teacher, and its row is that model's own evaluation", async () => {
     const config = reproQuickConfig(7);
     config.opdEnv = "guess-number";
