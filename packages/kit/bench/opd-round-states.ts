@@ -38,7 +38,9 @@ if (rounds.length === 0) {
 await initBackend("native").catch(() => initBackend("wasm"));
 const view = questworldView(QUESTWORLD_WINDOW_KEEP);
 const callKey = (name: string | undefined, args: unknown) =>
-  name === undefined ? "(malformed: not executed)" : `${name} ${typeof args === "string" ? args : JSON.stringify(args)}`;
+  name === undefined
+    ? "(malformed: not executed)"
+    : `${name} ${typeof args === "string" ? args : JSON.stringify(args)}`;
 
 interface TurnItem {
   prompt: ReturnType<typeof view>;
