@@ -163,7 +163,8 @@ export const REPRO_SIZES: {
   },
   // The seed's adapter (r 64, α 64, no rsLoRA) and the seed's objective (the default's): the sampled-token
   // advantage −(log q − log p_T), clamp ±3, PPO-clipped, turn 0 weighted 1.5. The top-20 reverse KL
-  // (GKD λ = 1) is the `objective` ablation's second arm (kit README, "OPD"). Questworld rounds: 2
+  // (GKD λ = 1) is the `objective` ablation's second arm, the top-20 forward KL its third (kit README, "Why the
+  // rounds do not pass the wall"). Questworld rounds: 2
   // fresh-start rollouts (quest 1) + the seeded wall starts (heldout.questworld*: 1 per archetype × 2
   // samples); guess-number's table ran 64 a round with the reverse KL.
   opd: {
