@@ -18,6 +18,7 @@ const extra = {
   "agent-model-copy": ["kit", "agent-model-copy.ts"],
   "opd-expert-call": ["kit", "opd-expert-call.ts"],
   "opd-round-states": ["kit", "opd-round-states.ts"],
+  "opd-wall-trace": ["kit", "opd-wall-trace.ts"],
 };
 // Benchmarks that also run further scripts after their own: name → [[package, script], …]. The
 // batching half of `rollout` needs models and kit's agent model, which @kiln/rollout cannot import.
