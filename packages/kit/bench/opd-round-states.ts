@@ -1,4 +1,4 @@
-// `pnpm bench opd-round-states RUN_DIR [--base MODEL_DIR]`: what a questworld OPD round trained on and what
+// `pnpm bench opd-round-states RUN_DIR [--base MODEL_DIR] [--count TOOL]`: what a questworld OPD round trained on and what
 // it learnt there. RUN_DIR is one arm of `kiln repro opd` (…/repro-opd/opd: rollouts/round-N.jsonl.gz,
 // rounds/rN/model). Per round: how many of its rollouts' turns repeat the previous call and the share of
 // the most frequent call (a student stuck in a loop hands the round one state many times); then, on the
@@ -6,7 +6,7 @@
 // call and how often the greedy reply is that call, for the base, the policy that played the rollouts
 // (round N − 1) and the model trained on them (round N). `pnpm bench opd-expert-call` asks the same on
 // held-out states; a round that gains on its own turns and loses there has learnt those turns, not the game
-// (kit README, "OPD on questworld").
+// (kit README, "OPD on questworld"). `--count buy` adds how many of a round's executed calls were `buy`.
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { LocalPolicy } from "@kiln/models";
@@ -20,11 +20,25 @@ import { dirModelSource } from "../src/repro/model-source.js";
 
 const args = process.argv.slice(2);
 const cwd = process.env.INIT_CWD ?? ".";
-const baseAt = args.indexOf("--base");
-const baseDir = baseAt >= 0 ? resolve(cwd, args[baseAt + 1] ?? "") : agentModelDir();
-const runArg = args.filter((_, i) => baseAt < 0 || (i !== baseAt && i !== baseAt + 1))[0];
+function option(name: string): string | undefined {
+  const at = args.indexOf(name);
+  if (at < 0) return undefined;
+  const value = args[at + 1];
+  if (value === undefined || value.startsWith("--")) {
+    console.error(`${name} needs a value`);
+    process.exit(2);
+  }
+  args.splice(at, 2);
+  return value;
+}
+const baseOption = option("--base");
+const baseDir = baseOption ? resolve(cwd, baseOption) : agentModelDir();
+const countTool = option("--count");
+const runArg = args[0];
 if (!runArg) {
-  console.error("usage: pnpm bench opd-round-states RUN_DIR [--base MODEL_DIR]  (RUN_DIR: …/repro-opd/opd)");
+  console.error(
+    "usage: pnpm bench opd-round-states RUN_DIR [--base MODEL_DIR] [--count TOOL]  (RUN_DIR: …/repro-opd/opd)",
+  );
   process.exit(2);
 }
 const run = resolve(cwd, runArg);
@@ -81,14 +95,15 @@ async function onTurns(dir: string, items: readonly TurnItem[]): Promise<{ logq:
 }
 
 console.log(
-  "| round | rollouts | turns | repeat the previous call | most frequent call (share) | turns with an expert call | model | mean log q(expert call) | greedy = expert |",
+  `| round | rollouts | turns | repeat the previous call | most frequent call (share) |${countTool ? ` ${countTool} calls |` : ""} turns with an expert call | model | mean log q(expert call) | greedy = expert |`,
 );
-console.log("|---|---|---|---|---|---|---|---|---|");
+console.log(`|---|---|---|---|---|${countTool ? "---|" : ""}---|---|---|---|`);
 for (const r of rounds) {
   const { trajectories } = await readTrajectories(join(run, "rollouts", `round-${r}.jsonl.gz`));
   const counts = new Map<string, number>();
   let turns = 0;
   let repeats = 0;
+  let counted = 0;
   const items: TurnItem[] = [];
   for (const t of trajectories) {
     let previous: string | undefined;
@@ -99,6 +114,7 @@ for (const r of rounds) {
       if (key === previous) repeats++;
       previous = key;
       counts.set(key, (counts.get(key) ?? 0) + 1);
+      if (countTool !== undefined && call?.name === countTool) counted++;
       const expert = expertCallBeforeTurn(t, turn.index);
       if (expert)
         items.push({
@@ -119,7 +135,7 @@ for (const r of rounds) {
     if (!existsSync(dir)) continue;
     const m = await onTurns(dir, items);
     console.log(
-      `| ${r} | ${trajectories.length} | ${turns} | ${((100 * repeats) / Math.max(1, turns)).toFixed(1)} % | ${topCall} (${((100 * topCount) / Math.max(1, turns)).toFixed(1)} %) | ${items.length} | ${label} | ${m.logq.toFixed(3)} | ${m.greedy}/${items.length} |`,
+      `| ${r} | ${trajectories.length} | ${turns} | ${((100 * repeats) / Math.max(1, turns)).toFixed(1)} % | ${topCall} (${((100 * topCount) / Math.max(1, turns)).toFixed(1)} %) |${countTool ? ` ${counted} |` : ""} ${items.length} | ${label} | ${m.logq.toFixed(3)} | ${m.greedy}/${items.length} |`,
     );
   }
 }
