@@ -14,7 +14,7 @@ import type { Message, ToolSchema } from "@kiln/rollout";
 import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { agentModelDir } from "../src/agent-model/paths.js";
 import { questworldOpdStart } from "../src/agent-model/questworld-corpus.js";
-import { hermesToolCallText } from "../src/agent-model/questworld-players.js";
+import { hermesToolCallText, toolCallGeneration } from "../src/agent-model/questworld-players.js";
 import { questworldPrivilegedCorpus } from "../src/agent-model/questworld-privileged.js";
 import { QUESTWORLD_WINDOW_KEEP, questworldView } from "../src/agent-model/questworld-window.js";
 import { dirModelSource } from "../src/repro/model-source.js";
@@ -39,15 +39,8 @@ async function wallBuyState(): Promise<{ prompt: Message[]; tools: ToolSchema[];
       async generate(messages, tools) {
         const call = questworld.nextExpertCall(env.getState());
         if (!call) throw new Error("the expert has no call from the wall start");
-        if (turn++ === 1) found = { prompt: view(messages), tools: tools ?? [], call };
-        const text = hermesToolCallText(call);
-        const id = `expert-${turn}`;
-        const toolCall = {
-          id,
-          type: "function" as const,
-          function: { name: call.name, arguments: JSON.stringify(call.arguments) },
-        };
-        return { message: { role: "assistant", content: null, tool_calls: [toolCall] }, text, finishReason: "stop" };
+        if (turn === 1) found = { prompt: view(messages), tools: tools ?? [], call };
+        return toolCallGeneration(call, turn++);
       },
     },
   });
