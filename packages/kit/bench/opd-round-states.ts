@@ -9,6 +9,7 @@
 // (kit README, "OPD on questworld"). `--count buy` adds how many of a round's executed calls were `buy`.
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { LocalPolicy } from "@kiln/models";
 import { type Trajectory, messagesBeforeTurn, readTrajectories } from "@kiln/rollout";
 import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
@@ -18,23 +19,25 @@ import { hermesToolCallText } from "../src/agent-model/questworld-players.js";
 import { QUESTWORLD_WINDOW_KEEP, questworldView } from "../src/agent-model/questworld-window.js";
 import { dirModelSource } from "../src/repro/model-source.js";
 
-const args = process.argv.slice(2);
 const cwd = process.env.INIT_CWD ?? ".";
-function option(name: string): string | undefined {
-  const at = args.indexOf(name);
-  if (at < 0) return undefined;
-  const value = args[at + 1];
-  if (value === undefined || value.startsWith("--")) {
-    console.error(`${name} needs a value`);
+// node:util's parser, strict: an unknown flag is an error, not a run directory.
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      options: { base: { type: "string" }, count: { type: "string" } },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    console.error(
+      `${(error as Error).message}\nusage: pnpm bench opd-round-states RUN_DIR [--base MODEL_DIR] [--count TOOL]`,
+    );
     process.exit(2);
   }
-  args.splice(at, 2);
-  return value;
 }
-const baseOption = option("--base");
-const baseDir = baseOption ? resolve(cwd, baseOption) : agentModelDir();
-const countTool = option("--count");
-const runArg = args[0];
+const { values, positionals } = parseCommandLine();
+const baseDir = values.base ? resolve(cwd, values.base) : agentModelDir();
+const countTool = values.count;
+const runArg = positionals[0];
 if (!runArg) {
   console.error(
     "usage: pnpm bench opd-round-states RUN_DIR [--base MODEL_DIR] [--count TOOL]  (RUN_DIR: …/repro-opd/opd)",

@@ -6,6 +6,7 @@
 // Core-3 table says only that no agent passed the wall; this says which call held it there (kit README,
 // "Why the rounds do not pass the wall").
 import { resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { questworld } from "@kiln/benchmarks";
 import { LocalPolicy } from "@kiln/models";
 import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
@@ -14,22 +15,31 @@ import { questworldOpdStart } from "../src/agent-model/questworld-corpus.js";
 import { QUESTWORLD_WINDOW_KEEP, WindowedPolicy } from "../src/agent-model/questworld-window.js";
 import { dirModelSource } from "../src/repro/model-source.js";
 
-const args = process.argv.slice(2);
-function option(name: string, fallback: number): number {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const value = Number(args[at + 1]);
-  if (!Number.isSafeInteger(value) || value < 0) {
-    console.error(`${name} needs a non-negative integer, got ${args[at + 1]}`);
+// node:util's parser, strict: an unknown flag is an error, not a model directory.
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      options: { seed: { type: "string", default: "0" }, turns: { type: "string", default: "24" } },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    console.error(`${(error as Error).message}\nusage: pnpm bench opd-wall-trace [MODEL_DIR …] [--seed N] [--turns N]`);
     process.exit(2);
   }
-  args.splice(at, 2);
+}
+const { values, positionals } = parseCommandLine();
+function count(name: "seed" | "turns"): number {
+  const value = Number(values[name]);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    console.error(`--${name} needs a non-negative integer, got ${values[name]}`);
+    process.exit(2);
+  }
   return value;
 }
-const seed = option("--seed", 0);
-const turns = option("--turns", 24);
+const seed = count("seed");
+const turns = count("turns");
 const cwd = process.env.INIT_CWD ?? ".";
-const dirs = [agentModelDir(), ...args.map((d) => resolve(cwd, d))];
+const dirs = [agentModelDir(), ...positionals.map((d) => resolve(cwd, d))];
 
 await initBackend("native").catch(() => initBackend("wasm"));
 const show = (call: { name: string; arguments: unknown } | undefined | null) =>
