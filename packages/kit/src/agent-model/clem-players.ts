@@ -11,7 +11,7 @@ import { viewPolicy } from "../recipes/opd-samples.js";
 import { isHeldOutInstance, isTrainingInstance } from "./clem-split.js";
 import { SYNTHETIC_CLEM_GAMES, type SyntheticClemGame, syntheticClemInstances } from "./clem-synthetic.js";
 import type { CorpusDocument } from "./corpus.js";
-import { type WordleSkill, wordlePlayer, wordleVocabulary } from "./wordle-players.js";
+import { WORDLE_UNKNOWN_TARGET_RATE, type WordleSkill, wordlePlayer, wordleVocabulary } from "./wordle-players.js";
 
 /** The clembench games of the agent model's corpus (the agent plays role 0 in each). */
 export const AGENT_CLEM_GAMES = [
@@ -263,7 +263,11 @@ export async function clemEpisodeDocuments(options: {
   const index = kept[position];
   if (index === undefined) throw new Error(`clembench ${game}: no instance at position ${position} of the split`);
   const policy = game.startsWith("wordle")
-    ? wordlePlayer((skill === "expert" ? "solver" : "careless") as WordleSkill, options.wordleVocabulary, options.seed)
+    ? wordlePlayer(
+        (skill === "expert" ? "solver" : "careless") as WordleSkill,
+        wordleEpisodeVocabulary(options.wordleVocabulary, skill, all[index].instance, options.seed),
+        options.seed,
+      )
     : clemPlayer(game as Exclude<AgentClemGame, `wordle${string}`>, skill, all[index].instance, options.seed);
   const r = await runEpisodes({
     makeEnv: () => clemEnvironment(game, options.pickInstance, options.instances),
@@ -292,6 +296,22 @@ export async function clemEpisodeDocuments(options: {
         instance: index,
       });
   return docs;
+}
+
+/**
+ * The words a Wordle player of the corpus knows in one episode: the expert's lack the target in
+ * WORDLE_UNKNOWN_TARGET_RATE of its episodes (seeded), so the corpus shows a wrong "1 words fit" guess and
+ * the search that goes on after it.
+ */
+export function wordleEpisodeVocabulary(
+  vocabulary: readonly string[],
+  skill: ClemSkill,
+  instance: clembench.GameInstance,
+  seed: number,
+): readonly string[] {
+  if (skill !== "expert" || mulberry32(seed + 29)() >= WORDLE_UNKNOWN_TARGET_RATE) return vocabulary;
+  const target = String((instance as { target_word?: unknown }).target_word ?? "").toLowerCase();
+  return vocabulary.filter((w) => w !== target);
 }
 
 /**

@@ -30,18 +30,42 @@ const CRITIC_VERDICT = /guess_agreement:/;
  */
 export const WORDLE_OPENER = "crane";
 
+function officialWords(): string[] {
+  const file = clembench.loadGameInstances("wordle");
+  return (file.experiments[0].lang_keywords as { official_words_list: string[] }).official_words_list.map((w) =>
+    w.toLowerCase(),
+  );
+}
+
+function instanceTargets(): Set<string> {
+  const targets = new Set<string>();
+  for (const e of clembench.loadGameInstances("wordle").experiments)
+    for (const inst of e.game_instances as { target_word?: string }[])
+      if (inst.target_word) targets.add(inst.target_word.toLowerCase());
+  return targets;
+}
+
 /** A vocabulary of `size` list words (a seeded sample) plus every instance target. */
 export function wordleVocabulary(size: number, seed: number): string[] {
-  const file = clembench.loadGameInstances("wordle");
-  const words = (file.experiments[0].lang_keywords as { official_words_list: string[] }).official_words_list;
+  const words = officialWords();
   const rng = mulberry32(seed);
-  const picked = new Set<string>();
-  for (const e of file.experiments)
-    for (const inst of e.game_instances as { target_word?: string }[])
-      if (inst.target_word) picked.add(inst.target_word.toLowerCase());
-  while (picked.size < size) picked.add(words[Math.floor(rng() * words.length)].toLowerCase());
+  const picked = instanceTargets();
+  while (picked.size < size) picked.add(words[Math.floor(rng() * words.length)]);
   return [...picked].sort();
 }
+
+/** Every word clembench's Wordle accepts plus every instance target: where a player looks when its own words run out. */
+export function wordleDictionary(): string[] {
+  return [...new Set([...officialWords(), ...instanceTargets()])].sort();
+}
+
+/**
+ * Share of the corpus solver's episodes played with the target missing from its vocabulary. With every target
+ * in it, a solver's guess after "1 words fit" always won, and no document showed a wrong single fit and what
+ * comes after it; the 2026-12-03 model, whose own counting is loose, said "1 words fit" early and then wrote
+ * the same wrong word until wordle_withclue's game ended (quality 0 on every held-out episode).
+ */
+export const WORDLE_UNKNOWN_TARGET_RATE = 0.3;
 
 function history(messages: readonly Message[]): [string, string][] {
   const out: [string, string][] = [];
@@ -56,9 +80,19 @@ function history(messages: readonly Message[]): [string, string][] {
   return out;
 }
 
-/** A Wordle player of `skill` over `vocabulary` (seeded; episodes must run one at a time). */
-export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], seed: number): Policy {
+/**
+ * A Wordle player of `skill` over `vocabulary` (seeded; episodes must run one at a time). When no word of
+ * its vocabulary fits the feedback (a vocabulary without the target), it says so and guesses among the
+ * words of `dictionary` (default wordleDictionary()) that fit, never one it has guessed.
+ */
+export function wordlePlayer(
+  skill: WordleSkill,
+  vocabulary: readonly string[],
+  seed: number,
+  dictionary?: readonly string[],
+): Policy {
   const rng = mulberry32(seed);
+  let wider: readonly string[] | undefined = dictionary;
   return {
     id: `wordle-${skill}`,
     async generate(messages) {
@@ -72,12 +106,19 @@ export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], 
       const lastUser = [...messages].reverse().find((m) => m.role === "user")?.content ?? "";
       const verdict = guesses.length > 0 && CRITIC_VERDICT.test(lastUser);
       let meant: string;
+      let explanation = verdict ? "the critic has spoken, I keep my guess" : `${fits.length} words fit the feedback`;
       if (verdict) meant = guesses[guesses.length - 1];
       else if (guesses.length === 0) meant = WORDLE_OPENER;
       else if (skill === "careless" && u >= 0.15 && u < 0.6) meant = vocabulary[Math.floor(rng() * vocabulary.length)];
-      else meant = fits.length > 0 ? fits[Math.floor(rng() * fits.length)] : vocabulary[0];
+      else if (fits.length > 0) meant = fits[Math.floor(rng() * fits.length)];
+      else {
+        wider ??= wordleDictionary();
+        const said = new Set(guesses);
+        const more = wider.filter((w) => !said.has(w) && h.every(([g, fb]) => clembench.wordleFeedback(g, w) === fb));
+        meant = more.length > 0 ? more[Math.floor(rng() * more.length)] : WORDLE_OPENER;
+        explanation = `none of my words fits the feedback, ${more.length} other words do`;
+      }
       const guess = skill === "careless" && u < 0.15 ? wrongLength(meant, rng) : meant;
-      const explanation = verdict ? "the critic has spoken, I keep my guess" : `${fits.length} words fit the feedback`;
       const text = `explanation: ${explanation}\nguess: ${guess}`;
       return { message: { role: "assistant", content: text }, text, finishReason: "stop" };
     },

@@ -138,6 +138,32 @@ describe("the agent model's clembench corpus", () => {
     expect(verdicts).toBeGreaterThan(12);
   }, 120_000);
 
+  it("the Wordle solver sometimes lacks the target: a wrong single fit, then a new word from the dictionary", async () => {
+    const docs = await clemCorpus({ seed: 3, episodes: { wordle: 24, wordle_withclue: 24 } });
+    const guessOf = (m: Message) => /guess: (\S+)/.exec(m.content ?? "")?.[1] ?? "";
+    const targetOf = (d: (typeof docs)[number]) =>
+      String(
+        clembench.listEpisodes(d.game, clembench.loadGameInstances(d.game))[d.instance].instance.target_word,
+      ).toLowerCase();
+    const experts = docs.filter((d) => d.skill === "expert");
+    let recoveries = 0;
+    let wins = 0;
+    for (const d of experts) {
+      const replies = (d.messages ?? []).filter((m) => m.role === "assistant");
+      const guesses = replies.map(guessOf);
+      expect(new Set(guesses).size).toBe(guesses.length); // never the same word twice
+      if (guesses[guesses.length - 1] === targetOf(d)) wins++;
+      for (let i = 1; i < replies.length; i++) {
+        if (!/^explanation: 1 words fit/.test(replies[i - 1].content ?? "")) continue;
+        if (guesses[i - 1] === targetOf(d)) continue;
+        expect(replies[i].content).toMatch(/^explanation: none of my words fits the feedback, \d+ other words do/);
+        recoveries++;
+      }
+    }
+    expect(recoveries).toBeGreaterThan(0);
+    expect(wins).toBeGreaterThan(experts.length / 2); // most of the time the target is among its words
+  }, 120_000);
+
   it("careless Wordle guesses of the wrong length are the meant word one letter short or long, not a fixed list", async () => {
     const docs = await clemCorpus({ seed: 6, episodes: { wordle: 40 } });
     const vocabulary = new Set([...wordleVocabulary(400, 6), WORDLE_OPENER]);
