@@ -25,6 +25,7 @@ export class ProgressBar {
   readonly total: number;
   private done = 0;
   private readonly extra = new Map<string, number>();
+  private readonly shown = new Map<string, string>();
   private readonly label: string;
   private readonly stream: ProgressStream | null;
   private readonly redrawMs: number;
@@ -57,6 +58,14 @@ export class ProgressBar {
     this.maybeDraw(false);
   }
 
+  /**
+   * Values shown after the tallies as they are now, each replacing its previous value (a running loss, a
+   * learning rate): unlike `tick`'s counters, they are not summed.
+   */
+  show(values: Record<string, string | number>): void {
+    for (const [k, v] of Object.entries(values)) this.shown.set(k, String(v));
+  }
+
   /** Final line (always drawn), ending with a newline. */
   finish(): void {
     if (this.finished) return;
@@ -64,14 +73,14 @@ export class ProgressBar {
     this.maybeDraw(true);
   }
 
-  /** The status text without bar graphics: "label 12/40 30% 4.1/s ETA 7s errors=1". */
+  /** The status text without bar graphics: "label 12/40 30% 4.1/s ETA 7s errors=1 loss=0.412". */
   summary(): string {
     const elapsed = (this.now() - this.startedAt) / 1000;
     const rate = elapsed > 0 ? this.done / elapsed : 0;
     const pct = this.total > 0 ? Math.floor((100 * this.done) / this.total) : 100;
     const left = this.total - this.done;
     const eta = rate > 0 && left > 0 ? ` ETA ${formatDuration(left / rate)}` : "";
-    const extras = [...this.extra].map(([k, v]) => ` ${k}=${v}`).join("");
+    const extras = [...this.extra, ...this.shown].map(([k, v]) => ` ${k}=${v}`).join("");
     const head = this.label ? `${this.label} ` : "";
     return `${head}${this.done}/${this.total} ${pct}% ${formatRate(rate)}${eta}${extras}`;
   }

@@ -32,6 +32,16 @@ describe("ProgressBar", () => {
     expect(writes[2].endsWith("\n")).toBe(true);
   });
 
+  it("shows values as they are now beside the summed tallies", () => {
+    const { writes, stream } = sink(false);
+    const bar = new ProgressBar({ total: 3, stream, now: () => 0, logEveryMs: 0 });
+    bar.show({ loss: "2.500" });
+    bar.tick(1, { errors: 1 });
+    bar.show({ loss: "1.250" });
+    bar.tick(1, { errors: 1 });
+    expect(writes.at(-1)).toMatch(/ errors=2 loss=1\.250\n$/); // the loss replaced, not 3.75
+  });
+
   it("prints plain lines at most every logEveryMs when not a TTY", () => {
     let now = 0;
     const { writes, stream } = sink(false);

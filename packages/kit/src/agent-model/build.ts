@@ -363,7 +363,8 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     if (step === 0) lossFirst = loss;
     lossLast = loss;
     ema = Number.isNaN(ema) ? loss : 0.98 * ema + 0.02 * loss;
-    bar.tick(1, { loss: Number(ema.toFixed(3)) });
+    bar.show({ loss: ema.toFixed(3) });
+    bar.tick(1);
     if ((step + 1) % 50 === 0 || step + 1 === steps)
       log(`[agent-model] step ${step + 1}/${steps} loss ${ema.toFixed(4)}`);
   }
