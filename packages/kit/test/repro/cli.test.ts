@@ -4,6 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { verifyManifest } from "@kiln/hub-io";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { agentModelDir } from "../../src/agent-model/paths.js";
 import { writeMergedModel } from "../../src/artifacts.js";
@@ -119,5 +120,10 @@ describe("kiln repro (command line)", () => {
   it("agentModelDir() is the package's data/agent-model folder", () => {
     const pkg = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
     expect(agentModelDir()).toBe(join(pkg, "data", "agent-model"));
+  });
+
+  it("the shipped agent model's SHA256SUMS matches every file beside it (the model card included)", async () => {
+    const report = await verifyManifest(agentModelDir(), { strict: true });
+    expect(report.ok).toBe(true);
   });
 });
