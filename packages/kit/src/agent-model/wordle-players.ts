@@ -62,7 +62,7 @@ export function wordleDictionary(): string[] {
 /**
  * Share of the corpus solver's episodes played with the target missing from its vocabulary. With every target
  * in it, a solver's guess after "1 words fit" always won, and no document showed a wrong single fit and what
- * comes after it; the 2026-12-03 model, whose own counting is loose, said "1 words fit" early and then wrote
+ * comes after it; the shipped 2026-12-06 model, whose own counting is loose, said "1 words fit" early and then wrote
  * the same wrong word until wordle_withclue's game ended (quality 0 on every held-out episode).
  */
 export const WORDLE_UNKNOWN_TARGET_RATE = 0.3;
@@ -83,16 +83,11 @@ function history(messages: readonly Message[]): [string, string][] {
 /**
  * A Wordle player of `skill` over `vocabulary` (seeded; episodes must run one at a time). When no word of
  * its vocabulary fits the feedback (a vocabulary without the target), it says so and guesses among the
- * words of `dictionary` (default wordleDictionary()) that fit, never one it has guessed.
+ * words of wordleDictionary() that fit, never one it has guessed.
  */
-export function wordlePlayer(
-  skill: WordleSkill,
-  vocabulary: readonly string[],
-  seed: number,
-  dictionary?: readonly string[],
-): Policy {
+export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], seed: number): Policy {
   const rng = mulberry32(seed);
-  let wider: readonly string[] | undefined = dictionary;
+  let wider: readonly string[] | undefined;
   return {
     id: `wordle-${skill}`,
     async generate(messages) {
