@@ -95,7 +95,7 @@ export function profileKernels(backend = "native"): KernelProfile {
       gemm as unknown as Record<string, unknown>,
       "splitSgemm",
       "split sgemm (caller + workers)",
-      (a) => `${a[9]}×${a[10]}×${(a[1] as { k: number }).k}`,
+      (a) => `${a[10]}×${a[11]}×${(a[2] as { k: number }).k}`,
     );
     if (gemm.options.onednn)
       patch(gemm.options.onednn, "gemmBf16", "oneDNN gemm_bf16", (a) => `${a[2]}×${a[3]}×${a[4]}`);

@@ -1,9 +1,9 @@
 // Products split between the caller and the wasm worker (each part one single-threaded sgemm, see
 // NativeGemm's splitSgemm) against one BLAS thread and against OpenBLAS's own two threads, on the GEMM shapes
 // of the benchmark steps, in one process, interleaved: median µs per call, and whether the split result equals
-// the one-thread result bit for bit (all four transpose combinations). Shapes under WORKER_SPLIT_FLOPS or with a
-// dimension ≤ 16 are not split (the "split" column is then the one-thread path); the figures for those in the
-// tensor README were taken with the threshold at 2 MFLOP and no skinny rule (tree 05c1426).
+// the one-thread result bit for bit (all four transpose combinations). Shapes under WORKER_SPLIT_FLOPS are not
+// split (the "split" column is then the one-thread path), nor skinny ones (a dimension ≤ 16) with 16 rows or
+// under WORKER_SPLIT_FLOPS_SKINNY; other skinny ones split by rows where the library allows it.
 //   tsx --conditions=source bench/worker-split.ts [reps] [spin µs]
 import type { MatmulShape } from "../src/backend.js";
 import * as T from "../src/index.js";
@@ -60,6 +60,9 @@ for (const [m, n, k] of shapes) {
   fill(A());
   fill(B());
   let same = true;
+  // The one-thread arm never sets the library's thread count (it expects one): the backend may have left two.
+  blas.setThreads(1);
+  (one as unknown as { blasThreads: number }).blasThreads = 1;
   for (const transA of [false, true])
     for (const transB of [false, true])
       for (const accumulate of [false, true]) {

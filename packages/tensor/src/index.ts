@@ -9,6 +9,7 @@ export {
   NativeGemm,
   nativeBackendInfo,
   nativeGemm,
+  probeSkinnyRowSplit,
   probeSplitAlignment,
   WORKER_SPIN_MICROS,
   type Bf16Gemm,

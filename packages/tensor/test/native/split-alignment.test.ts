@@ -3,7 +3,7 @@
 // AVX2 kernel's 24-row blocks do), and on the library this machine loads.
 import { describe, expect, it } from "vitest";
 import { loadBlas } from "../../src/backends/native/blas.js";
-import { probeSplitAlignment } from "../../src/backends/native/gemm.js";
+import { probeSkinnyRowSplit, probeSplitAlignment } from "../../src/backends/native/gemm.js";
 
 type Sgemm = Parameters<typeof probeSplitAlignment>[0];
 
@@ -39,6 +39,26 @@ describe("probeSplitAlignment", () => {
     expect(calls).toBeGreaterThan(0);
   }, 120_000);
 
+  it("lets skinny products split by rows only where their row parts keep the bits", () => {
+    expect(
+      probeSkinnyRowSplit(
+        blockedSgemm((row) => row % 24 >= 16),
+        24,
+      ),
+    ).toBe(true);
+    // A 16-row cut of a kernel with 24-row blocks changes sums.
+    expect(
+      probeSkinnyRowSplit(
+        blockedSgemm((row) => row % 24 >= 16),
+        16,
+      ),
+    ).toBe(false);
+    // A small-matrix kernel for short calls only (as OpenBLAS has on some cores): parts sum another way.
+    const smallKernel: Sgemm = (...args) => blockedSgemm(() => args[3] * args[4] * args[5] < 100_000)(...args);
+    expect(probeSplitAlignment(smallKernel).rows).toBe(16);
+    expect(probeSkinnyRowSplit(smallKernel, 16)).toBe(false);
+  }, 120_000);
+
   it("finds an alignment for the library this machine loads", async () => {
     let blas: Awaited<ReturnType<typeof loadBlas>>;
     try {
@@ -51,5 +71,7 @@ describe("probeSplitAlignment", () => {
     blas.setThreads(1);
     const found = probeSplitAlignment(blas.sgemm);
     expect(found.rows ?? found.cols).not.toBeNull();
+    // The skinny probe says no to a cut inside the register blocks the wide probe found (where it found rows).
+    if (found.rows !== null && found.rows > 16) expect(probeSkinnyRowSplit(blas.sgemm, 16)).toBe(false);
   });
 });

@@ -126,7 +126,38 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
             }
     });
 
-  it("arrays outside the wasm memory, small products and skinny ones (a dimension ≤ 16) stay on this thread", () => {
+  // LoRA's rank-16 products: split by rows where the probe found they keep their bits, whole where they have
+  // too few rows (the weight gradient duᵀ·x has 16).
+  const skinny: [number, number, number][] = [
+    [512, 16, 256],
+    [512, 256, 16],
+    [2048, 688, 16],
+    [300, 16, 700],
+    [16, 256, 512],
+  ];
+  for (const [m, n, k] of skinny)
+    it(`skinny ${m}×${n}×${k}: ${m > 16 ? "split by rows" : "whole"}, bit for bit the one-thread product`, () => {
+      expect(T.nativeBackendInfo()?.skinnyRowSplit).toBe(split.skinnyRowSplit);
+      const splits = m > 16 && split.skinnyRowSplit;
+      for (const transA of [false, true])
+        for (const transB of [false, true])
+          for (const accumulate of [false, true]) {
+            const shape: T.MatmulShape = { batch: 1, m, n, k, transA, transB, accumulate };
+            const a = resident(randomArray(m * k, -1, 1, seed++));
+            const b = resident(randomArray(k * n, -1, 1, seed++));
+            const initial = randomArray(m * n, -1, 1, seed++);
+            const got = resident(initial);
+            const want = resident(initial);
+            const before = calls;
+            split.matmul(a, b, got, shape);
+            one.matmul(a, b, want, shape);
+            const what = `transA=${transA} transB=${transB} accumulate=${accumulate}`;
+            expect(calls - before, what).toBe(splits ? 1 : 0);
+            expect(firstDifference(got, want), what).toBe(-1);
+          }
+    });
+
+  it("arrays outside the wasm memory, small products and skinny ones with few rows stay on this thread", () => {
     const [m, n, k] = [256, 128, 128];
     const a = randomArray(m * k, -1, 1, seed++);
     const b = randomArray(k * n, -1, 1, seed++);
@@ -135,13 +166,13 @@ describe.skipIf(unavailable !== null)("native: products split between the caller
     split.matmul(a, b, got, { batch: 1, m, n, k });
     const small = resident(new Float32Array(16 * 16));
     split.matmul(resident(a.subarray(0, 256)), resident(b.subarray(0, 256)), small, { batch: 1, m: 16, n: 16, k: 16 });
-    // 2048×688×16 is 45 MFLOP but skinny (LoRA's up-projection); 128×128×64 an attention tile.
-    const skinny = resident(new Float32Array(2048 * 688));
-    split.matmul(resident(new Float32Array(2048 * 16)), resident(new Float32Array(16 * 688)), skinny, {
+    // 16×688×2048 is 45 MFLOP but skinny with 16 rows (LoRA's weight gradient); 128×128×64 an attention tile.
+    const skinny = resident(new Float32Array(16 * 688));
+    split.matmul(resident(new Float32Array(16 * 2048)), resident(new Float32Array(2048 * 688)), skinny, {
       batch: 1,
-      m: 2048,
+      m: 16,
       n: 688,
-      k: 16,
+      k: 2048,
     });
     const tiles = resident(new Float32Array(128 * 128));
     split.matmul(resident(new Float32Array(128 * 64)), resident(new Float32Array(64 * 128)), tiles, {

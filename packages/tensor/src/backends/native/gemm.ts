@@ -50,8 +50,9 @@ export interface Bf16Converter {
  */
 export const BLAS_PARALLEL_FLOPS = 1 << 24;
 /**
- * Products whose inner dimension k is at most this (the rank-r up-projections of LoRA, u·Bᵀ) run on one
- * thread whatever their size: 512×256×16 ran at 0.72× and 512×688×16 at 0.84× on two threads.
+ * Products with a dimension at most this (the rank-r products of LoRA) run on one library thread whatever their
+ * size: under OpenBLAS's own two threads 512×256×16 ran at 0.72× and 512×688×16 at 0.84× one thread's speed.
+ * The workers split them by rows only (WORKER_SPLIT_FLOPS_SKINNY).
  */
 export const BLAS_SKINNY_K = 16;
 
@@ -65,6 +66,16 @@ export const BLAS_SKINNY_K = 16;
  * cache), so the threshold is OpenBLAS's own (BLAS_PARALLEL_FLOPS).
  */
 export const WORKER_SPLIT_FLOPS = 1 << 24;
+/**
+ * Skinny products (a dimension ≤ BLAS_SKINNY_K) split between the caller and the workers by rows from this many
+ * flops, when each part gets at least two register blocks of rows and the library's skinny products keep their
+ * bits split so (`probeSkinnyRowSplit`). Row parts share no output row, unlike the column split that lost inside
+ * the steps. On two Zen 3 cores (OpenBLAS core Zen), back to back (bench/worker-split.ts) 512×16×256 ran 1.27×,
+ * 256×16×512 1.28×, 512×256×16 1.23×, 512×688×16 1.77× faster split; the LoRA step on two threads, this on and
+ * off in alternate steps of one process (three processes): 124.9 → 116.2, 107.1 → 97.4, 130.1 → 112.6 ms (the
+ * products with 16 rows, LoRA's weight gradients duᵀ·x, stay whole).
+ */
+export const WORKER_SPLIT_FLOPS_SKINNY = 1 << 22;
 /**
  * Where the parts of a split oneDNN product start: whole register blocks of its bf16 GEMM (tested bit for bit; sgemm
  * products use the alignment probed for the library, `probeSplitAlignment`).
@@ -121,6 +132,40 @@ export function probeSplitAlignment(sgemm: BlasLibrary["sgemm"]): SplitAlignment
     rows: SPLIT_ALIGN_CANDIDATES.find((align) => reproduces(align, true)) ?? null,
     cols: SPLIT_ALIGN_CANDIDATES.find((align) => reproduces(align, false)) ?? null,
   };
+}
+
+/**
+ * Whether skinny products (k or n = 16, LoRA's rank-r shapes) cut into row parts at `alignRows` give the whole
+ * product's bits on this library: a skinny product may take another kernel than the wide ones the alignment was
+ * probed on (OpenBLAS has small-matrix kernels on some cores).
+ */
+export function probeSkinnyRowSplit(sgemm: BlasLibrary["sgemm"], alignRows: number): boolean {
+  const m = 8 * alignRows + 5;
+  const cuts = [0, alignRows, 3 * alignRows, 5 * alignRows, m];
+  for (const [n, k] of [
+    [16, 256],
+    [256, 16],
+    [16, 688],
+    [688, 16],
+  ]) {
+    const a = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37 + n) * 2);
+    const b = Float32Array.from({ length: k * n }, (_, i) => Math.cos(i * 0.61 + k) * 2);
+    for (const ta of [CBLAS_NO_TRANS, CBLAS_TRANS])
+      for (const tb of [CBLAS_NO_TRANS, CBLAS_TRANS]) {
+        const lda = ta === CBLAS_TRANS ? m : k;
+        const ldb = tb === CBLAS_TRANS ? k : n;
+        const whole = new Float32Array(m * n);
+        sgemm(CBLAS_ROW_MAJOR, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, whole, n);
+        const parts = new Float32Array(m * n);
+        for (let p = 0; p + 1 < cuts.length; p++) {
+          const [p0, p1] = [cuts[p], cuts[p + 1]];
+          const aPart = a.subarray(ta === CBLAS_TRANS ? p0 : p0 * lda);
+          sgemm(CBLAS_ROW_MAJOR, ta, tb, p1 - p0, n, k, 1, aPart, lda, b, ldb, 0, parts.subarray(p0 * n), n);
+        }
+        for (let i = 0; i < whole.length; i++) if (!Object.is(whole[i], parts[i])) return false;
+      }
+  }
+  return true;
 }
 
 export interface NativeGemmOptions {
@@ -214,9 +259,29 @@ interface ProductPart {
   cAt: number;
 }
 
+/** Whether a (rows × cols) product is cut by rows (else by columns): rows where there are enough. */
+function splitsByRows(alignment: SplitAlignment, rows: number, cols: number): boolean {
+  return alignment.cols === null || (alignment.rows !== null && (rows >= 4 * alignment.rows || rows >= cols));
+}
+
 /**
- * Runs a (rows × cols) product as one part per thread: parts 1.. start on workers 0.. (`onWorker` returns the
- * wait), part 0 runs here, then every started part is waited for, also after an error (they write into C).
+ * Cuts [0, total) into at most `parts` parts, each cut at the multiple of `align` nearest its even share: 256 rows
+ * at 24 split 120 + 136, not 144 + 112 (the step waits for the largest part). Returns the boundaries.
+ */
+function evenCuts(total: number, align: number, parts: number): number[] {
+  const count = Math.min(parts, Math.ceil(total / align));
+  const cuts = [0];
+  for (let t = 1; t < count; t++) {
+    const cut = Math.round((t * total) / count / align) * align;
+    if (cut > cuts[cuts.length - 1] && cut < total) cuts.push(cut);
+  }
+  cuts.push(total);
+  return cuts;
+}
+
+/**
+ * Runs a (rows × cols) product as one part per thread: the largest part runs here, the others start on workers
+ * 0.. (`onWorker` returns the wait), then every started part is waited for, also after an error (they write into C).
  * Rows are split where there are enough: column parts of a C with short k ran at half speed (512×688×16: both
  * threads store into every row of C). Parts start at multiples of `alignment`'s rows (columns).
  */
@@ -228,23 +293,25 @@ function splitProduct(
   onWorker: (index: number, p: ProductPart) => () => void,
   here: (p: ProductPart) => void,
 ): void {
-  const byRows =
-    alignment.cols === null || (alignment.rows !== null && (g.rows >= 4 * alignment.rows || g.rows >= g.cols));
+  const byRows = splitsByRows(alignment, g.rows, g.cols);
   const total = byRows ? g.rows : g.cols;
   // Without an alignment for that direction: one part, here.
-  const align = (byRows ? alignment.rows : alignment.cols) ?? total;
-  const parts = Math.min(workers + 1, Math.ceil(total / align));
-  const per = Math.ceil(total / parts / align) * align;
-  const part = (p0: number, p1: number): ProductPart =>
-    byRows
+  const cuts = evenCuts(total, (byRows ? alignment.rows : alignment.cols) ?? total, workers + 1);
+  const part = (t: number): ProductPart => {
+    const [p0, p1] = [cuts[t], cuts[t + 1]];
+    return byRows
       ? { m: p1 - p0, n: g.cols, aAt: g.aOff + (s.transA ? p0 : p0 * g.lda), bAt: g.bOff, cAt: g.cOff + p0 * g.ldc }
       : { m: g.rows, n: p1 - p0, aAt: g.aOff, bAt: g.bOff + (s.transB ? p0 * g.ldb : p0), cAt: g.cOff + p0 };
+  };
+  // The largest part runs here: a worker starts its part a few µs after the call.
+  let mine = 0;
+  for (let t = 1; t + 1 < cuts.length; t++) if (cuts[t + 1] - cuts[t] > cuts[mine + 1] - cuts[mine]) mine = t;
   const waits: (() => void)[] = [];
   let error: unknown = null;
   try {
-    for (let t = 1; t < parts && t * per < total; t++)
-      waits.push(onWorker(t - 1, part(t * per, Math.min(total, (t + 1) * per))));
-    here(part(0, Math.min(total, per)));
+    let w = 0;
+    for (let t = 0; t + 1 < cuts.length; t++) if (t !== mine) waits.push(onWorker(w++, part(t)));
+    here(part(mine));
   } catch (err) {
     error = err;
   }
@@ -295,6 +362,8 @@ export class NativeGemm {
   private readonly onednnWorker: WorkerBlas | null;
   /** Where the parts of a split sgemm start, probed on the library; null without workers. */
   readonly splitAlignment: SplitAlignment | null;
+  /** Whether skinny products split by rows (see WORKER_SPLIT_FLOPS_SKINNY), probed on the library. */
+  readonly skinnyRowSplit: boolean;
 
   constructor(
     readonly blas: BlasLibrary,
@@ -309,8 +378,13 @@ export class NativeGemm {
       // The probe compares single-threaded calls, what each part of a split runs.
       blas.setThreads(1);
       this.splitAlignment = probeSplitAlignment(blas.sgemm);
+      const rows = this.splitAlignment.rows;
+      this.skinnyRowSplit = rows !== null && probeSkinnyRowSplit(blas.sgemm, rows);
       blas.setThreads(this.blasThreads);
-    } else this.splitAlignment = null;
+    } else {
+      this.splitAlignment = null;
+      this.skinnyRowSplit = false;
+    }
     this.worker = this.splitAlignment?.rows || this.splitAlignment?.cols ? worker : null;
     this.onednnWorker = worker && options.onednnOnWorkers && options.onednn ? worker : null;
     if (this.bf16Gemm === "onednn" && !options.onednn)
@@ -384,9 +458,10 @@ export class NativeGemm {
     rows: number,
     cols: number,
   ): void {
-    if (this.worker && this.worthSplitting(rows, cols, s.k) && !this.worker.busy()) {
-      if (this.worker.owns(a, b, out)) {
-        this.splitSgemm(this.worker, s, a, aOff, b, bOff, ldb, out, cOff, rows, cols);
+    if (this.worker && !this.worker.busy()) {
+      const alignment = this.splitFor(rows, cols, s.k);
+      if (alignment && this.worker.owns(a, b, out)) {
+        this.splitSgemm(this.worker, alignment, s, a, aOff, b, bOff, ldb, out, cOff, rows, cols);
         return;
       }
     }
@@ -418,6 +493,7 @@ export class NativeGemm {
    */
   private splitSgemm(
     worker: WorkerBlas,
+    alignment: SplitAlignment,
     s: Resolved,
     a: Float32Array,
     aOff: number,
@@ -435,7 +511,7 @@ export class NativeGemm {
     const tb = s.transB ? CBLAS_TRANS : CBLAS_NO_TRANS;
     splitProduct(
       worker.workers,
-      this.splitAlignment as SplitAlignment, // set whenever there is a worker
+      alignment,
       s,
       { rows, cols, lda, ldb, ldc: s.n, aOff, bOff, cOff },
       (t, p) =>
@@ -469,6 +545,20 @@ export class NativeGemm {
   /** Whether a (rows × cols × k) product is split across the workers (see WORKER_SPLIT_FLOPS). */
   private worthSplitting(rows: number, cols: number, k: number): boolean {
     return Math.min(rows, cols, k) > BLAS_SKINNY_K && 2 * rows * cols * k >= WORKER_SPLIT_FLOPS;
+  }
+
+  /**
+   * Where a (rows × cols × k) sgemm on the workers may be cut: the probed alignment for a wide product worth
+   * splitting, rows only for a skinny one with rows enough (WORKER_SPLIT_FLOPS_SKINNY), null to run it whole.
+   */
+  private splitFor(rows: number, cols: number, k: number): SplitAlignment | null {
+    const alignment = this.splitAlignment;
+    if (!alignment) return null;
+    if (this.worthSplitting(rows, cols, k)) return alignment;
+    const skinny = Math.min(cols, k) <= BLAS_SKINNY_K && rows > BLAS_SKINNY_K;
+    if (!skinny || !this.skinnyRowSplit || alignment.rows === null) return null;
+    const enough = rows >= 4 * alignment.rows && 2 * rows * cols * k >= WORKER_SPLIT_FLOPS_SKINNY;
+    return enough ? { rows: alignment.rows, cols: null } : null;
   }
 
   /**

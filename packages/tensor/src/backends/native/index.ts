@@ -27,7 +27,7 @@ import {
 import { type Bf16Converter, type Bf16Gemm, NativeGemm, type SplitAlignment } from "./gemm.js";
 
 export { NativeBackendUnavailableError } from "./blas.js";
-export { type Bf16Gemm, NativeGemm, probeSplitAlignment, type SplitAlignment } from "./gemm.js";
+export { type Bf16Gemm, NativeGemm, probeSkinnyRowSplit, probeSplitAlignment, type SplitAlignment } from "./gemm.js";
 export { loadBlas, loadOneDnn, type BlasLibrary, type LoadBlasOptions, type OneDnnLibrary } from "./blas.js";
 
 export interface NativeBackendOptions {
@@ -62,11 +62,11 @@ export interface NativeBackendOptions {
 
 export type GemmSplit = "workers" | "library";
 
-/** " (at 16 rows / 16 columns)" for the summary line. */
-function alignmentNote(a: SplitAlignment | null): string {
+/** " (at 16 rows / 16 columns; skinny ones by rows)" for the summary line. */
+function alignmentNote(a: SplitAlignment | null, skinnyRows: boolean): string {
   if (!a) return "";
   const part = (n: number | null, what: string) => (n === null ? `never by ${what}` : `${n} ${what}`);
-  return ` (at ${part(a.rows, "rows")} / ${part(a.cols, "columns")})`;
+  return ` (at ${part(a.rows, "rows")} / ${part(a.cols, "columns")}; skinny ones ${skinnyRows ? "by rows" : "whole"})`;
 }
 
 /**
@@ -91,6 +91,8 @@ export interface NativeBackendInfo {
   gemmSplit: GemmSplit;
   /** With gemmSplit "workers": where split products' parts start (probed on the library; see NativeGemm). */
   splitAlignment: SplitAlignment | null;
+  /** With gemmSplit "workers": whether skinny (rank-r) products split by rows too (probed; see NativeGemm). */
+  skinnyRowSplit: boolean;
   onednn: string | null;
   /** Environment variables that pin OpenBLAS's kernel, as they were when the library loaded. */
   pinnedBy: string[];
@@ -299,12 +301,13 @@ export async function initNativeBackend(options: BaseBackendOptions & NativeBack
     bf16Gemm,
     gemmSplit,
     splitAlignment: next.splitAlignment,
+    skinnyRowSplit: next.skinnyRowSplit,
     onednn: onednn?.path ?? null,
     pinnedBy,
     summary:
       `${blas.vendor} (${blas.path}${blas.core ? `, core ${blas.core}` : ""}${pinnedBy.length ? ` pinned by ${pinnedBy.join(" ")}` : ""}` +
       `${options.ignoreOpenblasEnv && pinning.length ? `, ${pinning.join(" ")} ignored` : ""}), ` +
       `${threads} thread${threads === 1 ? "" : "s"}${threadsApplied ? "" : " (library default)"}` +
-      `${threads > 1 ? `, products split by ${gemmSplit === "workers" ? `the workers${alignmentNote(next.splitAlignment)}` : "the library"}` : ""}, bf16 ${bf16Gemm}`,
+      `${threads > 1 ? `, products split by ${gemmSplit === "workers" ? `the workers${alignmentNote(next.splitAlignment, next.skinnyRowSplit)}` : "the library"}` : ""}, bf16 ${bf16Gemm}`,
   };
 }
