@@ -112,3 +112,27 @@ export function peakRssMiB(): number {
   }
   return process.memoryUsage().rss / 1024 / 1024;
 }
+
+/**
+ * Warm-up steps a training-step benchmark runs before it measures, from `--warmup=N` (default 16), also set as
+ * KILN_BENCH_WARMUP for the processes it starts (kiln's step scripts and the PyTorch peers read it). A two-thread
+ * native step takes about twenty steps to reach its steady speed (the workers' JavaScript is compiled as it runs:
+ * the LoRA step on two Zen 3 cores went 167, 185, 132 … 118 ms in blocks of eight steps; one thread 150 … 143), and
+ * a training run is thousands of steps.
+ */
+export function benchWarmupSteps(argv: readonly string[] = process.argv): number {
+  const flag = argv.find((a) => a.startsWith("--warmup="));
+  const value = flag === undefined ? 16 : Number(flag.slice(9));
+  if (!Number.isInteger(value) || value < 1 || value > 1000)
+    throw new Error(`--warmup must be a whole number of steps in [1, 1000], got ${flag?.slice(9)}`);
+  process.env.KILN_BENCH_WARMUP = String(value);
+  return value;
+}
+
+/** The warm-up steps a step script was asked for (KILN_BENCH_WARMUP; 1 when unset, as run by hand). */
+export function warmupFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const value = Number(env.KILN_BENCH_WARMUP ?? 1);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`KILN_BENCH_WARMUP must be a whole number ≥ 1, got ${env.KILN_BENCH_WARMUP}`);
+  return value;
+}

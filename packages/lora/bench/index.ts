@@ -5,11 +5,11 @@
 // one thread like the peer (and on two, against the same one-thread peer), with bf16 weights widened
 // to f32 ("widen") and through oneDNN's bf16 GEMM ("onednn", what the bf16 peer does; on one thread and two); kiln wasm on
 // two threads and one. Configurations run in interleaved rounds (the machine may be shared) and each
-// value is the median over rounds.
+// value is the median over rounds; every process runs --warmup steps (default 16) before it measures.
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BenchReporter } from "../../../tooling/src/bench.js";
+import { BenchReporter, benchWarmupSteps } from "../../../tooling/src/bench.js";
 import { peerEnv, torchNote } from "../../../tooling/src/peer.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -34,6 +34,9 @@ const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
 const rounds = Number(
   process.argv.find((a) => a.startsWith("--rounds="))?.slice(9) ?? (process.argv.includes("--quick") ? 1 : 3),
 );
+// --quick measures after one warm-up step unless --warmup says otherwise.
+const quickWarmup = process.argv.includes("--quick") && !process.argv.some((a) => a.startsWith("--warmup="));
+const warmup = benchWarmupSteps(quickWarmup ? [...process.argv, "--warmup=1"] : process.argv);
 const kilnRun =
   (backend: string, threads: number, bf16 = "widen") =>
   () =>
@@ -73,7 +76,7 @@ const peerCore = (samples["torch-f32"]?.[0]?.blas_core ?? samples["torch-bf16"]?
   | null;
 const peer = `peer: ${torchNote(1, undefined, peerCore)}`;
 const note = (kiln: string) =>
-  `${blas(kiln) ? `kiln-native: ${blas(kiln)}; ` : ""}${peer}; median of ${rounds} interleaved rounds`;
+  `${blas(kiln) ? `kiln-native: ${blas(kiln)}; ` : ""}${peer}; median of ${rounds} interleaved rounds, each the median of ${reps} steps after ${warmup} warm-up steps`;
 const CASE = "lora-sft-step r=16 all-linear (B=4,T=128)";
 const peers = { "torch-bf16": "pytorch-1thread-bf16-base", "torch-f32": "pytorch-1thread-f32-base" } as const;
 const rows: [string, keyof typeof peers, string][] = [

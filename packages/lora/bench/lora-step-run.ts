@@ -3,9 +3,11 @@
 //     [gemmSplit workers|library] [workerSpinMicros]
 // native loads OpenBLAS ignoring OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (as the PyTorch peer runs) and reports its core.
 // Frozen bf16 base (the tensor benchmark's reference decoder as a Llama), LoRA r=16 α=32
-// on all linear layers, AdamW on the adapter, next-token loss on B=4 × T=128 tokens.
+// on all linear layers, AdamW on the adapter, next-token loss on B=4 × T=128 tokens. KILN_BENCH_WARMUP steps
+// (default 1) run before the measured ones.
 import { readFileSync } from "node:fs";
 import * as T from "@kiln/tensor";
+import { warmupFromEnv } from "../../../tooling/src/bench.js";
 import { LORA_BENCH_SHAPE, loraBenchStep } from "./lora-bench-step.js";
 
 const [backend = "wasm", threads = "2", repsArg = "3", bf16Gemm = "widen", gemmSplit = "workers", spinArg] =
@@ -24,11 +26,12 @@ const { B, S } = LORA_BENCH_SHAPE;
 const { step, trainable } = loraBenchStep();
 const times: number[] = [];
 const cpu: number[] = [];
-for (let r = 0; r <= reps; r++) {
+const warmup = warmupFromEnv();
+for (let r = 0; r < reps + warmup; r++) {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   step();
-  if (r > 0) {
+  if (r >= warmup) {
     times.push(performance.now() - t0);
     const c = process.cpuUsage(c0);
     cpu.push((c.user + c.system) / 1000);

@@ -74,13 +74,15 @@ ids = torch.randint(0, V, (B, S), generator=g)
 opt = torch.optim.AdamW(adapters, lr=1e-4)
 times = []
 cpu = []
-for r in range(reps + 1):
+# Steps before the measured ones: KILN_BENCH_WARMUP, as kiln's step scripts (set by the bench's --warmup).
+warmup = int(os.environ.get("KILN_BENCH_WARMUP", "1"))
+for r in range(reps + warmup):
     c0 = time.process_time()
     t0 = time.perf_counter()
     opt.zero_grad()
     loss_fn(ids).backward()
     opt.step()
-    if r > 0:
+    if r >= warmup:
         times.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
 print(json.dumps({"step_ms": sorted(times)[len(times) // 2], "step_cpu_ms": sorted(cpu)[len(cpu) // 2], "tokens": B * S,

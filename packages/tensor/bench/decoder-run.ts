@@ -2,8 +2,9 @@
 //   tsx --conditions=source bench/decoder-run.ts <js|wasm|native|gpujs> [threads] [reps] [checkpoint 0|1] [relaxed 0|1]
 //     [gemmSplit workers|library] [workerSpinMicros]
 // native loads OpenBLAS ignoring OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (as the PyTorch peer runs) and reports its core.
-// Prints one JSON line: median step times (ms) and peak RSS (MiB).
+// Prints one JSON line: median step times (ms) and peak RSS (MiB). Runs KILN_BENCH_WARMUP steps first (default 1).
 import { readFileSync } from "node:fs";
+import { warmupFromEnv } from "../../../tooling/src/bench.js";
 import * as T from "../src/index.js";
 import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
 
@@ -36,7 +37,8 @@ const fwdBwd: number[] = [];
 const step: number[] = [];
 const cpu: number[] = [];
 let lastLoss = 0;
-for (let r = 0; r < reps + 1; r++) {
+const warmup = warmupFromEnv();
+for (let r = 0; r < reps + warmup; r++) {
   // The step runs inside tidy(): its activations are freed (and their memory reused) when it returns, and on
   // wasm they stay resident in the kernels' memory instead of being copied in and out per kernel call.
   for (const p of allParams(params)) p.grad?.dispose();
@@ -55,7 +57,7 @@ for (let r = 0; r < reps + 1; r++) {
   const c1 = process.cpuUsage(c0);
   lastLoss = loss.item();
   loss.dispose();
-  if (r > 0) {
+  if (r >= warmup) {
     fwdBwd.push(t1 - t0);
     step.push(t2 - t0);
     cpu.push((c1.user + c1.system) / 1000);

@@ -4,7 +4,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { BenchReporter } from "../../../tooling/src/bench.js";
+import { type BenchReporter, benchWarmupSteps } from "../../../tooling/src/bench.js";
 import { peerEnv, torchNote } from "../../../tooling/src/peer.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -87,6 +87,7 @@ async function benchCoreCeiling(reporter: BenchReporter, tsx: string, rounds: nu
 export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<void> {
   const tsx = join(here, "..", "..", "..", "node_modules", ".bin", "tsx");
   const rounds = Number(process.argv.find((a) => a.startsWith("--rounds="))?.slice(9) ?? 3);
+  const warmup = benchWarmupSteps();
   const kiln = (args: string[]) => () => runJson(tsx, ["--conditions=source", join(here, "decoder-run.ts"), ...args]);
   // The peer at full speed, 1 thread (tooling/src/peer.ts); kiln-native on 1 thread is the like-for-like row.
   const torchRun = () => runJson("/usr/bin/python3", [join(here, "decoder_torch.py"), String(reps)], peerEnv(1));
@@ -121,7 +122,7 @@ export async function benchDecoder(reporter: BenchReporter, reps = 3): Promise<v
       : null;
   await benchCoreCeiling(reporter, tsx, rounds);
   const torch = combine(samples.get("torch"));
-  const peerNote = `peer: ${torchNote(1, undefined, torch?.blas_core)}; median of ${rounds} interleaved rounds`;
+  const peerNote = `peer: ${torchNote(1, undefined, torch?.blas_core)}; median of ${rounds} interleaved rounds, each the median of ${reps} steps after ${warmup} warm-up steps`;
   const configs: [string, DecoderSample | null][] = runners.map(([name]) => [name, combine(samples.get(name))]);
   const tps = (s: DecoderSample | null, key: "fwd_bwd_ms" | "step_ms") => (s ? (s.tokens / s[key]) * 1000 : null);
   const rowNote = (s: DecoderSample | null) => (s?.blas ? `kiln-native: ${s.blas}; ${peerNote}` : peerNote);

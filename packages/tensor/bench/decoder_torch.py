@@ -63,7 +63,9 @@ def loss_fn(ids):
 ids = torch.randint(0, V, (B, S), generator=g)
 opt = torch.optim.AdamW(params, lr=1e-3)
 fb, st, cpu = [], [], []
-for r in range(reps + 1):
+# Steps before the measured ones: KILN_BENCH_WARMUP, as kiln's step scripts (set by the bench's --warmup).
+warmup = int(os.environ.get("KILN_BENCH_WARMUP", "1"))
+for r in range(reps + warmup):
     opt.zero_grad()
     c0 = time.process_time()
     t0 = time.perf_counter()
@@ -73,7 +75,7 @@ for r in range(reps + 1):
     opt.step()
     t2 = time.perf_counter()
     c1 = time.process_time()
-    if r > 0:
+    if r >= warmup:
         cpu.append((c1 - c0) * 1000)
         fb.append((t1 - t0) * 1000)
         st.append((t2 - t0) * 1000)
