@@ -192,7 +192,10 @@ export const REPRO_SIZES: {
     lora: { r: 8, alpha: 16 },
     // 4 train tasks deployed and consolidated (OEL's share of `repro all` for two seeds: 8 took 594 CPU-seconds
     // a seed on wasm before the scheduler's prefix cache), evaluated on all 40 test tasks (heldout.oelTasks) × 3
-    // trials as the seed does: 102–119 s wall a seed on native (quiet machine, 2026-12-02).
+    // trials as the seed does. Measured inside `kiln repro all` on the 2026-12-06 agent model (native, 2 quiet AMD
+    // EPYC cores): 378.5 s wall for seed 42 and 126.6 s for seed 43, which takes seed 42's base and bound rows
+    // (OelEvaluationCache; kit README, "Measured on the 2026-12-06 agent model, every held-out instance"). The
+    // 102–119 s a seed measured on 2026-12-02 were the previous model's (sha edcc89ad…).
     tasks: 4,
     train: { microBatchSize: 2, checkpointEvery: 1000 },
     // Room for a task's gold solution: the scripted oracle passes 40 of the 40 test tasks within 30 replies
