@@ -64,6 +64,21 @@ export interface OpdArm {
   samples: number[];
 }
 
+/**
+ * The numbers `acrossSeedsTable` compares between seeds: each phase's (and the teacher's) mean score — Core-3 on
+ * questworld — and, where the setup has a wall, the share of evaluated episodes past it.
+ */
+export function opdSeedSummary(arm: OpdArm): Record<string, Record<string, number>> {
+  const summary: Record<string, Record<string, number>> = {};
+  for (const p of [...arm.phases, arm.teacher]) {
+    const row: Record<string, number> = { score: p.score.mean };
+    const wall = arm.walls[p.phase];
+    if (wall) row["past the wall"] = meanSe(Object.values(wall.passed)).mean;
+    summary[p.phase] = row;
+  }
+  return summary;
+}
+
 /** The rounds from a fresh copy of the base, with the teacher evaluated beside the base. */
 export async function runOpdArm(
   source: ModelSource,
@@ -458,6 +473,7 @@ export async function reproOpd(
       totalSeconds: secondsSince(start),
       details: { runDir: arm.runDir, phases: arm.phases, teacher: arm.teacher, samples: arm.samples },
       errors: phaseErrors(arm.phases),
+      seedSummary: opdSeedSummary(arm),
     };
   }
   const arms: { label: string; key: string; value: number | string }[] =

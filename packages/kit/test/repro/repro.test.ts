@@ -123,6 +123,15 @@ describe("kiln repro at --quick size", () => {
     expect(wall.header).toEqual(["#", "quest stage", "base", "r1", "r2", "r3", "teacher"]);
     expect(wall.rows.length).toBeGreaterThan(3);
     for (const row of wall.rows) for (const c of row.slice(2)) expect(c).toMatch(/^\d+\/\d+$/);
+    // What --seeds compares across seeds: each row's Core-3 mean and its share of episodes past the wall.
+    const summary = opd.seedSummary ?? {};
+    expect(Object.keys(summary)).toEqual(["base", "r1", "r2", "r3", "teacher"]);
+    const shareAt = opd.tables[1].header.indexOf("kiln: share ± SE");
+    const shares = opd.tables[1].rows.map((row) => Number(row[shareAt].split(" ± ")[0]));
+    for (const [i, phase] of ["base", "r1", "r2", "r3", "teacher"].entries()) {
+      expect(summary[phase].score).toBeCloseTo(Number(opd.tables[0].rows[i][2].split(" ± ")[0]), 3);
+      expect(summary[phase]["past the wall"]).toBeCloseTo(shares[i], 3);
+    }
     writeReproOutputs(opd, config, "kiln repro opd --quick");
     expect(existsSync(join(opd.dir, "report.html"))).toBe(true);
 
