@@ -137,6 +137,8 @@ describe("kiln repro at --quick size", () => {
 
     const oel = await reproOel(tinyChatSource(5), config, { ...quiet, out: join(root, "b") });
     const t = oel.tables[0];
+    // ARP and OPD print the seed's published rows; OEL says why it has none to print.
+    expect(t.notes?.some((n) => n.startsWith("No seed column: the seed card (004)"))).toBe(true);
     expect(t.header).toEqual([
       "model",
       "tasks",
