@@ -91,6 +91,38 @@ export interface SplitAlignment {
 }
 
 /**
+ * Whether op(A)·op(B) (m × n × k, row-major) run as one sgemm per part — rows [cuts[i], cuts[i+1]) of C, or its
+ * columns — gives the whole product's bits, on fixed inputs.
+ */
+function partsReproduce(
+  sgemm: BlasLibrary["sgemm"],
+  [m, n, k]: readonly [number, number, number],
+  [ta, tb]: readonly [number, number],
+  cuts: readonly number[],
+  byRows: boolean,
+): boolean {
+  const a = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37 + n) * 2);
+  const b = Float32Array.from({ length: k * n }, (_, i) => Math.cos(i * 0.61 + k) * 2);
+  const lda = ta === CBLAS_TRANS ? m : k;
+  const ldb = tb === CBLAS_TRANS ? k : n;
+  const whole = new Float32Array(m * n);
+  sgemm(CBLAS_ROW_MAJOR, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, whole, n);
+  const parts = new Float32Array(m * n);
+  for (let p = 0; p + 1 < cuts.length; p++) {
+    const [p0, p1] = [cuts[p], cuts[p + 1]];
+    if (byRows) {
+      const aPart = a.subarray(ta === CBLAS_TRANS ? p0 : p0 * lda);
+      sgemm(CBLAS_ROW_MAJOR, ta, tb, p1 - p0, n, k, 1, aPart, lda, b, ldb, 0, parts.subarray(p0 * n), n);
+    } else {
+      const bPart = b.subarray(tb === CBLAS_TRANS ? p0 * ldb : p0);
+      sgemm(CBLAS_ROW_MAJOR, ta, tb, m, p1 - p0, k, 1, a, lda, bPart, ldb, 0, parts.subarray(p0), n);
+    }
+  }
+  for (let i = 0; i < whole.length; i++) if (!Object.is(whole[i], parts[i])) return false;
+  return true;
+}
+
+/**
  * The smallest alignments at which a product run as parts, each its own sgemm, gives the unsplit product's bits
  * (a whole number of the kernel's register blocks, so every element of C is summed by the same code in the same
  * order), by rows and by columns. Measured on the loaded library rather than looked up by core name: OpenBLAS's
@@ -103,30 +135,12 @@ export function probeSplitAlignment(sgemm: BlasLibrary["sgemm"]): SplitAlignment
   const reproduces = (align: number, byRows: boolean) => {
     const size = 8 * align + 5;
     const cuts = [0, align, 3 * align, size];
-    const [m, n, k] = byRows ? [size, wide, wide] : [wide, size, wide];
-    const a = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37) * 2);
-    const b = Float32Array.from({ length: k * n }, (_, i) => Math.cos(i * 0.61) * 2);
-    for (const trans of [false, true]) {
+    const shape: [number, number, number] = byRows ? [size, wide, wide] : [wide, size, wide];
+    return [false, true].every((trans) => {
       const ta = byRows && trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
       const tb = !byRows && trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
-      const lda = ta === CBLAS_TRANS ? m : k;
-      const ldb = tb === CBLAS_TRANS ? k : n;
-      const whole = new Float32Array(m * n);
-      sgemm(CBLAS_ROW_MAJOR, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, whole, n);
-      const parts = new Float32Array(m * n);
-      for (let p = 0; p + 1 < cuts.length; p++) {
-        const [p0, p1] = [cuts[p], cuts[p + 1]];
-        if (byRows) {
-          const aPart = a.subarray(ta === CBLAS_TRANS ? p0 : p0 * lda);
-          sgemm(CBLAS_ROW_MAJOR, ta, tb, p1 - p0, n, k, 1, aPart, lda, b, ldb, 0, parts.subarray(p0 * n), n);
-        } else {
-          const bPart = b.subarray(tb === CBLAS_TRANS ? p0 * ldb : p0);
-          sgemm(CBLAS_ROW_MAJOR, ta, tb, m, p1 - p0, k, 1, a, lda, bPart, ldb, 0, parts.subarray(p0), n);
-        }
-      }
-      for (let i = 0; i < whole.length; i++) if (!Object.is(whole[i], parts[i])) return false;
-    }
-    return true;
+      return partsReproduce(sgemm, shape, [ta, tb], cuts, byRows);
+    });
   };
   return {
     rows: SPLIT_ALIGN_CANDIDATES.find((align) => reproduces(align, true)) ?? null,
@@ -142,30 +156,13 @@ export function probeSplitAlignment(sgemm: BlasLibrary["sgemm"]): SplitAlignment
 export function probeSkinnyRowSplit(sgemm: BlasLibrary["sgemm"], alignRows: number): boolean {
   const m = 8 * alignRows + 5;
   const cuts = [0, alignRows, 3 * alignRows, 5 * alignRows, m];
-  for (const [n, k] of [
+  const transposes = [CBLAS_NO_TRANS, CBLAS_TRANS].flatMap((ta) => [CBLAS_NO_TRANS, CBLAS_TRANS].map((tb) => [ta, tb]));
+  return [
     [16, 256],
     [256, 16],
     [16, 688],
     [688, 16],
-  ]) {
-    const a = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37 + n) * 2);
-    const b = Float32Array.from({ length: k * n }, (_, i) => Math.cos(i * 0.61 + k) * 2);
-    for (const ta of [CBLAS_NO_TRANS, CBLAS_TRANS])
-      for (const tb of [CBLAS_NO_TRANS, CBLAS_TRANS]) {
-        const lda = ta === CBLAS_TRANS ? m : k;
-        const ldb = tb === CBLAS_TRANS ? k : n;
-        const whole = new Float32Array(m * n);
-        sgemm(CBLAS_ROW_MAJOR, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, whole, n);
-        const parts = new Float32Array(m * n);
-        for (let p = 0; p + 1 < cuts.length; p++) {
-          const [p0, p1] = [cuts[p], cuts[p + 1]];
-          const aPart = a.subarray(ta === CBLAS_TRANS ? p0 : p0 * lda);
-          sgemm(CBLAS_ROW_MAJOR, ta, tb, p1 - p0, n, k, 1, aPart, lda, b, ldb, 0, parts.subarray(p0 * n), n);
-        }
-        for (let i = 0; i < whole.length; i++) if (!Object.is(whole[i], parts[i])) return false;
-      }
-  }
-  return true;
+  ].every(([n, k]) => transposes.every(([ta, tb]) => partsReproduce(sgemm, [m, n, k], [ta, tb], cuts, true)));
 }
 
 export interface NativeGemmOptions {
