@@ -90,19 +90,27 @@ export interface SplitAlignment {
   cols: number | null;
 }
 
+/** Fixed, varied probe inputs (a plain loop: `Float32Array.from` with a callback took ~100 ms for a probe). */
+function probeInput(length: number, phase: number): Float32Array {
+  const x = new Float32Array(length);
+  for (let i = 0; i < length; i++) x[i] = Math.sin(i * 1.37 + phase) * 2;
+  return x;
+}
+
 /**
- * Whether op(A)·op(B) (m × n × k, row-major) run as one sgemm per part — rows [cuts[i], cuts[i+1]) of C, or its
- * columns — gives the whole product's bits, on fixed inputs.
+ * Whether op(A)·op(B) (m × n × k, row-major; `a` and `b` hold at least m·k and k·n values) run as one sgemm per
+ * part — rows [cuts[i], cuts[i+1]) of C, or its columns — gives the whole product's bits.
  */
 function partsReproduce(
   sgemm: BlasLibrary["sgemm"],
   [m, n, k]: readonly [number, number, number],
   [ta, tb]: readonly [number, number],
+  [a, b]: readonly [Float32Array, Float32Array],
   cuts: readonly number[],
   byRows: boolean,
 ): boolean {
-  const a = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 1.37 + n) * 2);
-  const b = Float32Array.from({ length: k * n }, (_, i) => Math.cos(i * 0.61 + k) * 2);
+  // BLAS reads raw memory: a short input would be read past its end, not reported.
+  if (a.length < m * k || b.length < k * n) throw new ShapeError(`split probe: inputs too short for ${m}×${n}×${k}`);
   const lda = ta === CBLAS_TRANS ? m : k;
   const ldb = tb === CBLAS_TRANS ? k : n;
   const whole = new Float32Array(m * n);
@@ -136,10 +144,12 @@ export function probeSplitAlignment(sgemm: BlasLibrary["sgemm"]): SplitAlignment
     const size = 8 * align + 5;
     const cuts = [0, align, 3 * align, size];
     const shape: [number, number, number] = byRows ? [size, wide, wide] : [wide, size, wide];
+    const [m, n, k] = shape;
+    const inputs: [Float32Array, Float32Array] = [probeInput(m * k, 0), probeInput(k * n, 0.5)];
     return [false, true].every((trans) => {
       const ta = byRows && trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
       const tb = !byRows && trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
-      return partsReproduce(sgemm, shape, [ta, tb], cuts, byRows);
+      return partsReproduce(sgemm, shape, [ta, tb], inputs, cuts, byRows);
     });
   };
   return {
@@ -162,7 +172,10 @@ export function probeSkinnyRowSplit(sgemm: BlasLibrary["sgemm"], alignRows: numb
     [256, 16],
     [16, 688],
     [688, 16],
-  ].every(([n, k]) => transposes.every(([ta, tb]) => partsReproduce(sgemm, [m, n, k], [ta, tb], cuts, true)));
+  ].every(([n, k]) => {
+    const inputs: [Float32Array, Float32Array] = [probeInput(m * k, n), probeInput(k * n, k)];
+    return transposes.every(([ta, tb]) => partsReproduce(sgemm, [m, n, k], [ta, tb], inputs, cuts, true));
+  });
 }
 
 export interface NativeGemmOptions {
