@@ -359,10 +359,14 @@ async function reproDpoReference(source: ModelSource, config: ReproConfig, io: R
     ablation: "dpo-reference",
     dir,
     tables: [
-      arpTable(`Ablation: the DPO reference (ARP on guess-number, seed ${config.seed})`, rows, [
-        `Both arms start from the same base with the same seeds; only the DPO stages' reference differs. Δ (base-reference − previous-reference) of the merged models: ${fmtDelta(between)}.`,
-        staticNote(previous.textSource, previous.texts.length),
-      ]),
+      arpTable(
+        `Ablation: the DPO reference (ARP trained on ${previous.details.trainingGame}, seed ${config.seed})`,
+        rows,
+        [
+          `Both arms start from the same base with the same seeds; only the DPO stages' reference differs. Δ (base-reference − previous-reference) of the merged models: ${fmtDelta(between)}.`,
+          staticNote(previous.textSource, previous.texts.length),
+        ],
+      ),
     ],
     seconds,
     totalSeconds: secondsSince(start),
