@@ -116,9 +116,9 @@ export function peakRssMiB(): number {
 /**
  * Warm-up steps a training-step benchmark runs before it measures, from `--warmup=N` (default 16), also set as
  * KILN_BENCH_WARMUP for the processes it starts (kiln's step scripts and the PyTorch peers read it). A two-thread
- * native step takes about twenty steps to reach its steady speed (the workers' JavaScript is compiled as it runs:
- * the LoRA step on two Zen 3 cores went 167, 185, 132 … 118 ms in blocks of eight steps; one thread 150 … 143), and
- * a training run is thousands of steps.
+ * native step takes about twenty steps to reach its steady speed (the LoRA step on two Zen 3 cores went 167, 185,
+ * 132 … 118 ms in blocks of eight steps; one thread 150 … 143; why is not pinned down), and a training run is
+ * thousands of steps.
  */
 export function benchWarmupSteps(argv: readonly string[] = process.argv): number {
   const flag = argv.find((a) => a.startsWith("--warmup="));

@@ -90,7 +90,10 @@ export interface SplitAlignment {
   cols: number | null;
 }
 
-/** Fixed, varied probe inputs (a plain loop: `Float32Array.from` with a callback took ~100 ms for a probe). */
+/**
+ * Fixed, varied probe inputs, made in a plain loop: with `Float32Array.from` and a callback per transpose, the skinny
+ * probe took 256–332 ms beside a running test suite, 11–30 ms like this.
+ */
 function probeInput(length: number, phase: number): Float32Array {
   const x = new Float32Array(length);
   for (let i = 0; i < length; i++) x[i] = Math.sin(i * 1.37 + phase) * 2;
@@ -372,8 +375,8 @@ export class NativeGemm {
   private readonly onednnWorker: WorkerBlas | null;
   /** Where the parts of a split sgemm start, probed on the library; null without workers. */
   readonly splitAlignment: SplitAlignment | null;
-  /** Whether skinny products split by rows (see WORKER_SPLIT_FLOPS_SKINNY), probed on the library. */
-  readonly skinnyRowSplit: boolean;
+  /** Rows-only cuts for skinny products (see WORKER_SPLIT_FLOPS_SKINNY), where the library's probe allows them. */
+  private readonly skinnyAlignment: SplitAlignment | null;
 
   constructor(
     readonly blas: BlasLibrary,
@@ -389,16 +392,21 @@ export class NativeGemm {
       blas.setThreads(1);
       this.splitAlignment = probeSplitAlignment(blas.sgemm);
       const rows = this.splitAlignment.rows;
-      this.skinnyRowSplit = rows !== null && probeSkinnyRowSplit(blas.sgemm, rows);
+      this.skinnyAlignment = rows !== null && probeSkinnyRowSplit(blas.sgemm, rows) ? { rows, cols: null } : null;
       blas.setThreads(this.blasThreads);
     } else {
       this.splitAlignment = null;
-      this.skinnyRowSplit = false;
+      this.skinnyAlignment = null;
     }
     this.worker = this.splitAlignment?.rows || this.splitAlignment?.cols ? worker : null;
     this.onednnWorker = worker && options.onednnOnWorkers && options.onednn ? worker : null;
     if (this.bf16Gemm === "onednn" && !options.onednn)
       throw new ShapeError('NativeGemm: bf16Gemm "onednn" needs a loaded oneDNN library');
+  }
+
+  /** Whether skinny products split by rows (see WORKER_SPLIT_FLOPS_SKINNY), probed on the library. */
+  get skinnyRowSplit(): boolean {
+    return this.skinnyAlignment !== null;
   }
 
   /** out[b] (+)= op(A[b])·op(B[b]) in f32 (see MatmulShape). */
@@ -565,10 +573,10 @@ export class NativeGemm {
     const alignment = this.splitAlignment;
     if (!alignment) return null;
     if (this.worthSplitting(rows, cols, k)) return alignment;
-    const skinny = Math.min(cols, k) <= BLAS_SKINNY_K && rows > BLAS_SKINNY_K;
-    if (!skinny || !this.skinnyRowSplit || alignment.rows === null) return null;
-    const enough = rows >= 4 * alignment.rows && 2 * rows * cols * k >= WORKER_SPLIT_FLOPS_SKINNY;
-    return enough ? { rows: alignment.rows, cols: null } : null;
+    const rowsOnly = this.skinnyAlignment;
+    if (!rowsOnly?.rows || Math.min(cols, k) > BLAS_SKINNY_K || rows <= BLAS_SKINNY_K) return null;
+    const enough = rows >= 4 * rowsOnly.rows && 2 * rows * cols * k >= WORKER_SPLIT_FLOPS_SKINNY;
+    return enough ? rowsOnly : null;
   }
 
   /**
