@@ -93,3 +93,34 @@ export function decoderLoss(p: DecoderParams, cfg: DecoderConfig, ids: Int32Arra
   for (let b = 0; b < B; b++) for (let t = 0; t < S; t++) targets[b * S + t] = t + 1 < S ? ids[b * S + t + 1] : -100;
   return T.crossEntropy(T.reshape(logits, [B * S, cfg.vocab]), new T.Tensor(targets, [B * S], "i32"));
 }
+
+/** Token ids the step benchmarks train on: a fixed draw for `cfg`'s batch. */
+export function referenceIds(cfg: DecoderConfig): Int32Array {
+  return Int32Array.from(new T.Rng(1).uniform(cfg.batch * cfg.seq), (u) => Math.floor(u * cfg.vocab));
+}
+
+/**
+ * What the step benchmarks train: the reference decoder (seed 0), its fixed ids and an AdamW over every parameter.
+ * `step` is one whole training step inside tidy (gradients cleared, forward, backward, update).
+ */
+export function referenceTraining(checkpointLayers = false) {
+  const cfg = REFERENCE_DECODER;
+  const params = initDecoder(cfg, 0);
+  const ids = referenceIds(cfg);
+  const opt = new T.AdamW(allParams(params), { lr: 1e-3 });
+  const clearGrads = () => {
+    for (const p of allParams(params)) p.grad?.dispose();
+    opt.zeroGrad();
+  };
+  const step = () => {
+    clearGrads();
+    const loss = T.tidy(() => {
+      const l = decoderLoss(params, cfg, ids, checkpointLayers);
+      T.backward(l);
+      opt.step();
+      return l;
+    });
+    loss.dispose();
+  };
+  return { cfg, params, ids, opt, clearGrads, step };
+}

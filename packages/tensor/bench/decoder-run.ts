@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { warmupFromEnv } from "../../../tooling/src/bench.js";
 import * as T from "../src/index.js";
-import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
+import { decoderLoss, referenceTraining } from "./decoder-model.js";
 
 const [
   backend = "wasm",
@@ -26,11 +26,7 @@ if (backend !== "js")
     gemmSplit: gemmSplit as T.GemmSplit,
     workerSpinMicros: spinArg === undefined ? undefined : Number(spinArg),
   });
-const cfg = REFERENCE_DECODER;
-const params = initDecoder(cfg, 0);
-const rng = new T.Rng(1);
-const ids = Int32Array.from(rng.uniform(cfg.batch * cfg.seq), (u) => Math.floor(u * cfg.vocab));
-const opt = new T.AdamW(allParams(params), { lr: 1e-3 });
+const { cfg, params, ids, opt, clearGrads } = referenceTraining();
 const checkpointLayers = checkpointArg === "1";
 
 const fwdBwd: number[] = [];
@@ -41,8 +37,7 @@ const warmup = warmupFromEnv();
 for (let r = 0; r < reps + warmup; r++) {
   // The step runs inside tidy(): its activations are freed (and their memory reused) when it returns, and on
   // wasm they stay resident in the kernels' memory instead of being copied in and out per kernel call.
-  for (const p of allParams(params)) p.grad?.dispose();
-  opt.zeroGrad();
+  clearGrads();
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   let t1 = t0;

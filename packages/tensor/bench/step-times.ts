@@ -2,23 +2,18 @@
 // side by side (run each tree's copy in turn):
 //   tsx --conditions=source bench/step-times.ts [threads] [backend] [steps]
 import * as T from "../src/index.js";
-import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
+import { decoderLoss, referenceTraining } from "./decoder-model.js";
 
 const [threadsArg = "2", backend = "native", stepsArg = "20"] = process.argv.slice(2);
 const threads = Number(threadsArg);
 const steps = Number(stepsArg);
 await T.initBackend(backend, { threads, relaxedSimd: true, ignoreOpenblasEnv: true });
-const cfg = REFERENCE_DECODER;
-const params = initDecoder(cfg, 0);
-const rng = new T.Rng(1);
-const ids = Int32Array.from(rng.uniform(cfg.batch * cfg.seq), (u) => Math.floor(u * cfg.vocab));
-const opt = new T.AdamW(allParams(params), { lr: 1e-3 });
+const { cfg, params, ids, opt, clearGrads } = referenceTraining();
 const warmup = 4;
 const forwardBackward: number[] = [];
 const update: number[] = [];
 for (let s = 0; s < warmup + steps; s++) {
-  for (const p of allParams(params)) p.grad?.dispose();
-  opt.zeroGrad();
+  clearGrads();
   const t0 = performance.now();
   const loss = T.tidy(() => {
     const l = decoderLoss(params, cfg, ids);

@@ -8,28 +8,13 @@
 // step.
 import { readFileSync, readdirSync } from "node:fs";
 import * as T from "../src/index.js";
-import { REFERENCE_DECODER, allParams, decoderLoss, initDecoder } from "./decoder-model.js";
+import { referenceTraining } from "./decoder-model.js";
 
 const [threadsArg = "2", blocksArg = "8", perBlockArg = "8", backend = "native"] = process.argv.slice(2);
 const threads = Number(threadsArg);
 const markSteps = process.env.KILN_MARK_STEPS === "1";
 await T.initBackend(backend, { threads, relaxedSimd: true, ignoreOpenblasEnv: true });
-const cfg = REFERENCE_DECODER;
-const params = initDecoder(cfg, 0);
-const rng = new T.Rng(1);
-const ids = Int32Array.from(rng.uniform(cfg.batch * cfg.seq), (u) => Math.floor(u * cfg.vocab));
-const opt = new T.AdamW(allParams(params), { lr: 1e-3 });
-const step = () => {
-  for (const p of allParams(params)) p.grad?.dispose();
-  opt.zeroGrad();
-  const loss = T.tidy(() => {
-    const l = decoderLoss(params, cfg, ids);
-    T.backward(l);
-    opt.step();
-    return l;
-  });
-  loss.dispose();
-};
+const { step } = referenceTraining();
 
 /** CPU ticks (user + system) of every thread of this process, by thread id. */
 function threadTicks(): Map<number, number> {
