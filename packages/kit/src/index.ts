@@ -73,7 +73,7 @@ export {
   formatCommandHelp,
   parseCommandArgs,
 } from "./cli/args.js";
-export { interruptMessage, resumeCommand, runPosition } from "./cli/interrupt.js";
+export { interruptMessage, onInterruptGracefully, resumeCommand, runPosition } from "./cli/interrupt.js";
 export { type DirLock, DirLockError, type DirLockHolder, acquireDirLock, withDirLocks } from "./dir-lock.js";
 export { type NamedPath, OutputDirError, checkOutputSeparate, writeDirAtomic } from "./output-dir.js";
 export { convertGguf, exportGguf, type ConvertGgufOptions, type ExportGgufOptions } from "./gguf-commands.js";

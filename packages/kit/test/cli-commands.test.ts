@@ -17,6 +17,7 @@ import {
   runCli,
   configProblems,
   interruptMessage,
+  onInterruptGracefully,
   presetConfig,
   resumeCommand,
   runPosition,
@@ -156,6 +157,9 @@ describe("every command (table-driven)", () => {
     const heads = await run(["agent-model", "--out", join(cwd, "m"), "--set", "size.hiddenSize=130"]);
     expect(heads.code).toBe(2);
     expect(heads.err).toContain("size.hiddenSize (130) must be a multiple of size.heads");
+    const resume = await run(["agent-model", "--out", join(cwd, "m"), "--resume"]);
+    expect(resume.code).toBe(2);
+    expect(resume.err).toContain(`cannot resume: there is no checkpoint at ${join(cwd, "m")}.checkpoint`);
     expect(tree(cwd)).toEqual([]);
   });
 });
@@ -203,6 +207,42 @@ describe("interrupt messages", () => {
       `interrupted at sft step 5 (the step in flight is discarded); last checkpoint: ${join(run, "checkpoints", "sft", "step-4")}; run directory: ${run}; continue with: ${again}`,
     );
     expect(interruptMessage(undefined, "kiln agent-model")).toBe("interrupted; continue with: kiln agent-model");
+  });
+
+  it("a graceful command stops on the first signal while it can, and exits on the second or before it can", () => {
+    const exit = vi.spyOn(process, "exit").mockImplementation(((code: number) => {
+      throw new Error(`exit ${code}`);
+    }) as never);
+    const lines: string[] = [];
+    let graceful = false;
+    let stops = 0;
+    const listen = () =>
+      onInterruptGracefully({
+        graceful: () => graceful,
+        stop: () => stops++,
+        notice: "stopping after the step in flight",
+        continueWith: "kiln agent-model --resume",
+        write: (line) => lines.push(line),
+      });
+    let off = listen();
+    try {
+      // Before it can stop cleanly (nothing to save yet): at once.
+      expect(() => process.emit("SIGINT")).toThrow("exit 130");
+      expect(stops).toBe(0);
+      expect(lines.pop()).toBe("\ninterrupted; continue with: kiln agent-model --resume\n");
+      off();
+      off = listen();
+      graceful = true;
+      process.emit("SIGTERM");
+      expect(stops).toBe(1);
+      expect(lines.pop()).toBe("\nstopping after the step in flight\n");
+      // A second signal does not wait.
+      expect(() => process.emit("SIGINT")).toThrow("exit 130");
+      expect(stops).toBe(1);
+    } finally {
+      off();
+      exit.mockRestore();
+    }
   });
 });
 

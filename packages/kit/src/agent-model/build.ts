@@ -1,7 +1,7 @@
 // Builds the embedded agent model from nothing: corpus → BPE tokenizer → a small Qwen3 decoder trained
 // from random weights with kiln's own engine → a Hugging Face directory. Deterministic for a seed on
 // one backend (fixed corpus, fixed batch order, fixed initialisation).
-import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "@kiln/hub-io";
 import { type SftCollated, collateSft, sftLoss } from "@kiln/losses";
@@ -11,6 +11,19 @@ import { AdamW, backward, clipGradNorm, cosineSchedule, getBackend, tidy, warmup
 import { writeMergedModel } from "../artifacts.js";
 import { tinyQwen3Config } from "../recipes/tiny-chat.js";
 import { trainBpeTokenizer } from "./bpe.js";
+import {
+  AGENT_MODEL_CHECKPOINT_EVERY,
+  AgentModelCheckpointError,
+  type BuildCheckpointState,
+  type BuildSettings,
+  agentModelCheckpointDir,
+  checkpointMismatch,
+  checkpointToResume,
+  corpusDigest,
+  readBuildCheckpoint,
+  restoreBuildCheckpoint,
+  writeBuildCheckpoint,
+} from "./checkpoint.js";
 import { type CorpusDocument, guessNumberCorpus } from "./corpus.js";
 import { COPY_DRILL_GAME } from "./drills.js";
 import { sampleStories } from "./plain-text.js";
@@ -63,6 +76,20 @@ export interface BuildAgentModelOptions {
   recipe?: string;
   log?: (line: string) => void;
   progress?: boolean;
+  /**
+   * Steps between checkpoints in `agentModelCheckpointDir(outDir)` (default AGENT_MODEL_CHECKPOINT_EVERY; 0: none).
+   * The checkpoint is removed when the model is written.
+   */
+  checkpointEvery?: number;
+  /** Continue from the checkpoint an unfinished build of the same settings and corpus left (an error if none). */
+  resume?: boolean;
+  /**
+   * Aborted (Ctrl-C): the build stops after the step in flight, checkpoints the steps done (unless checkpointEvery
+   * is 0) and throws AgentModelBuildInterrupted.
+   */
+  signal?: AbortSignal;
+  /** Called once the corpus and the model are ready, with the step training starts from (0, or the resumed one). */
+  onTrainingStart?: (fromStep: number) => void;
 }
 
 export interface BuildAgentModelResult {
@@ -78,6 +105,19 @@ export interface BuildAgentModelResult {
 
 export class AgentModelBuildError extends Error {
   override name = "AgentModelBuildError";
+}
+
+/** The build stopped because its `signal` was aborted, after `step` steps; `checkpoint` is what --resume continues. */
+export class AgentModelBuildInterrupted extends AgentModelBuildError {
+  override name = "AgentModelBuildInterrupted";
+  constructor(
+    readonly step: number,
+    readonly checkpoint: { dir: string; step: number } | null,
+  ) {
+    super(
+      `interrupted after step ${step}; ${checkpoint ? `the checkpoint in ${checkpoint.dir} holds step ${checkpoint.step}` : "no checkpoint was written"}`,
+    );
+  }
 }
 
 // One compiled template for every document (a corpus has thousands).
@@ -275,6 +315,12 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     );
   const batchSize = options.batchSize ?? 5;
   const maxLength = options.maxLength ?? 768;
+  const checkpointEvery = options.checkpointEvery ?? AGENT_MODEL_CHECKPOINT_EVERY;
+  if (!(Number.isInteger(checkpointEvery) && checkpointEvery >= 0))
+    throw new AgentModelBuildError(`checkpointEvery must be a whole number of steps (0: none), got ${checkpointEvery}`);
+  // Checked before the corpus is made (a minute or two).
+  const checkpointDir = agentModelCheckpointDir(options.outDir);
+  const found = checkpointToResume(options.outDir, options.resume === true);
 
   log(`[agent-model] corpus (seed ${seed})`);
   const guess = await guessNumberCorpus({
@@ -334,6 +380,26 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   );
   const lr = options.lr ?? 3e-3;
   const optimizer = new AdamW(params, { lr, weightDecay: 0.01, betas: [0.9, 0.95] });
+  // Everything that decides the training besides the corpus: a checkpoint continues only a build that shares it.
+  const settings: BuildSettings = {
+    seed,
+    steps,
+    copyWarmupSteps: copyWarmup,
+    batchSize,
+    maxLength,
+    lr,
+    backend: getBackend(),
+    size: { ...size },
+  };
+  const corpusSha256 = corpusDigest(rows);
+  let startStep = 0;
+  if (found) {
+    const why = checkpointMismatch(found, settings, corpusSha256);
+    if (why) throw new AgentModelCheckpointError(`cannot resume from ${checkpointDir}: ${why}`);
+    await restoreBuildCheckpoint(checkpointDir, model, optimizer);
+    startStep = found.step;
+    log(`[agent-model] resumed from ${checkpointDir} at step ${startStep}/${steps}`);
+  }
   const schedule = cosineSchedule(warmupSteps(steps, 0.03), steps);
   const rng = mulberry32(seed + 1);
   const pad = tokenizer.padTokenId ?? 0;
@@ -343,10 +409,32 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     stream: options.progress === false ? null : undefined,
   });
   const batches = stepBatches(rows, copyRows, copyWarmup, batchSize, maxLength, rng);
-  let lossFirst = Number.NaN;
-  let lossLast = Number.NaN;
-  let ema = Number.NaN;
-  for (let step = 0; step < steps; step++) {
+  let lossFirst = found?.lossFirst ?? Number.NaN;
+  let lossLast = found?.lossLast ?? Number.NaN;
+  let ema = found?.lossEma ?? Number.NaN;
+  // The batch order is a seeded stream: replaying the steps done puts it where the checkpoint left it.
+  for (let step = 0; step < startStep; step++) batches.next();
+  bar.tick(startStep);
+  const checkpointState = (done: number): BuildCheckpointState => ({
+    format: "kiln-agent-model-checkpoint/1",
+    step: done,
+    settings,
+    corpusSha256,
+    lossFirst,
+    lossLast,
+    lossEma: ema,
+  });
+  options.onTrainingStart?.(startStep);
+  for (let step = startStep; step < steps; step++) {
+    // A step is a synchronous second or so: letting the event loop turn between steps is what lets a Ctrl-C in.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (options.signal?.aborted) {
+      if (checkpointEvery > 0 && step > startStep)
+        await writeBuildCheckpoint(checkpointDir, model, optimizer, checkpointState(step));
+      bar.finish();
+      const kept = readBuildCheckpoint(checkpointDir);
+      throw new AgentModelBuildInterrupted(step, kept ? { dir: checkpointDir, step: kept.step } : null);
+    }
     const docs = batches.next().value as Row[][];
     optimizer.lr = lr * schedule(step);
     const loss = tidy(() => {
@@ -367,6 +455,9 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     bar.tick(1);
     if ((step + 1) % 50 === 0 || step + 1 === steps)
       log(`[agent-model] step ${step + 1}/${steps} loss ${ema.toFixed(4)}`);
+    const done = step + 1;
+    if (checkpointEvery > 0 && done % checkpointEvery === 0 && done < steps)
+      await writeBuildCheckpoint(checkpointDir, model, optimizer, checkpointState(done));
   }
   bar.finish();
   model.requireGrad(false);
@@ -396,6 +487,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   await writeFileAtomic(join(tmp, "heldout.txt"), `${heldout.join("\n")}\n`);
   rmSync(options.outDir, { recursive: true, force: true });
   renameSync(tmp, options.outDir);
+  if (existsSync(checkpointDir)) rmSync(checkpointDir, { recursive: true, force: true });
   return {
     dir: options.outDir,
     parameters,

@@ -97,3 +97,35 @@ export function onInterrupt(
     process.off("SIGTERM", handler);
   };
 }
+
+/**
+ * Like onInterrupt, for a command that can stop cleanly: while `graceful()` is true, the first SIGINT/SIGTERM prints
+ * `notice` and calls `stop()` (the command finishes what is in flight, saves it and reports how to continue); a
+ * second signal, or one while `graceful()` is false, prints interruptMessage and exits 130 at once.
+ */
+export function onInterruptGracefully(options: {
+  graceful: () => boolean;
+  stop: () => void;
+  notice: string;
+  continueWith: string;
+  write?: (line: string) => void;
+}): () => void {
+  const write = options.write ?? ((line: string) => process.stderr.write(line));
+  let signals = 0;
+  const handler = () => {
+    signals++;
+    if (signals === 1 && options.graceful()) {
+      write(`\n${options.notice}\n`);
+      options.stop();
+      return;
+    }
+    write(`\n${interruptMessage(undefined, options.continueWith)}\n`);
+    process.exit(130);
+  };
+  process.on("SIGINT", handler);
+  process.on("SIGTERM", handler);
+  return () => {
+    process.off("SIGINT", handler);
+    process.off("SIGTERM", handler);
+  };
+}

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChatTemplate, LocalPolicy, loadModel, loadTokenizer } from "@kiln/models";
@@ -7,11 +7,17 @@ import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AgentModelBuildError,
+  AgentModelBuildInterrupted,
   type BuildAgentModelOptions,
   type Row,
   buildAgentModel,
   stepBatches,
 } from "../../src/agent-model/build.js";
+import {
+  AgentModelCheckpointError,
+  agentModelCheckpointDir,
+  readBuildCheckpoint,
+} from "../../src/agent-model/checkpoint.js";
 
 const root = mkdtempSync(join(tmpdir(), "kiln-agent-model-"));
 
@@ -93,4 +99,91 @@ describe("buildAgentModel", () => {
     await expect(build(2)).rejects.toThrow(/needs copy drills in the corpus/);
     await expect(build(3)).rejects.toThrow(AgentModelBuildError);
   });
+});
+
+describe("buildAgentModel checkpoints", () => {
+  // Long enough for a few checkpoints; short rows keep it quick.
+  const longer = (outDir: string, options: Partial<BuildAgentModelOptions> = {}) =>
+    tiny(outDir, 5, { steps: 130, maxLength: 128, checkpointEvery: 40, ...options });
+  /** A build killed at its step-100 log line: the step-80 checkpoint is the last one it wrote. */
+  const interrupted = (outDir: string, options: Partial<BuildAgentModelOptions> = {}) =>
+    longer(outDir, {
+      ...options,
+      log: (line) => {
+        if (line.includes("step 100/")) throw new Error("killed");
+      },
+    });
+  const bytes = (d: string, f: string) => readFileSync(join(d, f));
+  let uninterrupted: Promise<{ dir: string; lossFirst: number; lossLast: number }> | undefined;
+  /** The same build run through once (made once, shared by the tests). */
+  const wholeBuild = () => {
+    uninterrupted ??= longer(join(root, "whole"));
+    return uninterrupted;
+  };
+
+  it("resumes an interrupted build to the bytes an uninterrupted one writes, and removes its checkpoint", async () => {
+    const whole = await wholeBuild();
+    expect(existsSync(agentModelCheckpointDir(whole.dir))).toBe(false);
+
+    const out = join(root, "resumed");
+    await expect(interrupted(out)).rejects.toThrow("killed");
+    expect(existsSync(out)).toBe(false);
+    const state = readBuildCheckpoint(agentModelCheckpointDir(out));
+    expect(state?.step).toBe(80);
+    expect(state?.settings.steps).toBe(130);
+
+    const lines: string[] = [];
+    const resumed = await longer(out, { resume: true, log: (line) => lines.push(line) });
+    expect(lines.some((l) => l.includes("resumed from") && l.includes("at step 80/130"))).toBe(true);
+    for (const f of ["model.safetensors", "tokenizer.json", "config.json", "README.md", "heldout.txt"])
+      expect(bytes(resumed.dir, f).equals(bytes(whole.dir, f)), f).toBe(true);
+    expect(resumed.lossFirst).toBe(whole.lossFirst);
+    expect(resumed.lossLast).toBe(whole.lossLast);
+    expect(existsSync(agentModelCheckpointDir(out))).toBe(false);
+  }, 240_000);
+
+  it("stops on its signal after the step in flight, checkpoints it, and resumes from there to the same bytes", async () => {
+    const whole = (await wholeBuild()).dir;
+    const out = join(root, "stopped");
+    const controller = new AbortController();
+    let started = -1;
+    const stopped = await longer(out, {
+      signal: controller.signal,
+      onTrainingStart: (from) => {
+        started = from;
+      },
+      log: (line) => {
+        if (line.includes("step 100/")) controller.abort();
+      },
+    }).catch((err: unknown) => err);
+    expect(started).toBe(0);
+    expect(stopped).toBeInstanceOf(AgentModelBuildInterrupted);
+    const interrupted = stopped as AgentModelBuildInterrupted;
+    expect(interrupted.step).toBe(100);
+    expect(interrupted.checkpoint).toEqual({ dir: agentModelCheckpointDir(out), step: 100 });
+    expect(interrupted.message).toContain("interrupted after step 100; the checkpoint in");
+    const resumed = await longer(out, {
+      resume: true,
+      onTrainingStart: (from) => {
+        started = from;
+      },
+    });
+    expect(started).toBe(100);
+    expect(bytes(resumed.dir, "model.safetensors").equals(bytes(whole, "model.safetensors"))).toBe(true);
+  }, 240_000);
+
+  it("never overwrites a checkpoint unasked, and resumes only what made it", async () => {
+    const out = join(root, "guarded");
+    await expect(longer(out, { resume: true })).rejects.toThrow(/cannot resume: there is no checkpoint at/);
+    await expect(interrupted(out)).rejects.toThrow("killed");
+    // A fresh build over it is refused before the corpus is made.
+    const fresh = longer(out);
+    await expect(fresh).rejects.toThrow(AgentModelCheckpointError);
+    await expect(fresh).rejects.toThrow(/holds an unfinished build \(step 80 of 130\): --resume continues it/);
+    await expect(longer(out, { resume: true, steps: 140 })).rejects.toThrow(/steps 130 there, 140 here/);
+    await expect(longer(out, { resume: true, lr: 1e-3 })).rejects.toThrow(/lr 0.003 there, 0.001 here/);
+    await expect(longer(out, { resume: true, guessNumberEpisodes: 14 })).rejects.toThrow(/its corpus differs/);
+    // The refusals left it as it was.
+    expect(readBuildCheckpoint(agentModelCheckpointDir(out))?.step).toBe(80);
+  }, 240_000);
 });
