@@ -302,6 +302,9 @@ export async function train<E>(options: TrainOptions<E>): Promise<TrainResult> {
   adapter.train(true);
   try {
     for (let step = start; step < steps; step++) {
+      // Steps are synchronous: without a turn of the event loop between them a Ctrl-C waits for the next
+      // evaluation or checkpoint.
+      await new Promise((resolve) => setImmediate(resolve));
       const from = step * micro * accum;
       const batches: E[][] = [];
       for (let a = 0; a < accum; a++) {

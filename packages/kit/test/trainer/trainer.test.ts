@@ -66,6 +66,30 @@ describe("the trainer loop", () => {
     for (let i = 0; i < w1.length; i++) expect(Math.abs(w1[i] - w2[i])).toBeLessThan(1e-6);
   });
 
+  it("lets the event loop turn between steps, so a Ctrl-C is handled before the stage ends", async () => {
+    const { adapter, objective } = fresh();
+    let stepsDone = 0;
+    let firedAfter = -1;
+    // A timer due at once fires only when the event loop turns: before this, not until the stage had ended.
+    setTimeout(() => {
+      firedAfter = stepsDone;
+    }, 0);
+    await train({
+      stage: "t",
+      adapter,
+      data,
+      objective,
+      config: { lr: 1e-2, maxSteps: 4, microBatchSize: 1, shuffle: false },
+      progress: null,
+      onStep: () => {
+        stepsDone++;
+      },
+    });
+    expect(stepsDone).toBe(4);
+    expect(firedAfter).toBeGreaterThanOrEqual(0);
+    expect(firedAfter).toBeLessThan(4);
+  });
+
   it("logs the pre-clip gradient norm, the warmup-cosine lr, and refuses bad settings", async () => {
     const { adapter, objective } = fresh();
     const r = await train({
