@@ -9,6 +9,7 @@ import { type Model, type Tokenizer, chatmlTemplate, createModel } from "@kiln/m
 import { ProgressBar, mulberry32 } from "@kiln/rollout";
 import { AdamW, backward, clipGradNorm, cosineSchedule, getBackend, tidy, warmupSteps } from "@kiln/tensor";
 import { writeMergedModel } from "../artifacts.js";
+import { yieldToEventLoop } from "../trainer/event-loop.js";
 import { tinyQwen3Config } from "../recipes/tiny-chat.js";
 import { trainBpeTokenizer } from "./bpe.js";
 import {
@@ -426,8 +427,8 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
   });
   options.onTrainingStart?.(startStep);
   for (let step = startStep; step < steps; step++) {
-    // A step is a synchronous second or so: letting the event loop turn between steps is what lets a Ctrl-C in.
-    await new Promise((resolve) => setImmediate(resolve));
+    // A step is a synchronous second or so: the event loop's turn between steps is what lets a Ctrl-C in.
+    await yieldToEventLoop();
     if (options.signal?.aborted) {
       if (checkpointEvery > 0 && step > startStep)
         await writeBuildCheckpoint(checkpointDir, model, optimizer, checkpointState(step));

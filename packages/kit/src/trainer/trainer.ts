@@ -33,6 +33,7 @@ import {
 } from "@kiln/tensor";
 import { latestCheckpoint, restoreTrainerCheckpoint, saveTrainerCheckpoint, type TrainerState } from "./checkpoints.js";
 import { NonFiniteError, TrainerError } from "./errors.js";
+import { yieldToEventLoop } from "./event-loop.js";
 
 export type ScheduleKind = "cosine" | "linear" | "constant";
 
@@ -302,9 +303,8 @@ export async function train<E>(options: TrainOptions<E>): Promise<TrainResult> {
   adapter.train(true);
   try {
     for (let step = start; step < steps; step++) {
-      // Steps are synchronous: without a turn of the event loop between them a Ctrl-C waits for the next
-      // evaluation or checkpoint.
-      await new Promise((resolve) => setImmediate(resolve));
+      // Without a turn of the event loop between steps a Ctrl-C waits for the next evaluation or checkpoint.
+      await yieldToEventLoop();
       const from = step * micro * accum;
       const batches: E[][] = [];
       for (let a = 0; a < accum; a++) {
