@@ -7,7 +7,16 @@ import { writeFileAtomic } from "@kiln/hub-io";
 import { type SftCollated, collateSft, sftLoss } from "@kiln/losses";
 import { type Model, type Tokenizer, chatmlTemplate, createModel } from "@kiln/models";
 import { ProgressBar, mulberry32 } from "@kiln/rollout";
-import { AdamW, backward, clipGradNorm, cosineSchedule, getBackend, tidy, warmupSteps } from "@kiln/tensor";
+import {
+  AdamW,
+  backward,
+  clipGradNorm,
+  cosineSchedule,
+  getBackend,
+  nativeBackendInfo,
+  tidy,
+  warmupSteps,
+} from "@kiln/tensor";
 import { writeMergedModel } from "../artifacts.js";
 import { yieldToEventLoop } from "../trainer/event-loop.js";
 import { tinyQwen3Config } from "../recipes/tiny-chat.js";
@@ -393,10 +402,16 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     size: { ...size },
   };
   const corpusSha256 = corpusDigest(rows);
+  const native = getBackend() === "native" ? nativeBackendInfo() : null;
+  const blas = native ? `${native.library} core ${native.core ?? "unknown"}` : null;
   let startStep = 0;
   if (found) {
     const why = checkpointMismatch(found, settings, corpusSha256);
     if (why) throw new AgentModelCheckpointError(`cannot resume from ${checkpointDir}: ${why}`);
+    if ((found.blas ?? null) !== blas)
+      log(
+        `[agent-model] note: the checkpoint's steps ran on ${found.blas ?? "no BLAS"}, these run on ${blas ?? "no BLAS"}: the model will equal no uninterrupted build bit for bit`,
+      );
     await restoreBuildCheckpoint(checkpointDir, model, optimizer);
     startStep = found.step;
     log(`[agent-model] resumed from ${checkpointDir} at step ${startStep}/${steps}`);
@@ -421,6 +436,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     step: done,
     settings,
     corpusSha256,
+    blas,
     lossFirst,
     lossLast,
     lossEma: ema,

@@ -36,6 +36,11 @@ export interface BuildCheckpointState {
   settings: BuildSettings;
   /** SHA-256 of every training row's token ids and loss mask, in corpus order. */
   corpusSha256: string;
+  /**
+   * The BLAS kernel the steps ran on (native backend; null elsewhere). Another kernel rounds differently, so a resume
+   * on it is allowed but equals no uninterrupted build bit for bit.
+   */
+  blas: string | null;
   lossFirst: number;
   lossLast: number;
   lossEma: number;

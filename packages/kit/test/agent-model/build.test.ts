@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChatTemplate, LocalPolicy, loadModel, loadTokenizer } from "@kiln/models";
@@ -185,5 +185,15 @@ describe("buildAgentModel checkpoints", () => {
     await expect(longer(out, { resume: true, guessNumberEpisodes: 14 })).rejects.toThrow(/its corpus differs/);
     // The refusals left it as it was.
     expect(readBuildCheckpoint(agentModelCheckpointDir(out))?.step).toBe(80);
+    // Steps run on another BLAS kernel round differently: allowed, and said.
+    const statePath = join(agentModelCheckpointDir(out), "state.json");
+    const state = JSON.parse(readFileSync(statePath, "utf8"));
+    expect(state.blas).toBeNull(); // wasm
+    writeFileSync(statePath, JSON.stringify({ ...state, blas: "libopenblas.so.0 core Zen" }));
+    const lines: string[] = [];
+    await longer(out, { resume: true, log: (line) => lines.push(line) });
+    expect(lines).toContain(
+      "[agent-model] note: the checkpoint's steps ran on libopenblas.so.0 core Zen, these run on no BLAS: the model will equal no uninterrupted build bit for bit",
+    );
   }, 240_000);
 });
