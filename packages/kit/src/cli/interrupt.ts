@@ -74,6 +74,16 @@ export function interruptMessage(runDir: string | undefined, continueWith: strin
   ].join("; ");
 }
 
+/** `handler` on SIGINT and SIGTERM until the returned function is called. */
+function listenForSignals(handler: () => void): () => void {
+  process.on("SIGINT", handler);
+  process.on("SIGTERM", handler);
+  return () => {
+    process.off("SIGINT", handler);
+    process.off("SIGTERM", handler);
+  };
+}
+
 /**
  * Until the returned function is called, SIGINT/SIGTERM end the progress line, print interruptMessage
  * and exit 130 (a second signal exits at once). `runDir` is read when the signal comes.
@@ -90,12 +100,7 @@ export function onInterrupt(
     write(`\n${interruptMessage(runDir(), continueWith)}\n`);
     process.exit(130);
   };
-  process.on("SIGINT", handler);
-  process.on("SIGTERM", handler);
-  return () => {
-    process.off("SIGINT", handler);
-    process.off("SIGTERM", handler);
-  };
+  return listenForSignals(handler);
 }
 
 /**
@@ -122,10 +127,5 @@ export function onInterruptGracefully(options: {
     write(`\n${interruptMessage(undefined, options.continueWith)}\n`);
     process.exit(130);
   };
-  process.on("SIGINT", handler);
-  process.on("SIGTERM", handler);
-  return () => {
-    process.off("SIGINT", handler);
-    process.off("SIGTERM", handler);
-  };
+  return listenForSignals(handler);
 }
