@@ -1,10 +1,12 @@
-// `pnpm bench agent-model-clem [--model DIR] [--games a,b] [--backend NAME] [--max-tokens N]`: the embedded agent model's
-// clembench measurement. Every held-out instance (agent-model/clem-split.ts) of each game the model was
-// trained on, played greedily through ClemGameEnvironment beside the scripted partners, and the same
+// `pnpm bench agent-model-clem [--model DIR] [--games a,b] [--backend NAME] [--max-tokens N] [--transcripts N]`: the
+// embedded agent model's clembench measurement. Every held-out instance (agent-model/clem-split.ts) of each game
+// the model was trained on, played greedily through ClemGameEnvironment beside the scripted partners, and the same
 // instances played by the scripted experts; clemeval's table (quality, % played, clemscore) for both.
+// --transcripts N prints the model's first N episodes of each game to stderr, one line per message.
 import { loadavg } from "node:os";
 import { clembench } from "@kiln/benchmarks";
 import { ChatTemplate, LocalPolicy, loadModel, loadTokenizer } from "@kiln/models";
+import { trajectoryMessages } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
 import { clemExpertPlayers, evaluateClemHeldout } from "../src/agent-model/clem-eval.js";
 import { AGENT_CLEM_GAMES, type AgentClemGame } from "../src/agent-model/clem-players.js";
@@ -24,6 +26,8 @@ if (unknown.length > 0)
 // explanation line was cut before its guess, and the episode aborted.
 const maxTokens = Number(arg("max-tokens", "64"));
 if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new Error(`--max-tokens must be a positive integer`);
+const transcripts = Number(arg("transcripts", "0"));
+if (!Number.isInteger(transcripts) || transcripts < 0) throw new Error(`--transcripts must be an integer ≥ 0`);
 await initBackend(arg("backend", "auto") as Parameters<typeof initBackend>[0]);
 
 const t0 = Date.now();
@@ -46,6 +50,12 @@ for (const game of games) {
     concurrency: 16,
   });
   rows.push(...r.rows);
+  for (const t of r.trajectories.slice(0, transcripts)) {
+    console.error(`── ${t.episodeId}: ${JSON.stringify(t.outcome.scores)}`);
+    // The first message is the game's long instructions; the turns after it are what the model did.
+    for (const m of trajectoryMessages(t).slice(1))
+      console.error(`  ${m.role}: ${(m.content ?? "").replaceAll("\n", " | ")}`);
+  }
   const c = r.table.rows[0].games[game];
   console.error(
     `${game}: ${c.n} episodes, % played ${c.played}, quality ${c.quality} (${((Date.now() - t1) / 1000).toFixed(0)} s)`,

@@ -3,7 +3,7 @@
 // with, and clemeval's own table (clemTable) turns the episode scores into quality, % played and
 // clemscore. An aborted episode's Main Score is NaN, as clemcore writes it (the environment reports 0).
 import { clembench } from "@kiln/benchmarks";
-import { type GenerateParams, type Policy, runEpisodes } from "@kiln/rollout";
+import { type GenerateParams, type Policy, type Trajectory, runEpisodes } from "@kiln/rollout";
 import { type AgentClemGame, clemEnvironment, clemPlayer, clemViewPolicy } from "./clem-players.js";
 import { clemSplitIndices, isHeldOutInstance } from "./clem-split.js";
 import { wordlePlayer, wordleVocabulary } from "./wordle-players.js";
@@ -34,11 +34,14 @@ export interface ClemEvalOptions {
 export interface ClemEvalResult {
   table: clembench.ClemTable;
   rows: clembench.ScoreRow[];
+  /** Every episode played, in the order of the games and their held-out instances. */
+  trajectories: Trajectory[];
 }
 
 /** Play every held-out instance of `games` once and tabulate them with clemeval. */
 export async function evaluateClemHeldout(options: ClemEvalOptions): Promise<ClemEvalResult> {
   const rows: clembench.ScoreRow[] = [];
+  const trajectories: Trajectory[] = [];
   for (const game of options.games) {
     const def = clembench.getGame(game);
     const all = clembench.listEpisodes(def.name, clembench.loadGameInstances(def.name));
@@ -58,6 +61,7 @@ export async function evaluateClemHeldout(options: ClemEvalOptions): Promise<Cle
         limits: { maxTurns: EVAL_MAX_TURNS[game] },
         concurrency: perInstance ? 1 : (options.concurrency ?? 1),
       });
+      trajectories.push(...r.trajectories);
       for (const t of r.trajectories) {
         const index = Number(t.episodeId.slice(game.length + 1));
         const s = t.outcome.scores;
@@ -76,7 +80,7 @@ export async function evaluateClemHeldout(options: ClemEvalOptions): Promise<Cle
     }
   }
   const withPlayed = clembench.addPlayedRows(rows);
-  return { table: clembench.clemTable(withPlayed), rows: withPlayed };
+  return { table: clembench.clemTable(withPlayed), rows: withPlayed, trajectories };
 }
 
 /** The scripted experts of the corpus as evaluation players (the table's upper reference). */
