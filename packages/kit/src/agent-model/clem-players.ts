@@ -225,6 +225,8 @@ export interface ClemCorpusOptions {
   episodes: Partial<Record<AgentClemGame, number>>;
   /** Wordle players' vocabulary size (default 400). */
   wordleVocabulary?: number;
+  /** Share of the Wordle players' replies that spell out the feedback (WordlePlayerOptions; default 0). */
+  wordleConstraintRate?: number;
   /** Share of a game's episodes played on generated instances (SYNTHETIC_CLEM_GAMES only; default 0). */
   generated?: Partial<Record<SyntheticClemGame, number>>;
 }
@@ -251,6 +253,8 @@ export async function clemEpisodeDocuments(options: {
   position: number;
   seed: number;
   wordleVocabulary: readonly string[];
+  /** Share of the Wordle players' replies that spell out the feedback (WordlePlayerOptions; default 0). */
+  wordleConstraintRate?: number;
   /** privateshared: share of the replies kept (default PRIVATESHARED_TURN_RATE; 1 keeps all). */
   turnRate?: number;
   /** Instances to play instead of the game's file (generated ones; `pickInstance` indexes them). */
@@ -267,6 +271,7 @@ export async function clemEpisodeDocuments(options: {
         (skill === "expert" ? "solver" : "careless") as WordleSkill,
         wordleEpisodeVocabulary(options.wordleVocabulary, skill, all[index].instance, options.seed),
         options.seed,
+        { constraintRate: options.wordleConstraintRate },
       )
     : clemPlayer(game as Exclude<AgentClemGame, `wordle${string}`>, skill, all[index].instance, options.seed);
   const r = await runEpisodes({
@@ -377,6 +382,7 @@ export async function clemCorpus(options: ClemCorpusOptions): Promise<ClemDocume
                 position: nextGenerated++,
                 seed,
                 wordleVocabulary: vocabulary,
+                wordleConstraintRate: options.wordleConstraintRate,
                 instances: generated,
               }
             : {
@@ -386,6 +392,7 @@ export async function clemCorpus(options: ClemCorpusOptions): Promise<ClemDocume
                 position: positions[position],
                 seed,
                 wordleVocabulary: vocabulary,
+                wordleConstraintRate: options.wordleConstraintRate,
               },
         )),
       );

@@ -31,6 +31,11 @@ export const AGENT_MODEL_CORPUS = {
   clemEpisodes: AGENT_MODEL_CLEM_EPISODES as Partial<Record<AgentClemGame, number>>,
   /** Share of taboo's and guesswhat's episodes played on generated instances (clem-synthetic.ts). */
   clemGenerated: { taboo: 0.75, guesswhat: 0.75 } as Partial<Record<SyntheticClemGame, number>>,
+  /**
+   * Share of the Wordle players' replies whose explanation spells out what the feedback says (`s is 1st; a and e
+   * are out; …`) before the count. 0 in the shipped model's corpus: a build with it has not been measured yet.
+   */
+  wordleConstraintRate: 0,
   /** Spelling-drill documents (drills.ts). */
   spellingDrills: 300,
   /** Copy-drill documents (drills.ts). */
@@ -46,7 +51,12 @@ export async function agentModelCorpusExtras(
 ): Promise<CorpusDocument[]> {
   const s = { ...AGENT_MODEL_CORPUS, ...sizes };
   const quest = await questworldCorpus({ seed, episodes: s.questworldEpisodes, turnRate: s.questworldTurnRate });
-  const clem = await clemCorpus({ seed, episodes: s.clemEpisodes, generated: s.clemGenerated });
+  const clem = await clemCorpus({
+    seed,
+    episodes: s.clemEpisodes,
+    generated: s.clemGenerated,
+    wordleConstraintRate: s.wordleConstraintRate,
+  });
   const drills = [
     ...(s.spellingDrills > 0 ? spellingDrills({ seed, documents: s.spellingDrills }) : []),
     ...(s.copyDrills > 0 ? copyDrills({ seed, documents: s.copyDrills }) : []),

@@ -26,6 +26,7 @@ const CORPUS_KEYS: Readonly<Record<string, Kind>> = {
   copyDrills: "count",
   tau2Episodes: "count",
   tau2TurnRate: "share",
+  wordleConstraintRate: "share",
 };
 
 /** Every key `--set` accepts, for help and error messages. */

@@ -67,6 +67,47 @@ export function wordleDictionary(): string[] {
  */
 export const WORDLE_UNKNOWN_TARGET_RATE = 0.3;
 
+const ORDINALS = ["1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th"];
+
+/**
+ * What the feedback so far says, in words: `s is 1st; n is in the word, not 4th; a, c, e and r are out`. Letters
+ * marked red that are green or yellow elsewhere (a repeated letter) are not called out. Empty before any feedback.
+ */
+export function wordleConstraints(history: readonly (readonly [string, string])[]): string {
+  const at = new Map<number, string>();
+  const notAt = new Map<string, Set<number>>();
+  const present = new Set<string>();
+  const red = new Set<string>();
+  for (const [, feedback] of history) {
+    let position = 0;
+    for (const [, letter, mark] of feedback.matchAll(/([a-z])<(green|yellow|red)>/g)) {
+      if (mark === "green") {
+        at.set(position, letter);
+        present.add(letter);
+      } else if (mark === "yellow") {
+        if (!notAt.has(letter)) notAt.set(letter, new Set());
+        notAt.get(letter)?.add(position);
+        present.add(letter);
+      } else red.add(letter);
+      position++;
+    }
+  }
+  const parts = [...at.entries()].sort(([p], [q]) => p - q).map(([p, letter]) => `${letter} is ${ORDINALS[p]}`);
+  for (const [letter, positions] of [...notAt.entries()].sort(([a], [b]) => a.localeCompare(b)))
+    parts.push(
+      `${letter} is in the word, not ${[...positions]
+        .sort((p, q) => p - q)
+        .map((p) => ORDINALS[p])
+        .join(" or ")}`,
+    );
+  const out = [...red].filter((letter) => !present.has(letter)).sort();
+  if (out.length > 0)
+    parts.push(
+      `${out.length === 1 ? out[0] : `${out.slice(0, -1).join(", ")} and ${out[out.length - 1]}`} ${out.length === 1 ? "is" : "are"} out`,
+    );
+  return parts.join("; ");
+}
+
 function history(messages: readonly Message[]): [string, string][] {
   const out: [string, string][] = [];
   let last: string | null = null;
@@ -80,12 +121,28 @@ function history(messages: readonly Message[]): [string, string][] {
   return out;
 }
 
+export interface WordlePlayerOptions {
+  /**
+   * Share of the replies after feedback whose explanation spells out what the feedback says (wordleConstraints)
+   * before the count of words that fit (default 0: the count alone, as the shipped model's corpus).
+   */
+  constraintRate?: number;
+}
+
 /**
  * A Wordle player of `skill` over `vocabulary` (seeded; episodes must run one at a time). When no word of
  * its vocabulary fits the feedback (a vocabulary without the target), it says so and guesses among the
  * words of wordleDictionary() that fit, never one it has guessed.
  */
-export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], seed: number): Policy {
+export function wordlePlayer(
+  skill: WordleSkill,
+  vocabulary: readonly string[],
+  seed: number,
+  options: WordlePlayerOptions = {},
+): Policy {
+  const constraintRate = options.constraintRate ?? 0;
+  if (!(constraintRate >= 0 && constraintRate <= 1))
+    throw new RangeError(`wordlePlayer: constraintRate must be from 0 to 1, got ${constraintRate}`);
   const rng = mulberry32(seed);
   let wider: readonly string[] | undefined;
   return {
@@ -100,8 +157,13 @@ export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], 
         .filter((g): g is string => g !== undefined);
       const lastUser = [...messages].reverse().find((m) => m.role === "user")?.content ?? "";
       const verdict = guesses.length > 0 && CRITIC_VERDICT.test(lastUser);
+      // No draw at rate 0, so that the default corpus stays the one the shipped model was built from.
+      const spell = h.length > 0 && !verdict && constraintRate > 0 && (constraintRate >= 1 || rng() < constraintRate);
+      const spelled = spell ? `${wordleConstraints(h)}; ` : "";
       let meant: string;
-      let explanation = verdict ? "the critic has spoken, I keep my guess" : `${fits.length} words fit the feedback`;
+      let explanation = verdict
+        ? "the critic has spoken, I keep my guess"
+        : `${spelled}${fits.length} words fit the feedback`;
       if (verdict) meant = guesses[guesses.length - 1];
       else if (guesses.length === 0) meant = WORDLE_OPENER;
       else if (skill === "careless" && u >= 0.15 && u < 0.6) meant = vocabulary[Math.floor(rng() * vocabulary.length)];
@@ -111,7 +173,7 @@ export function wordlePlayer(skill: WordleSkill, vocabulary: readonly string[], 
         const said = new Set(guesses);
         const more = wider.filter((w) => !said.has(w) && h.every(([g, fb]) => clembench.wordleFeedback(g, w) === fb));
         meant = more.length > 0 ? more[Math.floor(rng() * more.length)] : WORDLE_OPENER;
-        explanation = `none of my words fits the feedback, ${more.length} other words do`;
+        explanation = `${spelled}none of my words fits the feedback, ${more.length} other words do`;
       }
       const guess = skill === "careless" && u < 0.15 ? wrongLength(meant, rng) : meant;
       const text = `explanation: ${explanation}\nguess: ${guess}`;
