@@ -34,7 +34,7 @@ describe("wordleConstraints", () => {
         if (green) expect(target[Number(green[2]) - 1], `${target}: ${part}`).toBe(green[1]);
         else if (yellow) {
           expect(target, `${target}: ${part}`).toContain(yellow[1]);
-          for (const p of yellow[2].split(" or ")) expect(target[Number.parseInt(p) - 1]).not.toBe(yellow[1]);
+          for (const p of yellow[2].split(" or ")) expect(target[Number.parseInt(p, 10) - 1]).not.toBe(yellow[1]);
         } else if (out) {
           for (const letter of out[1].split(/, | and /)) expect(target, `${target}: ${part}`).not.toContain(letter);
         } else throw new Error(`unexpected part "${part}" of "${text}"`);
@@ -51,12 +51,14 @@ describe("the Wordle corpus with the constraints spelt out", () => {
     const zero = await clemCorpus({ seed: 3, episodes, wordleConstraintRate: 0 });
     expect(zero).toEqual(plain);
     const spelt = await clemCorpus({ seed: 3, episodes, wordleConstraintRate: 1 });
-    const replies = spelt.flatMap((d) => (d.messages ?? []).filter((m) => m.role === "assistant").map((m) => m.content));
+    const replies = spelt.flatMap((d) =>
+      (d.messages ?? []).filter((m) => m.role === "assistant").map((m) => m.content),
+    );
     const afterFeedback = replies.filter((r) => !/400 words fit|crane$/.test(r ?? ""));
     expect(afterFeedback.length).toBeGreaterThan(0);
-    expect(afterFeedback.some((r) => /(is|are) out; \d+ words fit the feedback|the critic has spoken/.test(r ?? ""))).toBe(
-      true,
-    );
+    expect(
+      afterFeedback.some((r) => /(is|are) out; \d+ words fit the feedback|the critic has spoken/.test(r ?? "")),
+    ).toBe(true);
     expect(replies.some((r) => /is \d(st|nd|rd|th); /.test(r ?? ""))).toBe(true);
   });
 
