@@ -5,6 +5,7 @@
 // again, a word's reversal, the next candidate not yet asked about — the greedy replies that start with the
 // answer and the answer's teacher-forced loss (nats per token; a model that cannot copy pays about the
 // cost of guessing the words, one that copies goes toward 0).
+import { resolve } from "node:path";
 import { clembench } from "@kiln/benchmarks";
 import { collateSft, sftLoss } from "@kiln/losses";
 import { generate, loadModel, loadTokenizer } from "@kiln/models";
@@ -18,7 +19,9 @@ const arg = (name: string, fallback: string) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback;
 };
-const dir = arg("model", agentModelDir());
+// pnpm runs the bench in packages/kit; relative paths are the caller's (INIT_CWD: where pnpm was run).
+const fromCaller = (p: string) => resolve(process.env.INIT_CWD ?? ".", p);
+const dir = fromCaller(arg("model", agentModelDir()));
 const items = Number(arg("items", "30"));
 if (!Number.isInteger(items) || items < 1) throw new Error("--items must be a positive integer");
 await initBackend(arg("backend", "auto") as Parameters<typeof initBackend>[0]);
