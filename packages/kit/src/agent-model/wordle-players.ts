@@ -67,17 +67,20 @@ export function wordleDictionary(): string[] {
  */
 export const WORDLE_UNKNOWN_TARGET_RATE = 0.3;
 
-const ORDINALS = ["1st", "2nd", "3rd", "4th", "5th", "6th", "7th", "8th"];
-
 /**
- * What the feedback so far says, in words: `s is 1st; n is in the word, not 4th; a, c, e and r are out`. Letters
- * marked red that are green or yellow elsewhere (a repeated letter) are not called out. Empty before any feedback.
+ * What the feedback so far says, tersely, each letter its own token: `_ n _ _ _; f not 4 5; out a c e r`
+ * (the greens in place, each yellow letter with the places it is not in, the letters out). Letters marked red that
+ * are green or yellow elsewhere (a repeated letter) are not called out; a part with nothing to say is left out.
+ * Terse because the reply that carries it must fit the 64 tokens `kiln repro arp` gives a reply (spelt out in words,
+ * a quarter of the corpus's replies after feedback ran past 64 tokens, and a cut reply loses its guess). Empty
+ * before any feedback.
  */
 export function wordleConstraints(history: readonly (readonly [string, string])[]): string {
   const at = new Map<number, string>();
   const notAt = new Map<string, Set<number>>();
   const present = new Set<string>();
   const red = new Set<string>();
+  let length = 0;
   for (const [, feedback] of history) {
     let position = 0;
     for (const [, letter, mark] of feedback.matchAll(/([a-z])<(green|yellow|red)>/g)) {
@@ -91,20 +94,19 @@ export function wordleConstraints(history: readonly (readonly [string, string])[
       } else red.add(letter);
       position++;
     }
+    length = Math.max(length, position);
   }
-  const parts = [...at.entries()].sort(([p], [q]) => p - q).map(([p, letter]) => `${letter} is ${ORDINALS[p]}`);
+  const parts: string[] = [];
+  if (at.size > 0) parts.push(Array.from({ length }, (_, p) => at.get(p) ?? "_").join(" "));
   for (const [letter, positions] of [...notAt.entries()].sort(([a], [b]) => a.localeCompare(b)))
     parts.push(
-      `${letter} is in the word, not ${[...positions]
+      `${letter} not ${[...positions]
         .sort((p, q) => p - q)
-        .map((p) => ORDINALS[p])
-        .join(" or ")}`,
+        .map((p) => p + 1)
+        .join(" ")}`,
     );
   const out = [...red].filter((letter) => !present.has(letter)).sort();
-  if (out.length > 0)
-    parts.push(
-      `${out.length === 1 ? out[0] : `${out.slice(0, -1).join(", ")} and ${out[out.length - 1]}`} ${out.length === 1 ? "is" : "are"} out`,
-    );
+  if (out.length > 0) parts.push(`out ${out.join(" ")}`);
   return parts.join("; ");
 }
 
@@ -173,7 +175,10 @@ export function wordlePlayer(
         const said = new Set(guesses);
         const more = wider.filter((w) => !said.has(w) && h.every(([g, fb]) => clembench.wordleFeedback(g, w) === fb));
         meant = more.length > 0 ? more[Math.floor(rng() * more.length)] : WORDLE_OPENER;
-        explanation = `${spelled}none of my words fits the feedback, ${more.length} other words do`;
+        // Spelt out, the reply says it in fewer tokens (wordleConstraints: the 64-token reply budget).
+        explanation = spell
+          ? `${spelled}none of mine fit, ${more.length} other words do`
+          : `none of my words fits the feedback, ${more.length} other words do`;
       }
       const guess = skill === "careless" && u < 0.15 ? wrongLength(meant, rng) : meant;
       const text = `explanation: ${explanation}\nguess: ${guess}`;
