@@ -152,6 +152,13 @@ export interface Row {
   fullLength: number;
 }
 
+/** `12 min in, about 40 min left` from the steps done since `since` and the steps still to go. */
+function timeLeft(since: number, done: number, left: number): string {
+  const minutes = (ms: number) => (ms < 60_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`);
+  const elapsed = Date.now() - since;
+  return left > 0 ? `${minutes(elapsed)} in, about ${minutes((elapsed / done) * left)} left` : `${minutes(elapsed)}`;
+}
+
 /** Token ids of a document and which of them carry the loss. */
 export function documentRow(doc: CorpusDocument, tokenizer: Tokenizer, maxLength: number): Row {
   const ids = tokenizer.encode(documentText(doc));
@@ -442,6 +449,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     lossEma: ema,
   });
   options.onTrainingStart?.(startStep);
+  const trainingStart = Date.now();
   for (let step = startStep; step < steps; step++) {
     // A step is a synchronous second or so: the event loop's turn between steps is what lets a Ctrl-C in.
     await yieldToEventLoop();
@@ -471,7 +479,9 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     bar.show({ loss: ema.toFixed(3) });
     bar.tick(1);
     if ((step + 1) % 50 === 0 || step + 1 === steps)
-      log(`[agent-model] step ${step + 1}/${steps} loss ${ema.toFixed(4)}`);
+      log(
+        `[agent-model] step ${step + 1}/${steps} loss ${ema.toFixed(4)} (${timeLeft(trainingStart, step + 1 - startStep, steps - step - 1)})`,
+      );
     const done = step + 1;
     if (checkpointEvery > 0 && done % checkpointEvery === 0 && done < steps)
       await writeBuildCheckpoint(checkpointDir, model, optimizer, checkpointState(done));

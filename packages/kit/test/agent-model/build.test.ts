@@ -135,6 +135,11 @@ describe("buildAgentModel checkpoints", () => {
     const lines: string[] = [];
     const resumed = await longer(out, { resume: true, log: (line) => lines.push(line) });
     expect(lines.some((l) => l.includes("resumed from") && l.includes("at step 80/130"))).toBe(true);
+    // Progress lines say how long the resumed part took and what is left, from its own steps.
+    expect(lines).toContainEqual(
+      expect.stringMatching(/step 100\/130 loss [\d.]+ \(\d+ (s|min) in, about \d+ (s|min) left\)$/),
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/step 130\/130 loss [\d.]+ \(\d+ (s|min)\)$/));
     for (const f of ["model.safetensors", "tokenizer.json", "config.json", "README.md", "heldout.txt"])
       expect(bytes(resumed.dir, f).equals(bytes(whole.dir, f)), f).toBe(true);
     expect(resumed.lossFirst).toBe(whole.lossFirst);
