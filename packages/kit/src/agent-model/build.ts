@@ -48,6 +48,9 @@ export interface AgentModelSize {
 
 // A 1024-token vocabulary (512 before the clembench games): the games' long, repeated prompts take fewer
 // tokens, so more of a game's state fits in a row.
+/** The agent model's `max_position_embeddings`: the longest training row (`maxLength`) it takes. */
+export const AGENT_MODEL_MAX_POSITIONS = 2048;
+
 export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 192, layers: 6, heads: 6, kvHeads: 2, vocabSize: 1024 };
 
 // Guess-number and stories were 1000 and 300 documents (half the corpus's tokens) while the clembench
@@ -332,6 +335,10 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     );
   const batchSize = options.batchSize ?? 5;
   const maxLength = options.maxLength ?? 768;
+  if (!(Number.isInteger(maxLength) && maxLength >= 2 && maxLength <= AGENT_MODEL_MAX_POSITIONS))
+    throw new AgentModelBuildError(
+      `maxLength must be an integer from 2 to ${AGENT_MODEL_MAX_POSITIONS}, got ${maxLength}`,
+    );
   const checkpointEvery = options.checkpointEvery ?? AGENT_MODEL_CHECKPOINT_EVERY;
   if (!(Number.isInteger(checkpointEvery) && checkpointEvery >= 0))
     throw new AgentModelBuildError(`checkpointEvery must be a whole number of steps (0: none), got ${checkpointEvery}`);
@@ -384,7 +391,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     num_attention_heads: size.heads,
     num_key_value_heads: size.kvHeads,
     head_dim: size.hiddenSize / size.heads,
-    max_position_embeddings: 2048,
+    max_position_embeddings: AGENT_MODEL_MAX_POSITIONS,
     bos_token_id: null,
     eos_token_id: tokenizer.eosTokenId,
     pad_token_id: tokenizer.padTokenId,

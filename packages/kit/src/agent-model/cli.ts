@@ -50,7 +50,7 @@ export const agentModelCommand = defineCommand({
       type: "string",
       multiple: true,
       placeholder: "KEY=V[;KEY=V…]",
-      description: `the model's size or the corpus's (${agentModelSettingKeys().join(", ")})`,
+      description: `the model's size, its training rows or the corpus's (${agentModelSettingKeys().join(", ")})`,
     },
   },
   examples: [
@@ -95,6 +95,7 @@ export const agentModelCommand = defineCommand({
         copyWarmupSteps: copyWarmup,
         size: settings.size,
         ...settings.build,
+        ...settings.train,
         recipe: [
           "kiln agent-model",
           `--seed ${values.seed}`,

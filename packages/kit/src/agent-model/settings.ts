@@ -1,8 +1,8 @@
-// `kiln agent-model --set key=value`: the model's size and the corpus's sizes, so that every build the kit
+// `kiln agent-model --set key=value`: the model's size, its training rows and the corpus's sizes, so that every build the kit
 // README reports (other sizes, drills, generated instances) is one command. Unknown keys and values out
 // of range are refused before anything is built.
 import { UsageError } from "../errors.js";
-import type { AgentModelSize } from "./build.js";
+import { AGENT_MODEL_MAX_POSITIONS, type AgentModelSize } from "./build.js";
 import { AGENT_CLEM_GAMES } from "./clem-players.js";
 import { SYNTHETIC_CLEM_GAMES } from "./clem-synthetic.js";
 import { AGENT_MODEL_CORPUS } from "./extras.js";
@@ -12,9 +12,12 @@ export interface AgentModelSettings {
   corpus: Partial<typeof AGENT_MODEL_CORPUS>;
   /** The documents `buildAgentModel` makes itself (guess-number episodes, training stories). */
   build: { guessNumberEpisodes?: number; stories?: number };
+  /** Training rows (`train.maxLength` tokens per packed row, `train.batchSize` rows per step; default 768 × 5). */
+  train: { maxLength?: number; batchSize?: number };
 }
 
 const BUILD_KEYS = ["guessNumberEpisodes", "stories"] as const;
+const TRAIN_KEYS = ["maxLength", "batchSize"] as const;
 
 type Kind = "count" | "positive" | "share";
 
@@ -33,6 +36,7 @@ const CORPUS_KEYS: Readonly<Record<string, Kind>> = {
 export function agentModelSettingKeys(): string[] {
   return [
     ...SIZE_KEYS.map((k) => `size.${k}`),
+    ...TRAIN_KEYS.map((k) => `train.${k}`),
     ...BUILD_KEYS.map((k) => `corpus.${k}`),
     ...Object.keys(CORPUS_KEYS).map((k) => `corpus.${k}`),
     ...Object.entries(PER_GAME_KEYS).flatMap(([name, t]) => t.games.map((g) => `corpus.${name}.${g}`)),
@@ -63,6 +67,7 @@ export function agentModelSettings(assignments: readonly (readonly [string, stri
   const size: Partial<AgentModelSize> = {};
   const corpus: Partial<typeof AGENT_MODEL_CORPUS> = {};
   const build: AgentModelSettings["build"] = {};
+  const train: AgentModelSettings["train"] = {};
   const perGame: Partial<Record<keyof typeof PER_GAME_KEYS, Record<string, number>>> = {};
   for (const [key, raw] of assignments) {
     const [head, name, game, ...rest] = key.split(".");
@@ -70,6 +75,13 @@ export function agentModelSettings(assignments: readonly (readonly [string, stri
       head === "corpus" && rest.length === 0 ? PER_GAME_KEYS[name as keyof typeof PER_GAME_KEYS] : undefined;
     if (head === "size" && game === undefined && (SIZE_KEYS as readonly string[]).includes(name)) {
       size[name as keyof AgentModelSize] = parseValue(key, raw, "positive");
+    } else if (head === "train" && game === undefined && (TRAIN_KEYS as readonly string[]).includes(name)) {
+      const v = parseValue(key, raw, "positive");
+      if (name === "maxLength" && (v < 2 || v > AGENT_MODEL_MAX_POSITIONS))
+        throw new UsageError(
+          `--set train.maxLength must be from 2 to ${AGENT_MODEL_MAX_POSITIONS} (the model's max_position_embeddings), got "${raw}"`,
+        );
+      train[name as (typeof TRAIN_KEYS)[number]] = v;
     } else if (head === "corpus" && game === undefined && (BUILD_KEYS as readonly string[]).includes(name)) {
       build[name as (typeof BUILD_KEYS)[number]] = parseValue(key, raw, "count");
     } else if (head === "corpus" && game === undefined && name in CORPUS_KEYS) {
@@ -82,7 +94,7 @@ export function agentModelSettings(assignments: readonly (readonly [string, stri
       throw new UsageError(`--set: unknown key "${key}"; the keys are ${agentModelSettingKeys().join(", ")}`);
     }
   }
-  return { size, corpus: { ...corpus, ...perGame }, build };
+  return { size, corpus: { ...corpus, ...perGame }, build, train };
 }
 
 /** The size's constraints (heads divide the width, kv heads divide the heads), as a usage error. */

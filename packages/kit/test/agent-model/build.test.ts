@@ -99,6 +99,13 @@ describe("buildAgentModel", () => {
     await expect(build(2)).rejects.toThrow(/needs copy drills in the corpus/);
     await expect(build(3)).rejects.toThrow(AgentModelBuildError);
   });
+
+  it("refuses training rows longer than the model's positions", async () => {
+    await expect(tiny(join(root, "long"), 1, { maxLength: 4096 })).rejects.toThrow(
+      /maxLength must be an integer from 2 to 2048, got 4096/,
+    );
+    expect(existsSync(join(root, "long"))).toBe(false);
+  });
 });
 
 describe("buildAgentModel checkpoints", () => {

@@ -22,7 +22,8 @@ describe("kiln agent-model --set", () => {
     expect(s.corpus.tau2TurnRate).toBe(0.25);
     expect(s.corpus.clemEpisodes).toEqual({ ...AGENT_MODEL_CORPUS.clemEpisodes, taboo: 40 });
     expect(s.corpus.clemGenerated).toEqual({ ...AGENT_MODEL_CORPUS.clemGenerated, guesswhat: 0.5 });
-    expect(parse("")).toEqual({ size: {}, corpus: {}, build: {} });
+    expect(parse("")).toEqual({ size: {}, corpus: {}, build: {}, train: {} });
+    expect(parse("train.maxLength=1280;train.batchSize=3").train).toEqual({ maxLength: 1280, batchSize: 3 });
     expect(parse("corpus.guessNumberEpisodes=0;corpus.stories=8").build).toEqual({
       guessNumberEpisodes: 0,
       stories: 8,
@@ -39,7 +40,11 @@ describe("kiln agent-model --set", () => {
     expect(() => parse("corpus.copyDrills=-1")).toThrow(/corpus.copyDrills must be an integer ≥ 0/);
     expect(() => parse("corpus.tau2TurnRate=1.5")).toThrow(/from 0 to 1, got "1.5"/);
     expect(() => parse("corpus.spellingDrills=")).toThrow(/got ""/);
+    expect(() => parse("train.batchSize=0")).toThrow(/train.batchSize must be an integer ≥ 1, got "0"/);
+    expect(() => parse("train.maxLength=4096")).toThrow(/from 2 to 2048 \(the model's max_position_embeddings\)/);
+    expect(() => parse("train.steps=3")).toThrow(/unknown key "train.steps"/);
     expect(agentModelSettingKeys()).toContain("corpus.clemGenerated.taboo");
+    expect(agentModelSettingKeys()).toContain("train.maxLength");
   });
 
   it("checks that heads divide the width and kv heads the heads", () => {
