@@ -155,11 +155,26 @@ export interface Row {
   fullLength: number;
 }
 
-/** `12 min in, about 40 min left` from the steps done since `since` and the steps still to go. */
-function timeLeft(since: number, done: number, left: number): string {
+/**
+ * `12 min in, about 40 min left` at each progress line: the time since training started, and the steps left at
+ * the median pace of the last five intervals between lines, so that one slow stretch (a suspended process, a
+ * laptop asleep, a busy machine) moves the estimate for a moment, not for the rest of the build.
+ */
+export function buildClock(start = Date.now(), now: () => number = Date.now) {
+  const marks: { time: number; step: number }[] = [{ time: start, step: 0 }];
   const minutes = (ms: number) => (ms < 60_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`);
-  const elapsed = Date.now() - since;
-  return left > 0 ? `${minutes(elapsed)} in, about ${minutes((elapsed / done) * left)} left` : `${minutes(elapsed)}`;
+  return (stepsDone: number, stepsLeft: number): string => {
+    const t = now();
+    marks.push({ time: t, step: stepsDone });
+    if (marks.length > 6) marks.shift();
+    const elapsed = `${minutes(t - start)}`;
+    if (stepsLeft <= 0) return elapsed;
+    const paces = marks
+      .slice(1)
+      .map((m, i) => (m.time - marks[i].time) / Math.max(1, m.step - marks[i].step))
+      .sort((a, b) => a - b);
+    return `${elapsed} in, about ${minutes(paces[Math.floor(paces.length / 2)] * stepsLeft)} left`;
+  };
 }
 
 /** Token ids of a document and which of them carry the loss. */
@@ -456,7 +471,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     lossEma: ema,
   });
   options.onTrainingStart?.(startStep);
-  const trainingStart = Date.now();
+  const clock = buildClock();
   for (let step = startStep; step < steps; step++) {
     // A step is a synchronous second or so: the event loop's turn between steps is what lets a Ctrl-C in.
     await yieldToEventLoop();
@@ -487,7 +502,7 @@ export async function buildAgentModel(options: BuildAgentModelOptions): Promise<
     bar.tick(1);
     if ((step + 1) % 50 === 0 || step + 1 === steps)
       log(
-        `[agent-model] step ${step + 1}/${steps} loss ${ema.toFixed(4)} (${timeLeft(trainingStart, step + 1 - startStep, steps - step - 1)})`,
+        `[agent-model] step ${step + 1}/${steps} loss ${ema.toFixed(4)} (${clock(step + 1 - startStep, steps - step - 1)})`,
       );
     const done = step + 1;
     if (checkpointEvery > 0 && done % checkpointEvery === 0 && done < steps)

@@ -7,6 +7,7 @@ import { disposeWasmBackend, initBackend, setBackend } from "@kiln/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AgentModelBuildError,
+  buildClock,
   AgentModelBuildInterrupted,
   type BuildAgentModelOptions,
   type Row,
@@ -208,4 +209,23 @@ describe("buildAgentModel checkpoints", () => {
       "[agent-model] note: the checkpoint's steps ran on libopenblas.so.0 core Zen, these run on no BLAS: the model will equal no uninterrupted build bit for bit",
     );
   }, 240_000);
+});
+
+describe("buildClock", () => {
+  it("says the time spent and what is left at the recent pace, one slow stretch moving it only for a moment", () => {
+    let t = 0;
+    const clock = buildClock(0, () => t);
+    const line = (minutes: number, done: number, left: number) => {
+      t += minutes * 60_000;
+      return clock(done, left);
+    };
+    expect(line(1, 50, 500)).toBe("1 min in, about 10 min left");
+    expect(line(1, 100, 450)).toBe("2 min in, about 9 min left");
+    expect(line(1, 150, 400)).toBe("3 min in, about 8 min left");
+    // Suspended for half an hour: the median of the recent paces holds.
+    expect(line(31, 200, 350)).toBe("34 min in, about 7 min left");
+    expect(line(1, 250, 300)).toBe("35 min in, about 6 min left");
+    expect(line(0.5, 300, 0)).toBe("36 min");
+    expect(buildClock(0, () => 12_000)(5, 5)).toBe("12 s in, about 12 s left");
+  });
 });
