@@ -46,11 +46,11 @@ export interface AgentModelSize {
   vocabSize: number;
 }
 
-// A 1024-token vocabulary (512 before the clembench games): the games' long, repeated prompts take fewer
-// tokens, so more of a game's state fits in a row.
 /** The agent model's `max_position_embeddings`: the longest training row (`maxLength`) it takes. */
 export const AGENT_MODEL_MAX_POSITIONS = 2048;
 
+// A 1024-token vocabulary (512 before the clembench games): the games' long, repeated prompts take fewer
+// tokens, so more of a game's state fits in a row.
 export const AGENT_MODEL_SIZE: AgentModelSize = { hiddenSize: 192, layers: 6, heads: 6, kvHeads: 2, vocabSize: 1024 };
 
 // Guess-number and stories were 1000 and 300 documents (half the corpus's tokens) while the clembench

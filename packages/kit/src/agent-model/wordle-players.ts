@@ -72,7 +72,7 @@ export const WORDLE_UNKNOWN_TARGET_RATE = 0.3;
  * (the greens in place, each yellow letter with the places it is not in, the letters out). Letters marked red that
  * are green or yellow elsewhere (a repeated letter) are not called out; a part with nothing to say is left out.
  * Terse because the reply that carries it must fit the 64 tokens `kiln repro arp` gives a reply (spelt out in words,
- * a quarter of the corpus's replies after feedback ran past 64 tokens, and a cut reply loses its guess). Empty
+ * a fifth of the corpus's Wordle replies ran past 64 tokens, and a cut reply loses its guess). Empty
  * before any feedback.
  */
 export function wordleConstraints(history: readonly (readonly [string, string])[]): string {
