@@ -16,6 +16,7 @@ const extra = {
   "decode-step-cpu": ["kit", "decode-step-cpu.ts"],
   "agent-model-clem": ["kit", "agent-model-clem.ts"],
   "agent-model-copy": ["kit", "agent-model-copy.ts"],
+  "agent-model-wordle-lines": ["kit", "agent-model-wordle-lines.ts"],
   "opd-expert-call": ["kit", "opd-expert-call.ts"],
   "opd-round-states": ["kit", "opd-round-states.ts"],
   "opd-wall-trace": ["kit", "opd-wall-trace.ts"],

@@ -123,6 +123,49 @@ function history(messages: readonly Message[]): [string, string][] {
   return out;
 }
 
+/** How one Wordle reply after feedback relates to the feedback before it (readWordleReplies). */
+export interface WordleReplyReading {
+  /** Feedbacks given before this reply (1 for the reply to the first guess's feedback). */
+  feedbacks: number;
+  /** Its explanation opens with exactly wordleConstraints of the same feedback (the constraint corpus's line). */
+  constraintsExact: boolean;
+  /** Its guess is a word every feedback so far allows (the target could still be it). */
+  fitsFeedback: boolean;
+  /** Its guess is the previous guess again. */
+  repeatsPrevious: boolean;
+}
+
+/**
+ * Reads a played Wordle episode's replies against its feedback: for each reply after feedback (not the replies
+ * to a critic's verdict, which keep the guess by design), whether its spelt-out constraints are exact, whether
+ * its guess fits the feedback, and whether it repeats the previous guess. This is how the constraint corpus's
+ * build was judged (kit README, "The constraint corpus, built"); a reply without a guess line is skipped.
+ */
+export function readWordleReplies(messages: readonly Message[]): WordleReplyReading[] {
+  const readings: WordleReplyReading[] = [];
+  let previousGuess: string | null = null;
+  for (const [i, m] of messages.entries()) {
+    if (m.role !== "assistant") continue;
+    const content = m.content ?? "";
+    const guess = /guess:\s*(\S+)/i.exec(content)?.[1]?.toLowerCase() ?? null;
+    const before = messages.slice(0, i);
+    const h = history(before);
+    const lastUser = [...before].reverse().find((u) => u.role === "user")?.content ?? "";
+    if (guess !== null && h.length > 0 && !CRITIC_VERDICT.test(lastUser)) {
+      const explanation = /explanation:\s*(.*)/i.exec(content)?.[1]?.trim() ?? "";
+      const constraints = wordleConstraints(h);
+      readings.push({
+        feedbacks: h.length,
+        constraintsExact: constraints !== "" && explanation.startsWith(`${constraints}; `),
+        fitsFeedback: h.every(([g, fb]) => clembench.wordleFeedback(g, guess) === fb),
+        repeatsPrevious: guess === previousGuess,
+      });
+    }
+    if (guess !== null) previousGuess = guess;
+  }
+  return readings;
+}
+
 export interface WordlePlayerOptions {
   /**
    * Share of the replies after feedback whose explanation spells out what the feedback says (wordleConstraints)

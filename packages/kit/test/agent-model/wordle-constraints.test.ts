@@ -1,11 +1,16 @@
 import { clembench } from "@kiln/benchmarks";
-import { mulberry32 } from "@kiln/rollout";
+import { type Message, mulberry32 } from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
 import { loadTokenizer } from "@kiln/models";
 import { clemCorpus } from "../../src/agent-model/clem-players.js";
 import { agentModelDir } from "../../src/agent-model/paths.js";
 import { agentModelSettings } from "../../src/agent-model/settings.js";
-import { wordleConstraints, wordleDictionary, wordlePlayer } from "../../src/agent-model/wordle-players.js";
+import {
+  readWordleReplies,
+  wordleConstraints,
+  wordleDictionary,
+  wordlePlayer,
+} from "../../src/agent-model/wordle-players.js";
 
 /** The history a game of `target` shows after `guesses`: each guess with clembench's feedback for it. */
 const played = (target: string, guesses: readonly string[]) =>
@@ -84,5 +89,60 @@ describe("the Wordle corpus with the constraints spelt out", () => {
     expect(agentModelSettings([["corpus.wordleConstraintRate", "0.5"]]).corpus.wordleConstraintRate).toBe(0.5);
     expect(() => agentModelSettings([["corpus.wordleConstraintRate", "2"]])).toThrow(/from 0 to 1, got "2"/);
     expect(() => wordlePlayer("solver", ["crane"], 0, { constraintRate: -1 })).toThrow(RangeError);
+  });
+});
+
+describe("readWordleReplies", () => {
+  const feedback = (guess: string, target: string) => ({
+    role: "user" as const,
+    content: `guess_feedback: ${clembench.wordleFeedback(guess, target)}\n\nProvide your response only in this format.`,
+  });
+  const reply = (explanation: string, guess: string) => ({
+    role: "assistant" as const,
+    content: `explanation: ${explanation}\nguess: ${guess}`,
+  });
+
+  it("reads the constraint corpus's own player as exact, fitting and never repeating", async () => {
+    const words = wordleDictionary();
+    const rng = mulberry32(Date.now() % 1_000_000);
+    for (let game = 0; game < 20; game++) {
+      const target = words[Math.floor(rng() * words.length)];
+      const player = wordlePlayer("solver", words, game, { constraintRate: 1 });
+      const messages: Message[] = [{ role: "user", content: "Let's play Wordle." }];
+      for (let turn = 0; turn < 6; turn++) {
+        const { message } = await player.generate(messages);
+        messages.push(message);
+        const guess = /guess: (\w+)/.exec(message.content ?? "")?.[1] ?? "";
+        if (guess === target) break;
+        messages.push(feedback(guess, target));
+      }
+      const readings = readWordleReplies(messages);
+      expect(readings.length, target).toBeGreaterThan(0);
+      for (const r of readings) {
+        expect(r, target).toMatchObject({ constraintsExact: true, fitsFeedback: true, repeatsPrevious: false });
+      }
+    }
+  });
+
+  it("marks a wrong line, a guess the feedback rules out and a repeated guess, and skips the critic's turns", () => {
+    const target = "sniff";
+    const messages: Message[] = [
+      { role: "user", content: "Let's play Wordle." },
+      reply("400 words fit the feedback", "crane"),
+      feedback("crane", target),
+      reply("n not 4; out a c e r; 3 words fit the feedback", "snout"),
+      feedback("snout", target),
+      // Drops the greens: not the line wordleConstraints writes for this history.
+      reply("n not 4; out a c e o r t u; 1 words fit the feedback", "snout"),
+      { role: "user", content: "clue: a cold\nguess_agreement: no\nagreement_explanation: no" },
+      reply("the critic has spoken, I keep my guess", "snout"),
+      feedback("snout", target),
+      reply("s n _ _ _; n not 4; out a c e o r t u; 1 words fit the feedback", "sniff"),
+    ];
+    const readings = readWordleReplies(messages);
+    expect(readings.map((r) => r.feedbacks)).toEqual([1, 2, 3]);
+    expect(readings.map((r) => r.constraintsExact)).toEqual([true, false, true]);
+    expect(readings.map((r) => r.fitsFeedback)).toEqual([true, false, true]);
+    expect(readings.map((r) => r.repeatsPrevious)).toEqual([false, true, false]);
   });
 });
