@@ -5,6 +5,7 @@
 // first feedback and the later ones that must merge several; whether its guess fits every feedback so far; and
 // whether it repeats the previous guess. Kit README, "The constraint corpus, built".
 import { resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { ChatTemplate, LocalPolicy, loadModel, loadTokenizer } from "@kiln/models";
 import { trajectoryMessages } from "@kiln/rollout";
 import { initBackend } from "@kiln/tensor";
@@ -14,16 +15,25 @@ import { agentModelDir } from "../src/agent-model/paths.js";
 import { readWordleReplies } from "../src/agent-model/wordle-players.js";
 
 const WORDLE_GAMES = ["wordle", "wordle_withclue", "wordle_withcritic"] as const;
-const argv = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback;
-};
-const dir = resolve(process.env.INIT_CWD ?? ".", arg("model", agentModelDir()));
-const games = arg("games", WORDLE_GAMES.join(",")).split(",");
+const USAGE = "usage: pnpm bench agent-model-wordle-lines [--model DIR] [--games a,b] [--backend NAME]";
+// node:util's parser, strict: a mistyped flag is an error, not a run on the defaults.
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      options: { model: { type: "string" }, games: { type: "string" }, backend: { type: "string" } },
+    }).values;
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+const options = parseCommandLine();
+// pnpm runs the bench in packages/kit; a relative --model is the caller's (INIT_CWD: where pnpm was run).
+const dir = options.model ? resolve(process.env.INIT_CWD ?? ".", options.model) : agentModelDir();
+const games = (options.games ?? WORDLE_GAMES.join(",")).split(",");
 const unknown = games.filter((g) => !(WORDLE_GAMES as readonly string[]).includes(g));
 if (unknown.length > 0) throw new Error(`unknown game(s) ${unknown.join(", ")}; this reads ${WORDLE_GAMES.join(", ")}`);
-await initBackend(arg("backend", "auto") as Parameters<typeof initBackend>[0]);
+await initBackend((options.backend ?? "auto") as Parameters<typeof initBackend>[0]);
 
 const tokenizer = await loadTokenizer(dir);
 const policy = new LocalPolicy({

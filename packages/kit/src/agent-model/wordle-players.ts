@@ -110,11 +110,16 @@ export function wordleConstraints(history: readonly (readonly [string, string])[
   return parts.join("; ");
 }
 
+/** The word after a reply's `guess:` (lower case), or undefined when the reply has none. */
+function guessIn(content: string | null | undefined): string | undefined {
+  return /guess:\s*(\S+)/i.exec(content ?? "")?.[1]?.toLowerCase();
+}
+
 function history(messages: readonly Message[]): [string, string][] {
   const out: [string, string][] = [];
   let last: string | null = null;
   for (const m of messages) {
-    if (m.role === "assistant") last = /guess:\s*(\S+)/i.exec(m.content ?? "")?.[1]?.toLowerCase() ?? null;
+    if (m.role === "assistant") last = guessIn(m.content) ?? null;
     else if (m.role === "user" && last) {
       const fb = /guess_feedback: (.*)/.exec(m.content ?? "");
       if (fb) out.push([last, fb[1]]);
@@ -143,16 +148,15 @@ export interface WordleReplyReading {
  */
 export function readWordleReplies(messages: readonly Message[]): WordleReplyReading[] {
   const readings: WordleReplyReading[] = [];
-  let previousGuess: string | null = null;
+  let previousGuess: string | undefined;
   for (const [i, m] of messages.entries()) {
     if (m.role !== "assistant") continue;
-    const content = m.content ?? "";
-    const guess = /guess:\s*(\S+)/i.exec(content)?.[1]?.toLowerCase() ?? null;
+    const guess = guessIn(m.content);
     const before = messages.slice(0, i);
     const h = history(before);
     const lastUser = [...before].reverse().find((u) => u.role === "user")?.content ?? "";
-    if (guess !== null && h.length > 0 && !CRITIC_VERDICT.test(lastUser)) {
-      const explanation = /explanation:\s*(.*)/i.exec(content)?.[1]?.trim() ?? "";
+    if (guess !== undefined && h.length > 0 && !CRITIC_VERDICT.test(lastUser)) {
+      const explanation = /explanation:\s*(.*)/i.exec(m.content ?? "")?.[1]?.trim() ?? "";
       const constraints = wordleConstraints(h);
       readings.push({
         feedbacks: h.length,
@@ -161,7 +165,7 @@ export function readWordleReplies(messages: readonly Message[]): WordleReplyRead
         repeatsPrevious: guess === previousGuess,
       });
     }
-    if (guess !== null) previousGuess = guess;
+    if (guess !== undefined) previousGuess = guess;
   }
   return readings;
 }
@@ -198,7 +202,7 @@ export function wordlePlayer(
       const u = rng();
       const guesses = messages
         .filter((m) => m.role === "assistant")
-        .map((m) => /guess:\s*(\S+)/i.exec(m.content ?? "")?.[1]?.toLowerCase())
+        .map((m) => guessIn(m.content))
         .filter((g): g is string => g !== undefined);
       const lastUser = [...messages].reverse().find((m) => m.role === "user")?.content ?? "";
       const verdict = guesses.length > 0 && CRITIC_VERDICT.test(lastUser);
