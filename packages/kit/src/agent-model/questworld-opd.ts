@@ -6,7 +6,15 @@
 // The model plays from the questworld window (questworldView), in evaluation, in OPD's rollouts
 // and in the teacher's scoring alike.
 import { questworld } from "@kiln/benchmarks";
-import type { EpisodeSpec, Environment, Message, Policy, Trajectory } from "@kiln/rollout";
+import {
+  type EpisodeSpec,
+  type Environment,
+  type Message,
+  type Policy,
+  type Trajectory,
+  deriveSeed,
+  mulberry32,
+} from "@kiln/rollout";
 import { RecipeError } from "../errors.js";
 import type { OpdEvaluation } from "../recipes/opd.js";
 import { ROLLOUT_CONCURRENCY } from "../recipes/recipe-run.js";
@@ -34,6 +42,13 @@ export interface QuestworldOpdSetupOptions {
   startsPerArchetype?: number;
   /** Rollouts from each training start (default 1): the same state, another world and sampling seed each. */
   samplesPerStart?: number;
+  /**
+   * Training starts per archetype per round on the expert planner's own way through the wall (default 0):
+   * each is the state the planner reaches from a wall start after k of its calls, k spread over the calls
+   * before the moonpetal hand-in (expertWallPath), so a round also trains where its own rollouts rarely
+   * get — carrying the moonpetals, on the way back to Ysolde. Each takes `samplesPerStart` rollouts too.
+   */
+  pathStartsPerArchetype?: number;
 }
 
 export interface QuestworldOpdEvaluation extends OpdEvaluation {
@@ -78,6 +93,32 @@ export function atQuestworldWall(trajectory: Trajectory, turn: number): boolean 
   return timberDone && (before.healers_remedy ?? 0) < WALL_STAGE;
 }
 
+/**
+ * The expert planner's way through the wall from `start` (episode seed `seed`, as the environment plays
+ * it): the state before each of its calls, from `start` itself to the state whose next call hands the
+ * moonpetals in. Throws if the planner does not reach the hand-in within the start's call budget.
+ */
+export function expertWallPath(start: questworld.QuestworldState, seed: number): questworld.QuestworldState[] {
+  const env = new questworld.QuestworldEnvironment();
+  env.reset({ seed, state: start });
+  const path: questworld.QuestworldState[] = [];
+  for (let turn = 0; ; turn++) {
+    const state = env.getState();
+    path.push(state);
+    const call = questworld.nextExpertCall(state);
+    if (!call) break;
+    const result = env.step({
+      message: { role: "assistant", content: null },
+      toolCalls: [{ id: `call_${turn}`, name: call.name, arguments: call.arguments }],
+    });
+    if ((stagesOf(result.info)?.healers_remedy ?? 0) >= WALL_STAGE) return path;
+    if (result.done) break;
+  }
+  throw new RecipeError(
+    `expertWallPath: the expert planner did not hand the moonpetals in from this ${start.archetype} start (seed ${seed})`,
+  );
+}
+
 export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): QuestworldOpdSetup {
   const seeds = options.seeds ?? [0, 1, 2];
   const maxTurns = options.maxTurns ?? 40;
@@ -86,6 +127,7 @@ export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): Que
   const foragingLevel = options.foragingLevel ?? 5;
   const perArchetype = options.startsPerArchetype ?? 2;
   const perStart = options.samplesPerStart ?? 1;
+  const pathStarts = options.pathStartsPerArchetype ?? 0;
   const seed = options.seed ?? 0;
   if (seeds.length < 2) throw new RecipeError("questworldOpdSetup: at least 2 seeds are needed for a standard error");
   for (const s of seeds)
@@ -101,6 +143,10 @@ export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): Que
   ] as const)
     if (!Number.isSafeInteger(v) || v < 1)
       throw new RecipeError(`questworldOpdSetup: ${name} must be a positive integer, got ${v}`);
+  if (!Number.isSafeInteger(pathStarts) || pathStarts < 0)
+    throw new RecipeError(
+      `questworldOpdSetup: pathStartsPerArchetype must be a non-negative integer, got ${pathStarts}`,
+    );
   const view = questworldView(keep, { opening: options.opening });
   const windowed = (p: Policy) => new WindowedPolicy(p, { keep, opening: options.opening });
 
@@ -132,19 +178,34 @@ export function questworldOpdSetup(options: QuestworldOpdSetupOptions = {}): Que
   };
 
   // Sample k of a start reuses the start's state; its episode seed (world and sampling) is the start's
-  // for k = 0, so samplesPerStart = 1 plays exactly the starts it always did.
+  // for k = 0, so samplesPerStart = 1 plays exactly the starts it always did. A path start's sample 0
+  // keeps the planner's episode seed, so its world goes on with the random stream the planner left.
+  const samples = (id: string, s: number, state: questworld.QuestworldState, sampleSeed: (k: number) => number) =>
+    Array.from({ length: perStart }, (_, k) => ({
+      id: k === 0 ? id : `${id}-s${k}`,
+      seed: k === 0 ? s : sampleSeed(k),
+      state,
+    }));
   const starts = (round: number): EpisodeSpec[] =>
-    questworld.ARCHETYPES.flatMap((archetype) =>
-      Array.from({ length: perArchetype }, (_, i) => {
+    questworld.ARCHETYPES.flatMap((archetype) => [
+      ...Array.from({ length: perArchetype }, (_, i) => {
         const s = questworldTrainSeed(seed, "questworld-opd-start", round, archetype, i);
         const state = questworldOpdStart(archetype, s, foragingLevel);
-        return Array.from({ length: perStart }, (_, k) => ({
-          id: k === 0 ? `wall-${archetype}-r${round}-${i}` : `wall-${archetype}-r${round}-${i}-s${k}`,
-          seed: k === 0 ? s : questworldTrainSeed(seed, "questworld-opd-sample", round, archetype, i, k),
-          state,
-        }));
+        return samples(`wall-${archetype}-r${round}-${i}`, s, state, (k) =>
+          questworldTrainSeed(seed, "questworld-opd-sample", round, archetype, i, k),
+        );
       }).flat(),
-    );
+      ...Array.from({ length: pathStarts }, (_, i) => {
+        const s = questworldTrainSeed(seed, "questworld-opd-path-start", round, archetype, i);
+        const path = expertWallPath(questworldOpdStart(archetype, s, foragingLevel), s);
+        // Stratified over the calls before the hand-in (at least one played), jittered per start.
+        const u = mulberry32(deriveSeed(seed, "questworld-opd-path-call", round, archetype, i))();
+        const k = 1 + Math.min(path.length - 2, Math.floor(((i + u) * (path.length - 1)) / pathStarts));
+        return samples(`wall-path-${archetype}-r${round}-${i}-c${k}`, s, path[k], (j) =>
+          questworldTrainSeed(seed, "questworld-opd-path-sample", round, archetype, i, j),
+        );
+      }).flat(),
+    ]);
 
   return {
     makeEnv: () => new questworld.QuestworldEnvironment(),

@@ -76,6 +76,13 @@ export interface ReproConfig {
     evalTurns: number;
     /** Student turns teacher-scored and trained on per round: a seeded draw from the round's rollouts. */
     turnsPerRound: number;
+    /**
+     * Training starts per archetype and round on the expert planner's own way through the wall (the state
+     * after k of its calls from a wall start, k spread over the calls before the hand-in), beside
+     * `heldout.questworldStartsPerArchetype` wall starts; each takes `heldout.questworldSamplesPerStart`
+     * rollouts. 0 (the default) adds none.
+     */
+    pathStartsPerArchetype: number;
   };
   /** Held-out instances (seeds disjoint from every training seed). */
   heldout: {
@@ -302,6 +309,7 @@ export const REPRO_QUICK: ConfigOverrides<ReproConfig> = {
     privilegedTeacher: { episodes: 1, maxTurns: 2, epochs: 1, r: 2, alpha: 4 },
     evalTurns: 2,
     turnsPerRound: 8,
+    pathStartsPerArchetype: 0,
   },
   staticScore: { maxTexts: 3, windowTokens: 32 },
   arpClem: { instancesPerGame: 1, staticInstances: 1, maxTokens: 8, maxTurns: 3 },
@@ -336,6 +344,7 @@ export function reproConfig(seed = 42): ReproConfig {
         guideFrom: "base",
         evalTurns: 24,
         turnsPerRound: 32,
+        pathStartsPerArchetype: 0,
       },
       heldout: {
         questworldSeeds: [0, 1, 2],

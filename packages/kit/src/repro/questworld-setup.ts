@@ -30,6 +30,7 @@ export function questworldReproSetup(config: ReproConfig): OpdReproSetup {
     seed: config.seed,
     startsPerArchetype: config.heldout.questworldStartsPerArchetype,
     samplesPerStart: config.heldout.questworldSamplesPerStart,
+    pathStartsPerArchetype: config.opdQuestworld.pathStartsPerArchetype,
   });
   return {
     name: `questworld Core-3 from the quest-2 wall (seeds ${s.seeds.join(", ")})`,

@@ -6,9 +6,15 @@ import {
   QUESTWORLD_SCAFFOLD_NOTE,
   QUESTWORLD_TRAIN_SEED_BASE,
   questworldCorpus,
+  questworldOpdStart,
   questworldCorpusChars,
 } from "../../src/agent-model/questworld-corpus.js";
-import { QUESTWORLD_WALL_LABEL, atQuestworldWall, questworldOpdSetup } from "../../src/agent-model/questworld-opd.js";
+import {
+  QUESTWORLD_WALL_LABEL,
+  atQuestworldWall,
+  expertWallPath,
+  questworldOpdSetup,
+} from "../../src/agent-model/questworld-opd.js";
 import {
   QUESTWORLD_SKILLS,
   hermesToolCallText,
@@ -230,6 +236,54 @@ describe("questworld players and corpus", () => {
       expect(s.state).toEqual(first?.state);
     }
     expect(() => questworldOpdSetup({ samplesPerStart: 0 })).toThrow(/samplesPerStart/);
+  });
+
+  it("path starts: states on the expert planner's way through the wall, spread up to the hand-in, each continued by the planner to it", async () => {
+    const plain = questworldOpdSetup({ startsPerArchetype: 1, samplesPerStart: 2 }).starts(3);
+    const setup = questworldOpdSetup({ startsPerArchetype: 1, samplesPerStart: 2, pathStartsPerArchetype: 4 });
+    const starts = setup.starts(3);
+    expect(setup.starts(3)).toEqual(starts);
+    // The wall starts are unchanged; each archetype adds 4 path starts × 2 samples.
+    expect(starts.filter((s) => !s.id.startsWith("wall-path-"))).toEqual(plain);
+    const path = starts.filter((s) => s.id.startsWith("wall-path-"));
+    expect(path.length).toBe(3 * 4 * 2);
+    expect(new Set(starts.map((s) => s.seed)).size).toBe(starts.length);
+    const calls: number[] = [];
+    for (const s of path) {
+      const state = s.state as questworld.QuestworldState;
+      expect(s.seed).toBeGreaterThanOrEqual(QUESTWORLD_TRAIN_SEED_BASE);
+      expect(state.quests.timber_for_the_mill.stage).toBe(3);
+      expect(state.quests.healers_remedy.stage).toBe(1);
+      calls.push(Number(/-c(\d+)/.exec(s.id)?.[1]));
+      expect(state.counters.toolCalls).toBe(calls[calls.length - 1]);
+    }
+    // Spread: path start i of 4 lies in the i-th quarter of its own way to the hand-in (k calls played of L − 1).
+    for (const s of path.filter((x) => !/-s\d+$/.test(x.id))) {
+      const [, archetype, i, k] = /^wall-path-(\w+)-r3-(\d+)-c(\d+)$/.exec(s.id) ?? [];
+      const length = expertWallPath(questworldOpdStart(archetype as questworld.ArchetypeId, s.seed), s.seed).length;
+      expect(length).toBeGreaterThan(4);
+      expect(Number(k) - 1).toBeGreaterThanOrEqual(Math.floor((Number(i) * (length - 1)) / 4));
+      expect(Number(k) - 1).toBeLessThan(Math.ceil(((Number(i) + 1) * (length - 1)) / 4));
+    }
+    // From a path start (its own episode seed) the planner hands the moonpetals in within the rest of its way.
+    for (const s of path.filter((x) => !/-s\d+$/.test(x.id))) {
+      let env: questworld.QuestworldEnvironment | undefined;
+      const run = await runEpisodes({
+        makeEnv: () => {
+          env = new questworld.QuestworldEnvironment();
+          return env;
+        },
+        policy: questworld.expertPolicy(() => (env as questworld.QuestworldEnvironment).getState()),
+        episodes: [s],
+        limits: { maxTurns: 40 },
+      });
+      const t = run.trajectories[0] as Trajectory;
+      const handIn = t.turns.findIndex((x) => ((x.info?.stages ?? {}) as Record<string, number>).healers_remedy >= 2);
+      const state = s.state as questworld.QuestworldState;
+      const full = expertWallPath(questworldOpdStart(state.archetype, s.seed), s.seed);
+      expect(handIn).toBe(full.length - 1 - (state.counters.toolCalls as number));
+    }
+    expect(() => questworldOpdSetup({ pathStartsPerArchetype: -1 })).toThrow(/pathStartsPerArchetype/);
   });
 
   it("the wall: turns before the moonpetal hand-in are wall turns, and each episode's pass matches the wall table", async () => {
