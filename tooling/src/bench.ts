@@ -114,15 +114,16 @@ export function peakRssMiB(): number {
 }
 
 /**
- * Warm-up steps a training-step benchmark runs before it measures, from `--warmup=N` (default 16), also set as
+ * Warm-up steps a training-step benchmark runs before it measures, from `--warmup=N` (default 40), also set as
  * KILN_BENCH_WARMUP for the processes it starts (kiln's step scripts and the PyTorch peers read it). A two-thread
- * native step takes about twenty steps to reach its steady speed (the LoRA step on two Zen 3 cores went 167, 185,
- * 132 … 118 ms in blocks of eight steps; one thread 150 … 143; why is not pinned down), and a training run is
- * thousands of steps.
+ * native step keeps getting faster for about thirty steps while V8 compiles kiln's JavaScript on threads that
+ * share the two cores (the LoRA step on two Zen 3 cores went 167, 185, 132 … 118 ms in blocks of eight steps; one
+ * thread 150 … 143; packages/tensor/README.md, "the warm-up explained"), and a training run is thousands of steps.
+ * At 16 the decoder's two-thread rate was read before it settled (tensor README, "Zen 4").
  */
 export function benchWarmupSteps(argv: readonly string[] = process.argv): number {
   const flag = argv.find((a) => a.startsWith("--warmup="));
-  const value = flag === undefined ? 16 : Number(flag.slice(9));
+  const value = flag === undefined ? 40 : Number(flag.slice(9));
   if (!Number.isInteger(value) || value < 1 || value > 1000)
     throw new Error(`--warmup must be a whole number of steps in [1, 1000], got ${flag?.slice(9)}`);
   process.env.KILN_BENCH_WARMUP = String(value);

@@ -5,7 +5,7 @@
 // one thread like the peer (and on two, against the same one-thread peer), with bf16 weights widened
 // to f32 ("widen") and through oneDNN's bf16 GEMM ("onednn", what the bf16 peer does; on one thread and two); kiln wasm on
 // two threads and one. Configurations run in interleaved rounds (the machine may be shared) and each
-// value is the median over rounds; every process runs --warmup steps (default 16) before it measures.
+// value is the median over rounds; every process runs --warmup steps (default 40) before it measures.
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -1,5 +1,5 @@
 // `pnpm bench tensor [--json] [--only=matmul|decoder|webgpu] [--rounds=N] [--warmup=N]`: @kiln/tensor benchmarks
-// against peers in the same run (--warmup: training steps each decoder process runs before it measures, default 16).
+// against peers in the same run (--warmup: training steps each decoder process runs before it measures, default 40).
 import { BenchReporter } from "../../../tooling/src/bench.js";
 import { benchDecoder } from "./decoder.js";
 import { benchMatmul } from "./matmul.js";
