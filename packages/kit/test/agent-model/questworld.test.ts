@@ -1,6 +1,14 @@
 import { questworld } from "@kiln/benchmarks";
 import { LocalPolicy } from "@kiln/models";
-import { type Message, type Policy, type Trajectory, episodeSpecs, parseToolCalls, runEpisodes } from "@kiln/rollout";
+import {
+  type EpisodeSpec,
+  type Message,
+  type Policy,
+  type Trajectory,
+  episodeSpecs,
+  parseToolCalls,
+  runEpisodes,
+} from "@kiln/rollout";
 import { describe, expect, it } from "vitest";
 import {
   QUESTWORLD_SCAFFOLD_NOTE,
@@ -24,6 +32,25 @@ import { WindowedPolicy, questworldView, questworldWindow } from "../../src/agen
 import { scaffoldedTeacher, scoreWithTeacher } from "../../src/recipes/opd-samples.js";
 import { chatmlTemplate } from "@kiln/models";
 import { tinyChat } from "../../src/recipes/tiny-chat.js";
+
+/** The expert planner's episode from `start` (40 turns) and the turn whose call handed the moonpetals in. */
+async function expertToHandIn(start: EpisodeSpec): Promise<{ trajectory: Trajectory; handIn: number }> {
+  let env: questworld.QuestworldEnvironment | undefined;
+  const run = await runEpisodes({
+    makeEnv: () => {
+      env = new questworld.QuestworldEnvironment();
+      return env;
+    },
+    policy: questworld.expertPolicy(() => (env as questworld.QuestworldEnvironment).getState()),
+    episodes: [start],
+    limits: { maxTurns: 40 },
+  });
+  const trajectory = run.trajectories[0] as Trajectory;
+  const handIn = trajectory.turns.findIndex(
+    (x) => ((x.info?.stages ?? {}) as Record<string, number>).healers_remedy >= 2,
+  );
+  return { trajectory, handIn };
+}
 
 function conversation(turns: number): Message[] {
   const out: Message[] = [
@@ -267,18 +294,7 @@ describe("questworld players and corpus", () => {
     }
     // From a path start (its own episode seed) the planner hands the moonpetals in within the rest of its way.
     for (const s of path.filter((x) => !/-s\d+$/.test(x.id))) {
-      let env: questworld.QuestworldEnvironment | undefined;
-      const run = await runEpisodes({
-        makeEnv: () => {
-          env = new questworld.QuestworldEnvironment();
-          return env;
-        },
-        policy: questworld.expertPolicy(() => (env as questworld.QuestworldEnvironment).getState()),
-        episodes: [s],
-        limits: { maxTurns: 40 },
-      });
-      const t = run.trajectories[0] as Trajectory;
-      const handIn = t.turns.findIndex((x) => ((x.info?.stages ?? {}) as Record<string, number>).healers_remedy >= 2);
+      const { handIn } = await expertToHandIn(s);
       const state = s.state as questworld.QuestworldState;
       const full = expertWallPath(questworldOpdStart(state.archetype, s.seed), s.seed);
       expect(handIn).toBe(full.length - 1 - (state.counters.toolCalls as number));
@@ -287,19 +303,7 @@ describe("questworld players and corpus", () => {
   });
 
   it("the wall: turns before the moonpetal hand-in are wall turns, and each episode's pass matches the wall table", async () => {
-    let env: questworld.QuestworldEnvironment | undefined;
-    const start = questworldOpdSetup({ startsPerArchetype: 1 }).starts(1)[0];
-    const run = await runEpisodes({
-      makeEnv: () => {
-        env = new questworld.QuestworldEnvironment();
-        return env;
-      },
-      policy: questworld.expertPolicy(() => (env as questworld.QuestworldEnvironment).getState()),
-      episodes: [start],
-      limits: { maxTurns: 40 },
-    });
-    const t = run.trajectories[0] as Trajectory;
-    const handIn = t.turns.findIndex((x) => ((x.info?.stages ?? {}) as Record<string, number>).healers_remedy >= 2);
+    const { trajectory: t, handIn } = await expertToHandIn(questworldOpdSetup({ startsPerArchetype: 1 }).starts(1)[0]);
     expect(handIn).toBeGreaterThan(3);
     for (let i = 0; i < t.turns.length; i++) expect(atQuestworldWall(t, i)).toBe(i <= handIn);
     // A fresh start (quest 1 not done) is not at the wall.
