@@ -115,6 +115,11 @@ function guessIn(content: string | null | undefined): string | undefined {
   return /guess:\s*(\S+)/i.exec(content ?? "")?.[1]?.toLowerCase();
 }
 
+/** Whether the last user message is the critic's verdict (wordle_withcritic), which a reply answers by keeping its guess. */
+function afterCriticVerdict(messages: readonly Message[]): boolean {
+  return CRITIC_VERDICT.test(messages.findLast((m) => m.role === "user")?.content ?? "");
+}
+
 function history(messages: readonly Message[]): [string, string][] {
   const out: [string, string][] = [];
   let last: string | null = null;
@@ -154,8 +159,7 @@ export function readWordleReplies(messages: readonly Message[]): WordleReplyRead
     const guess = guessIn(m.content);
     const before = messages.slice(0, i);
     const h = history(before);
-    const lastUser = [...before].reverse().find((u) => u.role === "user")?.content ?? "";
-    if (guess !== undefined && h.length > 0 && !CRITIC_VERDICT.test(lastUser)) {
+    if (guess !== undefined && h.length > 0 && !afterCriticVerdict(before)) {
       const explanation = /explanation:\s*(.*)/i.exec(m.content ?? "")?.[1]?.trim() ?? "";
       const constraints = wordleConstraints(h);
       readings.push({
@@ -204,8 +208,7 @@ export function wordlePlayer(
         .filter((m) => m.role === "assistant")
         .map((m) => guessIn(m.content))
         .filter((g): g is string => g !== undefined);
-      const lastUser = [...messages].reverse().find((m) => m.role === "user")?.content ?? "";
-      const verdict = guesses.length > 0 && CRITIC_VERDICT.test(lastUser);
+      const verdict = guesses.length > 0 && afterCriticVerdict(messages);
       // No draw at rate 0, so that the default corpus stays the one the shipped model was built from.
       const spell = h.length > 0 && !verdict && constraintRate > 0 && (constraintRate >= 1 || rng() < constraintRate);
       const spelled = spell ? `${wordleConstraints(h)}; ` : "";
